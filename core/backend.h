@@ -1,0 +1,86 @@
+// core/backend.h — the interface a device implements: memory, copies and every kernel.
+//
+// core/kernels.h is what users call; it checks arguments, allocates outputs, then calls the
+// Backend of the inputs' device. A Backend therefore receives tensors that are already valid,
+// contiguous, on its device, with outputs already shaped: it only computes. Two implement it:
+//   core/cpu/   CpuBackend, on Eigen (always built)
+//   cuda/       CudaBackend, on cuBLAS/cuRAND/CUDA kernels, or a stub when built without CUDA
+// A new device implements this class; nothing above core/ changes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/kernels.h"
+#include "core/tensor.h"
+
+namespace moelab {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+
+  // Memory and copies. Copies between host and device go through the device's backend.
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void deallocate(void* ptr, std::size_t bytes) = 0;
+  virtual void copy_from_host(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_on_device(void* dst, const void* src, std::size_t bytes) = 0;
+
+  // Kernels: the same meaning as in core/kernels.h; outputs come last, preallocated.
+  virtual void fill(Tensor& x, double value) = 0;
+  virtual void cast(const Tensor& x, Tensor& out) = 0;
+  // a: [B, M, K] or, when trans_a, [B, K, M]; b: [B, K, N] or [B, N, K]; out: [B, M, N].
+  // 2-D products arrive as B == 1.
+  virtual void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) = 0;
+  virtual void unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) = 0;
+  // b has a's numel (elementwise), 1 (scalar) or divides it (trailing broadcast: b repeats).
+  virtual void binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) = 0;
+  virtual void binary_scalar(kernels::BinaryOp op, const Tensor& a, double b, bool scalar_first, Tensor& out) = 0;
+  virtual void relu_backward(const Tensor& x, const Tensor& grad, Tensor& out) = 0;
+  // x seen as [outer, n, inner]; out: [outer, inner]. For sum_all use outer = inner = 1.
+  virtual void sum(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& out) = 0;
+  virtual void max(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& values,
+                   Tensor* indices) = 0;
+  virtual void softmax(const Tensor& x, Tensor& y) = 0;
+  virtual void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+  virtual void log_softmax(const Tensor& x, Tensor& y) = 0;
+  virtual void log_softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+  // Returns the number of kept rows; loss: [], logsumexp: [N].
+  virtual std::int64_t cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_index, Tensor& loss,
+                                     Tensor& logsumexp) = 0;
+  virtual void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& logsumexp,
+                                      double scale, int ignore_index, Tensor& dlogits) = 0;
+  virtual void index_select(const Tensor& src, const Tensor& index, Tensor& out) = 0;
+  virtual void scatter_add_rows(const Tensor& src, const Tensor& index, Tensor& out) = 0;  // out zeroed here
+  virtual void gather_last(const Tensor& src, const Tensor& index, Tensor& out) = 0;
+  virtual void scatter_add_last(const Tensor& src, const Tensor& index, Tensor& out) = 0;  // out zeroed here
+  virtual void topk(const Tensor& x, int k, Tensor& values, Tensor& indices) = 0;
+  virtual void argsort(const Tensor& keys, Tensor& out) = 0;
+  // Copies x seen as [outer, n, inner] rows [start, start+len) of the middle axis into
+  // out seen as [outer, out_n, inner] at middle offset out_start. concat/split/narrow use it.
+  virtual void copy_block(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, std::int64_t start,
+                          std::int64_t len, Tensor& out, std::int64_t out_n, std::int64_t out_start) = 0;
+  virtual void permute(const Tensor& x, const std::vector<int>& order, Tensor& out) = 0;
+  virtual void causal_mask(const Tensor& scores, double fill, Tensor& out) = 0;
+  virtual void rmsnorm(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) = 0;
+  virtual void rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& dy, Tensor& dx,
+                                Tensor& dw) = 0;
+  virtual void layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, Tensor& y, Tensor& mean,
+                         Tensor& rstd) = 0;
+  virtual void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
+                                  const Tensor& dy, Tensor& dx, Tensor& dw, Tensor& db) = 0;
+};
+
+// The backend for a device. CPU always exists; CUDA throws moelab::Error when this build has no
+// CUDA or the machine has no GPU.
+Backend& backend(Device device);
+Backend& cpu_backend();
+// Defined in cuda/ (the real one, or the stub when built without CUDA).
+Backend& cuda_backend();
+// Whether a usable CUDA device is present (false in builds without CUDA). Never throws.
+bool cuda_available();
+
+}  // namespace moelab

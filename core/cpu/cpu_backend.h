@@ -1,0 +1,60 @@
+// core/cpu/cpu_backend.h — the host implementation of Backend (core/backend.h) on Eigen.
+//
+// One class, its methods defined one concept per file in core/cpu/: memory.cpp, copy.cpp,
+// matmul.cpp, elementwise.cpp, reduce.cpp, softmax.cpp, cross_entropy.cpp, index.cpp, sort.cpp,
+// shape_ops.cpp, mask.cpp, norm.cpp. cuda/ mirrors these files one for one.
+// Inputs are already checked and contiguous (core/kernels/ does that); methods only compute.
+#pragma once
+
+#include "core/backend.h"
+
+namespace moelab {
+
+class CpuBackend final : public Backend {
+ public:
+  const char* name() const override { return "cpu"; }
+
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* ptr, std::size_t bytes) override;
+  void copy_from_host(void* dst, const void* src, std::size_t bytes) override;
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
+  void copy_on_device(void* dst, const void* src, std::size_t bytes) override;
+
+  void fill(Tensor& x, double value) override;
+  void cast(const Tensor& x, Tensor& out) override;
+  void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) override;
+  void unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) override;
+  void binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override;
+  void binary_scalar(kernels::BinaryOp op, const Tensor& a, double b, bool scalar_first, Tensor& out) override;
+  void relu_backward(const Tensor& x, const Tensor& grad, Tensor& out) override;
+  void sum(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& out) override;
+  void max(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& values,
+           Tensor* indices) override;
+  void softmax(const Tensor& x, Tensor& y) override;
+  void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
+  void log_softmax(const Tensor& x, Tensor& y) override;
+  void log_softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
+  std::int64_t cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_index, Tensor& loss,
+                             Tensor& logsumexp) override;
+  void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& logsumexp, double scale,
+                              int ignore_index, Tensor& dlogits) override;
+  void index_select(const Tensor& src, const Tensor& index, Tensor& out) override;
+  void scatter_add_rows(const Tensor& src, const Tensor& index, Tensor& out) override;
+  void gather_last(const Tensor& src, const Tensor& index, Tensor& out) override;
+  void scatter_add_last(const Tensor& src, const Tensor& index, Tensor& out) override;
+  void topk(const Tensor& x, int k, Tensor& values, Tensor& indices) override;
+  void argsort(const Tensor& keys, Tensor& out) override;
+  void copy_block(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, std::int64_t start,
+                  std::int64_t len, Tensor& out, std::int64_t out_n, std::int64_t out_start) override;
+  void permute(const Tensor& x, const std::vector<int>& order, Tensor& out) override;
+  void causal_mask(const Tensor& scores, double fill, Tensor& out) override;
+  void rmsnorm(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) override;
+  void rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& dy, Tensor& dx,
+                        Tensor& dw) override;
+  void layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, Tensor& y, Tensor& mean,
+                 Tensor& rstd) override;
+  void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                          Tensor& dx, Tensor& dw, Tensor& db) override;
+};
+
+}  // namespace moelab

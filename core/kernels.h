@@ -1,0 +1,142 @@
+// core/kernels.h — every computation moelab can run on a Tensor, independent of the device.
+//
+// These are the engine's primitive operations. Each function
+//   1. checks its arguments and throws moelab::Error("moelab::<op>: ...") on anything wrong
+//      (shapes, dtypes, mixed devices, index ranges, empty tensors where they make no sense),
+//   2. allocates its outputs on the inputs' device,
+//   3. hands the work to that device's Backend (core/backend.h): core/cpu/ on the host, cuda/ on
+//      a GPU. The backends never re-check; the checks live here, once.
+// Kernels know nothing of gradients: autograd/ builds differentiable ops from these forward and
+// backward pairs. Float ops accept float32 and float64; index arguments are int32.
+//
+// Shapes are written the llm.c way: x: [N, d] means N rows of d. "[..., d]" means any number of
+// leading axes, treated as one flattened N.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace moelab::kernels {
+
+// ---------------------------------------------------------------- copies and fills
+void fill(Tensor& x, double value);                 // every element := value
+void copy(Tensor& dst, const Tensor& src);          // same shape and dtype; may cross devices
+Tensor cast(const Tensor& x, DType dtype);          // element type conversion (float->int truncates)
+
+// ---------------------------------------------------------------- matrix products
+// a: [M, K] (stored [K, M] when trans_a), b: [K, N] (stored [N, K] when trans_b) -> [M, N].
+// Batched: a: [B, M, K], b: [B, K, N] -> [B, M, N] (the same transposes apply to every batch).
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+
+// ---------------------------------------------------------------- elementwise
+enum class UnaryOp { Neg, Exp, Log, Sqrt, Abs, Square, Relu, Sigmoid, Tanh, Sin, Cos, Reciprocal };
+enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum, Pow };
+const char* op_name(UnaryOp op);
+const char* op_name(BinaryOp op);
+
+Tensor unary(UnaryOp op, const Tensor& x);
+// a op b with broadcasting limited to what layers need:
+//   b.shape == a.shape                     elementwise
+//   b.numel() == 1                         scalar tensor
+//   b.shape == trailing axes of a.shape    e.g. bias [d] on x [N, d], or [T, d] on [B, T, d]
+// The result has a's shape. Anything else is an error (no silent general broadcasting).
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
+Tensor binary_scalar(BinaryOp op, const Tensor& a, double b);   // a op b
+Tensor scalar_binary(BinaryOp op, double a, const Tensor& b);   // a op b (e.g. 1 / x, 1 - x)
+// d relu: grad where x > 0, else 0.  x, grad: same shape.
+Tensor relu_backward(const Tensor& x, const Tensor& grad);
+
+// ---------------------------------------------------------------- reductions
+// Sums run in a fixed order, so results are bitwise the same run after run.
+Tensor sum(const Tensor& x);                                      // -> [] (0-d)
+Tensor sum(const Tensor& x, int axis, bool keepdim = false);
+Tensor mean(const Tensor& x);                                     // -> []; x must not be empty
+Tensor mean(const Tensor& x, int axis, bool keepdim = false);
+Tensor max(const Tensor& x);                                      // -> []; x must not be empty
+struct MaxResult {
+  Tensor values;   // the maxima
+  Tensor indices;  // int32 position along `axis` of the first maximum
+};
+MaxResult max(const Tensor& x, int axis, bool keepdim = false);
+
+// ---------------------------------------------------------------- softmax over the last axis
+Tensor softmax(const Tensor& x);                                  // x: [..., n] -> [..., n]
+Tensor softmax_backward(const Tensor& y, const Tensor& dy);       // dx = y * (dy - sum(dy * y))
+Tensor log_softmax(const Tensor& x);                              // x - logsumexp(x)
+Tensor log_softmax_backward(const Tensor& y, const Tensor& dy);   // dx = dy - exp(y) * sum(dy)
+
+// ---------------------------------------------------------------- cross-entropy
+// Fused, numerically stable (log-sum-exp with the row max subtracted) mean cross-entropy.
+// logits: [N, V] float, targets: [N] int32 in [0, V) or == ignore_index (that row is skipped).
+// loss = mean over kept rows of (logsumexp(logits[i]) - logits[i, targets[i]]); 0 if none kept.
+struct CrossEntropyResult {
+  Tensor loss;           // [] scalar
+  Tensor logsumexp;      // [N] per row (saved for the backward)
+  std::int64_t kept = 0; // number of rows not ignored
+};
+CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_index = -100);
+// dlogits[i] = (softmax(logits[i]) - onehot(targets[i])) * dloss / kept; 0 for ignored rows.
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& logsumexp,
+                              double dloss, std::int64_t kept, int ignore_index = -100);
+
+// ---------------------------------------------------------------- gathering and scattering rows
+// index_select: src: [N, ...], index: [M] int32 in [0, N) -> [M, ...] (row m = src[index[m]]).
+Tensor index_select(const Tensor& src, const Tensor& index);
+// scatter_add_rows: src: [M, ...], index: [M] -> [num_rows, ...] zeros, then out[index[m]] += src[m]
+// for m = 0, 1, ..., M-1 in that order (fixed order, no atomics: deterministic).
+Tensor scatter_add_rows(const Tensor& src, const Tensor& index, std::int64_t num_rows);
+// gather_last: src: [..., K], index: [..., J] int32 in [0, K) -> [..., J], out[r, j] = src[r, index[r, j]].
+Tensor gather_last(const Tensor& src, const Tensor& index);
+// scatter_add_last: src: [..., J], index: [..., J] -> [..., K] zeros, out[r, index[r, j]] += src[r, j].
+Tensor scatter_add_last(const Tensor& src, const Tensor& index, std::int64_t k);
+// embedding: weight: [V, d], ids: [...] int32 in [0, V) -> [..., d].
+Tensor embedding(const Tensor& weight, const Tensor& ids);
+// embedding_backward: dy: [..., d], ids: [...] -> dweight: [V, d] (rows summed in a fixed order).
+Tensor embedding_backward(const Tensor& dy, const Tensor& ids, std::int64_t vocab);
+
+// ---------------------------------------------------------------- selection and sorting
+struct TopKResult {
+  Tensor values;   // [..., k] largest first
+  Tensor indices;  // [..., k] int32; among equal values the lower index comes first
+};
+TopKResult topk(const Tensor& x, int k);   // over the last axis; 1 <= k <= x.size(-1)
+// Stable ascending argsort of int32 keys over the last axis: keys [..., n] -> int32 [..., n];
+// equal keys keep their original order (what sort-by-expert needs).
+Tensor argsort(const Tensor& keys);
+
+// ---------------------------------------------------------------- shape operations (all copy)
+Tensor concat(const std::vector<Tensor>& xs, int axis);   // sizes equal except along axis
+std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes, int axis);
+Tensor narrow(const Tensor& x, int axis, std::int64_t start, std::int64_t length);
+Tensor transpose(const Tensor& x, int axis0 = -2, int axis1 = -1);
+Tensor permute(const Tensor& x, const std::vector<int>& order);  // out axis i = x axis order[i]
+
+// ---------------------------------------------------------------- masking
+// scores: [..., T, S] -> copy with every entry where column > row + (S - T) set to `fill`
+// (decoder self-attention uses T == S: a position sees itself and the past). The backward is
+// causal_mask(dy, 0).
+Tensor causal_mask(const Tensor& scores, double fill);
+
+// ---------------------------------------------------------------- normalisation (fused)
+// rmsnorm:   y = x * rstd * w,             rstd = 1 / sqrt(mean(x^2) + eps)
+// layernorm: y = (x - mean) * rstd * w + b, rstd = 1 / sqrt(var(x) + eps)   (biased variance)
+// x: [..., d], w, b: [d]. mean, rstd: [N] with N = numel / d, saved for the backward.
+struct NormResult {
+  Tensor y;
+  Tensor mean;  // undefined for rmsnorm
+  Tensor rstd;
+};
+struct NormGrads {
+  Tensor dx;  // [..., d]
+  Tensor dw;  // [d]
+  Tensor db;  // [d]; undefined for rmsnorm
+};
+NormResult rmsnorm(const Tensor& x, const Tensor& w, double eps);
+NormGrads rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& dy);
+NormResult layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps);
+NormGrads layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
+                             const Tensor& dy);
+
+}  // namespace moelab::kernels

@@ -1,0 +1,36 @@
+// core/kernels/matmul.cpp — checks and dispatch for matrix products (plain, transposed, batched).
+#include "core/backend.h"
+#include "core/kernels.h"
+
+namespace moelab::kernels {
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  check_floating(a, "matmul", "a");
+  check_floating(b, "matmul", "b");
+  check_same_device(a, b, "matmul");
+  MOELAB_CHECK(a.dtype() == b.dtype(), "matmul", "a is ", a.dtype(), " but b is ", b.dtype());
+  MOELAB_CHECK(a.rank() == b.rank() && (a.rank() == 2 || a.rank() == 3), "matmul",
+               "needs two 2-d or two 3-d (batched) operands, got a ", a.shape(), " and b ", b.shape());
+  const bool batched = a.rank() == 3;
+  const std::int64_t batch = batched ? a.size(0) : 1;
+  MOELAB_CHECK(!batched || b.size(0) == batch, "matmul", "batch sizes differ: a ", a.shape(), ", b ", b.shape());
+  const std::int64_t m = trans_a ? a.size(-1) : a.size(-2);
+  const std::int64_t ka = trans_a ? a.size(-2) : a.size(-1);
+  const std::int64_t kb = trans_b ? b.size(-1) : b.size(-2);
+  const std::int64_t n = trans_b ? b.size(-2) : b.size(-1);
+  MOELAB_CHECK(ka == kb, "matmul", "inner dimensions differ: a ", a.shape(), (trans_a ? "^T" : ""), " @ b ", b.shape(),
+               (trans_b ? "^T" : ""));
+  Tensor out = Tensor::empty(batched ? Shape{batch, m, n} : Shape{m, n}, a.dtype(), a.device());
+  if (out.numel() == 0) return out;
+  if (ka == 0) {
+    fill(out, 0.0);
+    return out;
+  }
+  Tensor a3 = batched ? a : a.reshape({1, a.size(0), a.size(1)});
+  Tensor b3 = batched ? b : b.reshape({1, b.size(0), b.size(1)});
+  Tensor out3 = batched ? out : out.reshape({1, m, n});
+  backend(a.device()).matmul(a3, b3, trans_a, trans_b, out3);
+  return out;
+}
+
+}  // namespace moelab::kernels

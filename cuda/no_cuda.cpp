@@ -1,0 +1,15 @@
+// cuda/no_cuda.cpp — what the engine links instead of the CUDA backend when built without CUDA.
+//
+// Asking for a CUDA tensor then fails with a clear message instead of a link error or a crash;
+// cuda_available() answers false so tests and programs can skip GPU work and say so.
+#include "core/backend.h"
+
+namespace moelab {
+
+Backend& cuda_backend() {
+  fail("cuda", "this build of moelab has no CUDA backend (configure with nvcc present, or -DMOELAB_CUDA=ON)");
+}
+
+bool cuda_available() { return false; }
+
+}  // namespace moelab
