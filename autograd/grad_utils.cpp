@@ -1,0 +1,64 @@
+// autograd/grad_utils.cpp — the shared backward helpers (see grad_utils.h).
+#include "autograd/grad_utils.h"
+
+#include <vector>
+
+namespace moelab::detail {
+
+using kernels::BinaryOp;
+
+Tensor add_t(const Tensor& a, const Tensor& b) { return kernels::binary(BinaryOp::Add, a, b); }
+Tensor sub_t(const Tensor& a, const Tensor& b) { return kernels::binary(BinaryOp::Sub, a, b); }
+Tensor mul_t(const Tensor& a, const Tensor& b) { return kernels::binary(BinaryOp::Mul, a, b); }
+Tensor div_t(const Tensor& a, const Tensor& b) { return kernels::binary(BinaryOp::Div, a, b); }
+Tensor scale_t(const Tensor& a, double s) { return kernels::binary_scalar(BinaryOp::Mul, a, s); }
+Tensor neg_t(const Tensor& a) { return kernels::unary(kernels::UnaryOp::Neg, a); }
+
+Tensor filled(const Shape& shape, double value, const Tensor& like) {
+  Tensor out = Tensor::empty(shape, like.dtype(), like.device());
+  kernels::fill(out, value);
+  return out;
+}
+
+double scalar_value(const Tensor& x) {
+  check_floating(x, "scalar_value");
+  MOELAB_CHECK(x.numel() == 1, "scalar_value", "needs one element, got ", x.shape());
+  return x.dtype() == DType::Float64 ? x.item<double>() : static_cast<double>(x.item<float>());
+}
+
+Tensor reduce_to_shape(const Tensor& grad, const Shape& shape) {
+  if (grad.shape() == shape) return grad;
+  if (shape.numel() == 1) return kernels::sum(grad).reshape(shape);  // scalar operand: every element used it
+  // Trailing broadcast: grad is [outer, shape...]; sum the leading copies.
+  const std::int64_t inner = shape.numel();
+  return kernels::sum(grad.reshape({grad.numel() / inner, inner}), 0).reshape(shape);
+}
+
+Tensor expand_axis(const Tensor& grad, const Shape& shape, int axis) {
+  axis = shape.normalize_axis(axis, "expand_axis");
+  const std::int64_t outer = shape.outer(axis), n = shape[axis], inner = shape.inner(axis);
+  // Broadcasting repeats a tensor along *leading* axes, so build [n, outer, inner] as
+  // zeros + grad (grad: [outer, inner] is the trailing shape), then move n to the middle.
+  // 0 + g == g exactly, on every device.
+  Tensor repeated = add_t(filled({n, outer, inner}, 0.0, grad), grad.reshape({outer, inner}));
+  if (outer == 1) return repeated.reshape(shape);
+  return kernels::permute(repeated, {1, 0, 2}).reshape(shape);
+}
+
+Tensor pad_axis(const Tensor& grad, const Shape& shape, int axis, std::int64_t start) {
+  axis = shape.normalize_axis(axis, "pad_axis");
+  const std::int64_t length = grad.size(axis), after = shape[axis] - start - length;
+  if (start == 0 && after == 0) return grad;
+  std::vector<Tensor> pieces;
+  auto zeros_of = [&](std::int64_t size) {
+    Shape piece = shape;
+    piece[axis] = size;
+    return filled(piece, 0.0, grad);
+  };
+  if (start > 0) pieces.push_back(zeros_of(start));
+  pieces.push_back(grad);
+  if (after > 0) pieces.push_back(zeros_of(after));
+  return kernels::concat(pieces, axis);
+}
+
+}  // namespace moelab::detail

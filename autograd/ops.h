@@ -1,0 +1,15 @@
+// autograd/ops.h — every differentiable op, in one include (the registry is autograd/op_list.h).
+#pragma once
+
+#include "autograd/no_grad.h"
+#include "autograd/op_list.h"
+#include "autograd/ops_elementwise.h"
+#include "autograd/ops_index.h"
+#include "autograd/ops_loss.h"
+#include "autograd/ops_mask.h"
+#include "autograd/ops_matmul.h"
+#include "autograd/ops_norm.h"
+#include "autograd/ops_reduce.h"
+#include "autograd/ops_shape.h"
+#include "autograd/ops_softmax.h"
+#include "autograd/variable.h"

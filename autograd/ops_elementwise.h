@@ -1,0 +1,60 @@
+// autograd/ops_elementwise.h — differentiable elementwise arithmetic and activations.
+//
+// Binary ops broadcast exactly as kernels::binary does: b has a's shape, or one element (a scalar
+// tensor), or a's trailing axes (a bias [d] on x [N, d]). The result has a's shape; b's gradient
+// is summed back over the axes it was repeated along. Forms with a double operand treat it as a
+// constant (no gradient). Every function here is listed in autograd/op_list.h.
+#pragma once
+
+#include "autograd/variable.h"
+
+namespace moelab {
+
+// ---------------------------------------------------------------- binary (a: [...], b: broadcastable -> a's shape)
+Variable add(const Variable& a, const Variable& b);
+Variable add(const Variable& a, double b);
+Variable add(double a, const Variable& b);
+Variable sub(const Variable& a, const Variable& b);
+Variable sub(const Variable& a, double b);
+Variable sub(double a, const Variable& b);
+Variable mul(const Variable& a, const Variable& b);
+Variable mul(const Variable& a, double b);
+Variable mul(double a, const Variable& b);
+Variable div(const Variable& a, const Variable& b);
+Variable div(const Variable& a, double b);
+Variable div(double a, const Variable& b);
+// Elementwise max / min; where a == b the gradient goes to b (maximum) or a (minimum).
+Variable maximum(const Variable& a, const Variable& b);
+Variable minimum(const Variable& a, const Variable& b);
+// x ^ exponent (a constant exponent). d/dx = exponent * x^(exponent-1).
+Variable pow(const Variable& x, double exponent);
+
+Variable operator+(const Variable& a, const Variable& b);
+Variable operator+(const Variable& a, double b);
+Variable operator+(double a, const Variable& b);
+Variable operator-(const Variable& a, const Variable& b);
+Variable operator-(const Variable& a, double b);
+Variable operator-(double a, const Variable& b);
+Variable operator*(const Variable& a, const Variable& b);
+Variable operator*(const Variable& a, double b);
+Variable operator*(double a, const Variable& b);
+Variable operator/(const Variable& a, const Variable& b);
+Variable operator/(const Variable& a, double b);
+Variable operator/(double a, const Variable& b);
+Variable operator-(const Variable& x);
+
+// ---------------------------------------------------------------- unary (x: [...] -> [...])
+Variable neg(const Variable& x);
+Variable exp(const Variable& x);
+Variable log(const Variable& x);         // x > 0
+Variable sqrt(const Variable& x);        // x > 0 for a finite gradient
+Variable abs(const Variable& x);         // gradient 0 at x == 0
+Variable square(const Variable& x);
+Variable relu(const Variable& x);        // gradient 0 at x == 0
+Variable sigmoid(const Variable& x);
+Variable tanh(const Variable& x);
+Variable sin(const Variable& x);
+Variable cos(const Variable& x);
+Variable reciprocal(const Variable& x);  // 1 / x
+
+}  // namespace moelab

@@ -1,0 +1,39 @@
+// autograd/ops_matmul.cpp — gradients of C = op(A) @ op(B), op = identity or transpose.
+//
+// For C = A @ B with g = dL/dC:  dA = g @ B^T,  dB = A^T @ g.
+// When A is stored transposed (C = A^T @ B), the gradient for the *stored* A is the transpose of
+// the one above: dA = (g @ B^T)^T = B @ g^T. Working through the four cases, every gradient is
+// again one matmul with transpose flags, so no transpose is ever materialised:
+//
+//   trans_a trans_b |  dA                        dB
+//      no     no    |  g @ B^T   (g, B, 0, 1)     A^T @ g   (A, g, 1, 0)
+//      no     yes   |  g @ B     (g, B, 0, 0)     g^T @ A   (g, A, 1, 0)
+//      yes    no    |  B @ g^T   (B, g, 0, 1)     A @ g     (A, g, 0, 0)
+//      yes    yes   |  B^T @ g^T (B, g, 1, 1)     g^T @ A^T (g, A, 1, 1)
+//
+// Batched (3-d) products apply the same formulas batch by batch.
+#include "autograd/ops_matmul.h"
+
+#include <utility>
+
+#include "autograd/record.h"
+#include "core/kernels.h"
+
+namespace moelab {
+
+Variable matmul(const Variable& a, const Variable& b, bool trans_a, bool trans_b) {
+  Tensor out = kernels::matmul(a.data(), b.data(), trans_a, trans_b);
+  return record("matmul", std::move(out), {a, b},
+                [trans_a, trans_b](const std::vector<Variable>& in, const Tensor& g) {
+                  const Tensor& A = in[0].data();
+                  const Tensor& B = in[1].data();
+                  Tensor da, db;
+                  if (in[0].requires_grad())
+                    da = trans_a ? kernels::matmul(B, g, trans_b, true) : kernels::matmul(g, B, false, !trans_b);
+                  if (in[1].requires_grad())
+                    db = trans_b ? kernels::matmul(g, A, true, trans_a) : kernels::matmul(A, g, !trans_a, false);
+                  return std::vector<Tensor>{da, db};
+                });
+}
+
+}  // namespace moelab

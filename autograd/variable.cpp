@@ -1,0 +1,74 @@
+// autograd/variable.cpp — the Variable handle: leaves, gradients, detach, and the entry to backward().
+#include "autograd/variable.h"
+
+#include <utility>
+
+#include "autograd/engine.h"
+#include "autograd/node.h"
+#include "core/kernels.h"
+
+namespace moelab {
+
+Variable::Variable(Tensor data, bool requires_grad) : data_(std::move(data)) {
+  if (requires_grad) set_requires_grad(true);
+}
+
+bool Variable::is_leaf() const { return node_ == nullptr || node_->is_leaf; }
+
+void Variable::set_requires_grad(bool requires_grad) {
+  MOELAB_CHECK(is_leaf(), "Variable::set_requires_grad", "only leaves can change requires_grad; this Variable is the output of '",
+               node_->name, "' (use detach() to make a leaf)");
+  if (!requires_grad) {
+    node_.reset();
+    return;
+  }
+  if (node_) return;
+  check_floating(data_, "Variable", "a Variable that requires grad");
+  node_ = std::make_shared<Node>();
+  node_->name = "leaf";
+  node_->is_leaf = true;
+}
+
+const Tensor& Variable::grad() const {
+  static const Tensor undefined;
+  if (!node_ || !node_->is_leaf) return undefined;
+  return node_->grad;
+}
+
+void Variable::set_grad(Tensor grad) {
+  MOELAB_CHECK(node_ && node_->is_leaf, "Variable::set_grad", "only leaves that require grad hold a gradient");
+  if (grad.defined())
+    MOELAB_CHECK(grad.shape() == data_.shape() && grad.dtype() == data_.dtype() && grad.device() == data_.device(),
+                 "Variable::set_grad", "gradient ", grad.str(), " does not match the data ", data_.str());
+  node_->grad = std::move(grad);
+}
+
+void Variable::zero_grad() {
+  if (node_ && node_->is_leaf) node_->grad = Tensor();
+}
+
+void Variable::backward() const {
+  check_defined(data_, "backward", "the output");
+  MOELAB_CHECK(data_.numel() == 1, "backward", "backward() without a gradient needs a one-element output (a loss), got ",
+               data_.shape(), "; pass the output's gradient: backward(grad_output)");
+  Tensor seed = Tensor::empty(data_.shape(), data_.dtype(), data_.device());
+  kernels::fill(seed, 1.0);
+  run_backward(*this, seed);
+}
+
+void Variable::backward(const Tensor& grad_output) const { run_backward(*this, grad_output); }
+
+Variable Variable::detach() const { return Variable(data_); }
+
+const std::string& Variable::op_name() const {
+  static const std::string none;
+  return node_ ? node_->name : none;
+}
+
+Variable make_recorded(Tensor data, std::shared_ptr<Node> node) {
+  Variable out(std::move(data));
+  out.node_ = std::move(node);
+  return out;
+}
+
+}  // namespace moelab

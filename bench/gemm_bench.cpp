@@ -1,0 +1,134 @@
+// bench/gemm_bench.cpp — float32 GEMM throughput of moelab's CPU matmul against OpenBLAS.
+//
+// Measures C = A @ B at 1024x1024x1024 and at the shapes of a small transformer's training step
+// (2048x128 @ 128x128: attention projections; 2048x128 @ 128x512: an FFN with f = 4d), both
+// engines on the same thread count, in the same process, and writes GFLOP/s (2*M*N*K / seconds)
+// to a JSON file. This is a benchmark, not a test: it asserts nothing about speed.
+//
+// Method: for each shape, alternate timed phases of moelab and OpenBLAS (each phase: one warm-up
+// call, then `reps` timed calls), sleeping between phases so that the other library's worker
+// threads (OpenMP and OpenBLAS both spin-wait after work) are idle; report each engine's median
+// phase. The two results are compared elementwise as a sanity check.
+//
+//   gemm_bench [--threads 2] [--phases 7] [--out bench-results/gemm.json]
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "core/factories.h"
+#include "core/kernels.h"
+#include "core/parallel.h"
+
+#ifdef MOELAB_HAVE_OPENBLAS
+#include <cblas.h>
+extern "C" void openblas_set_num_threads(int);
+extern "C" char* openblas_get_config(void);
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Seconds per call, averaged over `reps` calls after one warm-up call.
+template <class Fn>
+double time_phase(Fn&& fn, int reps) {
+  fn();
+  const auto start = Clock::now();
+  for (int i = 0; i < reps; ++i) fn();
+  return std::chrono::duration<double>(Clock::now() - start).count() / reps;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"float32 GEMM throughput: moelab (Eigen kernels, our threading) vs OpenBLAS sgemm"};
+  int threads = 2, phases = 7;
+  std::string out_path = "bench-results/gemm.json";
+  app.add_option("--threads", threads, "threads for both engines")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--phases", phases, "alternating timed phases per engine and shape")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--out", out_path, "JSON file to write")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  moelab::set_num_threads(threads);
+#ifdef MOELAB_HAVE_OPENBLAS
+  openblas_set_num_threads(threads);
+#else
+  std::fprintf(stderr, "gemm_bench: built without OpenBLAS (install libopenblas-dev and reconfigure); "
+                       "reporting moelab only\n");
+#endif
+
+  struct GemmShape {
+    std::int64_t m, k, n;
+    const char* what;
+  };
+  const std::vector<GemmShape> shapes = {{1024, 1024, 1024, "square"},
+                                         {2048, 128, 128, "transformer step: x @ W_qkvo (d 128)"},
+                                         {2048, 128, 512, "transformer step: x @ W_up (d 128, f 512)"}};
+  nlohmann::json report;
+  report["threads"] = threads;
+  report["phases"] = phases;
+  report["method"] = "median over alternating phases; GFLOP/s = 2*M*N*K / seconds per call";
+#ifdef MOELAB_HAVE_OPENBLAS
+  report["openblas_config"] = openblas_get_config();
+#endif
+  moelab::Generator gen(1);
+  for (const GemmShape& s : shapes) {
+    moelab::Tensor a = moelab::uniform({s.m, s.k}, -1, 1, gen);
+    moelab::Tensor b = moelab::uniform({s.k, s.n}, -1, 1, gen);
+    moelab::Tensor c_ours;
+    std::vector<float> c_blas(static_cast<std::size_t>(s.m * s.n));
+    const double flops = 2.0 * static_cast<double>(s.m * s.n * s.k);
+    const int reps = std::max(3, static_cast<int>(2.0e10 / flops));  // ~0.2 s per phase at 100 GFLOP/s
+    std::vector<double> ours, blas;
+    for (int p = 0; p < phases; ++p) {
+      ours.push_back(time_phase([&] { c_ours = moelab::kernels::matmul(a, b); }, reps));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+#ifdef MOELAB_HAVE_OPENBLAS
+      blas.push_back(time_phase(
+          [&] {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
+                        static_cast<int>(s.k), 1.0f, a.data<float>(), static_cast<int>(s.k), b.data<float>(),
+                        static_cast<int>(s.n), 0.0f, c_blas.data(), static_cast<int>(s.n));
+          },
+          reps));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+#endif
+    }
+    nlohmann::json row = {{"m", s.m}, {"k", s.k}, {"n", s.n}, {"what", s.what}, {"reps_per_phase", reps}};
+    row["moelab_gflops"] = flops / median(ours) / 1e9;
+    std::printf("%5lldx%-4lld @ %4lldx%-4lld  moelab %7.1f GFLOP/s", static_cast<long long>(s.m),
+                static_cast<long long>(s.k), static_cast<long long>(s.k), static_cast<long long>(s.n),
+                row["moelab_gflops"].get<double>());
+#ifdef MOELAB_HAVE_OPENBLAS
+    row["openblas_gflops"] = flops / median(blas) / 1e9;
+    row["ratio_moelab_over_openblas"] = median(blas) / median(ours);
+    double max_diff = 0;
+    const float* co = c_ours.data<float>();
+    for (std::size_t i = 0; i < c_blas.size(); ++i) max_diff = std::max(max_diff, double(std::fabs(co[i] - c_blas[i])));
+    row["max_abs_difference"] = max_diff;
+    std::printf("   openblas %7.1f GFLOP/s   ratio %.2f   max |diff| %.1e", row["openblas_gflops"].get<double>(),
+                row["ratio_moelab_over_openblas"].get<double>(), max_diff);
+#endif
+    std::printf("   (%s)\n", s.what);
+    report["shapes"].push_back(row);
+  }
+  const std::filesystem::path path(out_path);
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << report.dump(2) << "\n";
+  std::printf("wrote %s\n", out_path.c_str());
+  return 0;
+}

@@ -1,0 +1,95 @@
+// core/cpu/cross_entropy.cpp — fused softmax + negative log-likelihood on the host.
+//
+// logits: [N, V], targets: [N] int32 -> loss: [], logsumexp: [N]
+//   lse[i]  = m + log(sum_j exp(logits[i, j] - m)),   m = max_j logits[i, j]
+//   loss    = (1 / kept) * sum over kept rows i of (lse[i] - logits[i, targets[i]])
+// A row is kept unless targets[i] == ignore_index; with no kept row the loss is 0. Fusing the
+// two steps never forms probabilities, so nothing underflows to log(0), and subtracting the row
+// maximum keeps exp from overflowing (logits of 1000 are fine). lse is computed for every row,
+// ignored or not, and saved for the backward.
+//
+// Backward, with scale = dloss / kept (computed by the front end; 0 when no row is kept):
+//   dlogits[i, j] = (softmax(logits[i])[j] - [j == targets[i]]) * scale,   0 for ignored rows
+// where softmax(logits[i])[j] = exp(logits[i, j] - lse[i]).
+//
+// Sums (of the exponentials within a row, of the per-row losses over rows) are pairwise sums in
+// double (core/cpu/accumulate.h), in a fixed order. Rows are computed in parallel for large
+// inputs, each thread with its own scratch row; the loss is then summed over rows on one thread,
+// so results never depend on the thread count.
+#include <Eigen/Core>
+#include <cmath>
+#include <vector>
+
+#include "core/cpu/accumulate.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/cpu/dispatch.h"
+
+namespace moelab {
+namespace {
+
+template <class T>
+using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+}  // namespace
+
+std::int64_t CpuBackend::cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_index, Tensor& loss,
+                                       Tensor& logsumexp) {
+  const std::int64_t rows = logits.size(0), vocab = logits.size(1);
+  const std::int32_t* target = targets.data<std::int32_t>();
+  std::int64_t kept = 0;
+  for (std::int64_t r = 0; r < rows; ++r) kept += target[r] != ignore_index;
+  std::vector<double> row_loss(static_cast<std::size_t>(rows), 0.0);
+  cpu::dispatch_float(logits.dtype(), [&]<class T>() {
+    const T* px = logits.data<T>();
+    T* plse = logsumexp.data<T>();
+#pragma omp parallel if (rows * vocab > cpu::kParallelMinElements && rows > 1)
+    {
+      std::vector<T> scratch(static_cast<std::size_t>(vocab));
+#pragma omp for schedule(static)
+      for (std::int64_t r = 0; r < rows; ++r) {
+        ConstRow<T> xr(px + r * vocab, vocab);
+        Row<T> e(scratch.data(), vocab);
+        const T m = xr.maxCoeff();
+        e = (xr - m).exp();
+        const double sum_exp = cpu::pairwise_sum(0, vocab, [&](std::int64_t j) { return double(e[j]); });
+        const double lse = double(m) + std::log(sum_exp);
+        plse[r] = static_cast<T>(lse);
+        const std::int32_t t = target[r];
+        if (t != ignore_index) row_loss[static_cast<std::size_t>(r)] = lse - double(xr[t]);
+      }
+    }
+    // Ignored rows hold exactly 0.0, which adds nothing to the sum.
+    const double total = cpu::pairwise_sum(0, rows, [&](std::int64_t r) { return row_loss[static_cast<std::size_t>(r)]; });
+    loss.data<T>()[0] = static_cast<T>(kept > 0 ? total / static_cast<double>(kept) : 0.0);
+  });
+  return kept;
+}
+
+void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& logsumexp,
+                                        double scale, int ignore_index, Tensor& dlogits) {
+  const std::int64_t rows = logits.size(0), vocab = logits.size(1);
+  const std::int32_t* target = targets.data<std::int32_t>();
+  cpu::dispatch_float(logits.dtype(), [&]<class T>() {
+    const T* px = logits.data<T>();
+    const T* plse = logsumexp.data<T>();
+    T* pd = dlogits.data<T>();
+    const T s = static_cast<T>(scale);
+#pragma omp parallel for schedule(static) if (rows * vocab > cpu::kParallelMinElements && rows > 1)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      Row<T> d(pd + r * vocab, vocab);
+      const std::int32_t t = target[r];
+      if (t == ignore_index) {
+        d.setZero();
+        continue;
+      }
+      ConstRow<T> xr(px + r * vocab, vocab);
+      const T lse = plse[r];
+      d = (xr - lse).exp() * s;                   // softmax * scale
+      d[t] = (std::exp(xr[t] - lse) - T(1)) * s;  // minus the one-hot, without a second rounding
+    }
+  });
+}
+
+}  // namespace moelab

@@ -1,0 +1,163 @@
+// core/cpu/elementwise.cpp — elementwise maths on the host: unary ops, binary ops with the three
+// broadcasting forms, ops with a scalar, and the ReLU backward.
+//
+//   unary:         x: [...] -> y: [...],  y[i] = f(x[i])
+//   binary:        a: [...], b -> out: a's shape, out[i] = a[i] op b[j] where
+//                    b.numel == a.numel   j = i            (same shape)
+//                    b.numel == 1         j = 0            (scalar tensor)
+//                    otherwise            j = i % b.numel  (b is a's trailing axes: a seen as
+//                                                           [rows, m], b: [m] repeats per row)
+//   binary_scalar: out[i] = a[i] op s, or s op a[i] when scalar_first
+//   relu_backward: out[i] = x[i] > 0 ? grad[i] : 0
+//
+// Unary ops go through Eigen array expressions, which vectorise exp, log, tanh, sin, ... with
+// SIMD polynomial approximations (a plain loop calling std::exp does not vectorise). Binary ops
+// are plain loops over a small functor per op, which the compiler vectorises (pow excepted).
+// Large tensors are cut into fixed chunks of kChunk elements that OpenMP threads share; every
+// element is computed by the same code wherever the chunk boundaries fall, so results do not
+// depend on the thread count.
+//
+// Conventions: sigmoid(x) = 1 / (1 + exp(-x)), which saturates cleanly to 0 and 1 (exp overflowing
+// to inf gives 1/inf = 0, no NaN). relu and maximum/minimum propagate NaN, as PyTorch does.
+// GCC 12 reports a false "used uninitialized" inside its own AVX-512 intrinsics header when Eigen's
+// vectorised sin/cos are inlined (GCC bug 105593); silence it for the intrinsics headers only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <Eigen/Core>
+#pragma GCC diagnostic pop
+#include <algorithm>
+#include <cmath>
+
+#include "core/cpu/accumulate.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/cpu/dispatch.h"
+
+namespace moelab {
+namespace {
+
+using kernels::BinaryOp;
+using kernels::UnaryOp;
+
+template <class T>
+using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+// Chunk size for parallel elementwise loops: a multiple of every SIMD width, fixed so that the
+// split of the work never depends on the number of threads.
+constexpr std::int64_t kChunk = 16384;
+
+// Calls body(begin, end) for consecutive chunks covering [0, n), in parallel when n is large.
+template <class Body>
+void for_chunks(std::int64_t n, const Body& body) {
+  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n > cpu::kParallelMinElements)
+  for (std::int64_t c = 0; c < chunks; ++c) body(c * kChunk, std::min(n, (c + 1) * kChunk));
+}
+
+template <class T>
+void unary_range(UnaryOp op, const T* x, T* y, std::int64_t n) {
+  ConstArrayMap<T> in(x, n);
+  ArrayMap<T> out(y, n);
+  switch (op) {
+    case UnaryOp::Neg: out = -in; return;
+    case UnaryOp::Exp: out = in.exp(); return;
+    case UnaryOp::Log: out = in.log(); return;
+    case UnaryOp::Sqrt: out = in.sqrt(); return;
+    case UnaryOp::Abs: out = in.abs(); return;
+    case UnaryOp::Square: out = in.square(); return;
+    case UnaryOp::Relu: out = (in < T(0)).select(T(0), in); return;  // NaN < 0 is false: NaN stays
+    case UnaryOp::Sigmoid: out = (T(1) + (-in).exp()).inverse(); return;
+    case UnaryOp::Tanh: out = in.tanh(); return;
+    case UnaryOp::Sin: out = in.sin(); return;
+    case UnaryOp::Cos: out = in.cos(); return;
+    case UnaryOp::Reciprocal: out = in.inverse(); return;
+  }
+}
+
+// Calls body(f) with f the scalar function (T, T) -> T of the binary op, so that each op gets its
+// own inlined, vectorisable loop.
+template <class T, class Body>
+void with_binary_op(BinaryOp op, const Body& body) {
+  switch (op) {
+    case BinaryOp::Add: body([](T p, T q) { return p + q; }); return;
+    case BinaryOp::Sub: body([](T p, T q) { return p - q; }); return;
+    case BinaryOp::Mul: body([](T p, T q) { return p * q; }); return;
+    case BinaryOp::Div: body([](T p, T q) { return p / q; }); return;
+    case BinaryOp::Maximum: body([](T p, T q) { return (p > q || p != p) ? p : q; }); return;
+    case BinaryOp::Minimum: body([](T p, T q) { return (p < q || p != p) ? p : q; }); return;
+    case BinaryOp::Pow: body([](T p, T q) { return std::pow(p, q); }); return;
+  }
+}
+
+}  // namespace
+
+void CpuBackend::unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) {
+  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+    const T* px = x.data<T>();
+    T* py = out.data<T>();
+    for_chunks(x.numel(), [&](std::int64_t b, std::int64_t e) { unary_range(op, px + b, py + b, e - b); });
+  });
+}
+
+void CpuBackend::binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  const std::int64_t n = a.numel(), m = b.numel();
+  if (n == 0) return;
+  cpu::dispatch_float(a.dtype(), [&]<class T>() {
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* po = out.data<T>();
+    with_binary_op<T>(op, [&](auto f) {
+      if (m == n) {  // same shape
+        for_chunks(n, [&](std::int64_t s, std::int64_t e) {
+          for (std::int64_t i = s; i < e; ++i) po[i] = f(pa[i], pb[i]);
+        });
+      } else if (m == 1) {  // scalar tensor
+        const T s0 = pb[0];
+        for_chunks(n, [&](std::int64_t s, std::int64_t e) {
+          for (std::int64_t i = s; i < e; ++i) po[i] = f(pa[i], s0);
+        });
+      } else {  // trailing broadcast: a: [rows, m], b: [m]
+        const std::int64_t rows = n / m;
+#pragma omp parallel for schedule(static) if (n > cpu::kParallelMinElements)
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const T* ar = pa + r * m;
+          T* orow = po + r * m;
+          for (std::int64_t j = 0; j < m; ++j) orow[j] = f(ar[j], pb[j]);
+        }
+      }
+    });
+  });
+}
+
+void CpuBackend::binary_scalar(kernels::BinaryOp op, const Tensor& a, double b, bool scalar_first, Tensor& out) {
+  cpu::dispatch_float(a.dtype(), [&]<class T>() {
+    const T* pa = a.data<T>();
+    T* po = out.data<T>();
+    const T s0 = static_cast<T>(b);
+    with_binary_op<T>(op, [&](auto f) {
+      if (scalar_first) {
+        for_chunks(a.numel(), [&](std::int64_t s, std::int64_t e) {
+          for (std::int64_t i = s; i < e; ++i) po[i] = f(s0, pa[i]);
+        });
+      } else {
+        for_chunks(a.numel(), [&](std::int64_t s, std::int64_t e) {
+          for (std::int64_t i = s; i < e; ++i) po[i] = f(pa[i], s0);
+        });
+      }
+    });
+  });
+}
+
+void CpuBackend::relu_backward(const Tensor& x, const Tensor& grad, Tensor& out) {
+  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+    const T* px = x.data<T>();
+    const T* pg = grad.data<T>();
+    T* po = out.data<T>();
+    for_chunks(x.numel(), [&](std::int64_t s, std::int64_t e) {
+      for (std::int64_t i = s; i < e; ++i) po[i] = px[i] > T(0) ? pg[i] : T(0);
+    });
+  });
+}
+
+}  // namespace moelab

@@ -1,0 +1,112 @@
+// core/cpu/index.cpp — gathers and scatter-adds by int32 indices on the host.
+//
+//   index_select      src: [N, inner], index: [M]     -> out: [M, inner]   out[m] = src[index[m]]
+//   scatter_add_rows  src: [M, inner], index: [M]     -> out: [R, inner]   out[index[m]] += src[m]
+//   gather_last       src: [rows, K], index: [rows, J] -> out: [rows, J]   out[r, j] = src[r, index[r, j]]
+//   scatter_add_last  src: [rows, J], index: [rows, J] -> out: [rows, K]   out[r, index[r, j]] += src[r, j]
+// (embedding and its backward are these row ops, called from core/kernels/index.cpp.)
+// Indices were range-checked by the front end. Row gathers copy whole rows with memcpy, so they
+// work for every dtype without knowing it.
+//
+// Determinism of scatter_add_rows: several m may hit the same destination row, and floating-point
+// addition is not associative, so the order of the adds is part of the result. We always add in
+// m = 0, 1, ..., M-1 order per destination. Sequentially that is the plain loop. In parallel we
+// first bucket the source rows by destination with a stable counting sort (CSR: offsets[r] ..
+// offsets[r+1] lists the m with index[m] == r, ascending), then give each thread whole destination
+// rows: every row still sums its sources in ascending m, so the result is bitwise the same as the
+// sequential loop, whatever the thread count. No atomics.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/cpu/accumulate.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/cpu/dispatch.h"
+
+namespace moelab {
+namespace {
+
+// out[r, :] += src[m, :] for the m of each destination row, in ascending m (see the header).
+template <class T>
+void scatter_rows_parallel(const T* src, const std::int32_t* index, std::int64_t m_count, std::int64_t inner,
+                           T* out, std::int64_t rows) {
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(rows) + 1, 0);
+  for (std::int64_t m = 0; m < m_count; ++m) ++offsets[static_cast<std::size_t>(index[m]) + 1];
+  for (std::int64_t r = 0; r < rows; ++r) offsets[r + 1] += offsets[r];
+  std::vector<std::int64_t> sources(static_cast<std::size_t>(m_count));
+  std::vector<std::int64_t> next(offsets.begin(), offsets.end() - 1);
+  for (std::int64_t m = 0; m < m_count; ++m) sources[static_cast<std::size_t>(next[index[m]]++)] = m;
+#pragma omp parallel for schedule(dynamic, 16)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    T* dst = out + r * inner;
+    for (std::int64_t s = offsets[r]; s < offsets[r + 1]; ++s) {
+      const T* row = src + sources[static_cast<std::size_t>(s)] * inner;
+      for (std::int64_t c = 0; c < inner; ++c) dst[c] += row[c];
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::index_select(const Tensor& src, const Tensor& index, Tensor& out) {
+  const std::int64_t m_count = out.size(0);
+  const std::size_t row_bytes = static_cast<std::size_t>(src.shape().inner(0)) * dtype_size(src.dtype());
+  const char* s = static_cast<const char*>(src.raw());
+  char* o = static_cast<char*>(out.raw());
+  const std::int32_t* idx = index.data<std::int32_t>();
+#pragma omp parallel for schedule(static) if (out.numel() > cpu::kParallelMinElements)
+  for (std::int64_t m = 0; m < m_count; ++m)
+    std::memcpy(o + static_cast<std::size_t>(m) * row_bytes, s + static_cast<std::size_t>(idx[m]) * row_bytes,
+                row_bytes);
+}
+
+void CpuBackend::scatter_add_rows(const Tensor& src, const Tensor& index, Tensor& out) {
+  const std::int64_t m_count = src.size(0), rows = out.size(0), inner = src.shape().inner(0);
+  const std::int32_t* idx = index.data<std::int32_t>();
+  cpu::dispatch_float(src.dtype(), [&]<class T>() {
+    const T* s = src.data<T>();
+    T* o = out.data<T>();
+    std::fill_n(o, out.numel(), T(0));
+    if (src.numel() > cpu::kParallelMinElements && rows > 1) {
+      scatter_rows_parallel(s, idx, m_count, inner, o, rows);
+      return;
+    }
+    for (std::int64_t m = 0; m < m_count; ++m) {
+      T* dst = o + static_cast<std::int64_t>(idx[m]) * inner;
+      const T* row = s + m * inner;
+      for (std::int64_t c = 0; c < inner; ++c) dst[c] += row[c];
+    }
+  });
+}
+
+void CpuBackend::gather_last(const Tensor& src, const Tensor& index, Tensor& out) {
+  const std::int64_t k = src.size(-1), j_count = index.size(-1);
+  const std::int64_t rows = index.numel() / j_count;
+  const std::int32_t* idx = index.data<std::int32_t>();
+  cpu::dispatch_all(src.dtype(), [&]<class T>() {
+    const T* s = src.data<T>();
+    T* o = out.data<T>();
+#pragma omp parallel for schedule(static) if (out.numel() > cpu::kParallelMinElements)
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t j = 0; j < j_count; ++j) o[r * j_count + j] = s[r * k + idx[r * j_count + j]];
+  });
+}
+
+void CpuBackend::scatter_add_last(const Tensor& src, const Tensor& index, Tensor& out) {
+  const std::int64_t k = out.size(-1), j_count = src.size(-1);
+  const std::int64_t rows = src.numel() / j_count;
+  const std::int32_t* idx = index.data<std::int32_t>();
+  cpu::dispatch_float(src.dtype(), [&]<class T>() {
+    const T* s = src.data<T>();
+    T* o = out.data<T>();
+    // Each row is its own scatter (ascending j), so rows can run on any thread.
+#pragma omp parallel for schedule(static) if (src.numel() + out.numel() > cpu::kParallelMinElements)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      T* dst = o + r * k;
+      std::fill_n(dst, k, T(0));
+      for (std::int64_t j = 0; j < j_count; ++j) dst[idx[r * j_count + j]] += s[r * j_count + j];
+    }
+  });
+}
+
+}  // namespace moelab

@@ -1,0 +1,108 @@
+// core/cpu/sort.cpp — top-k selection and stable argsort over the last axis, on the host.
+//
+//   topk     x: [rows, n] -> values: [rows, k], indices: [rows, k]
+//   argsort  keys: [rows, n] int32 -> [rows, n] int32
+// Rows are independent, so both run in parallel over rows when the input is large; each row's
+// answer is fully determined (see below), so the thread count never changes a result.
+//
+// topk: std::partial_sort of the positions 0..n-1 under a *total* order, "a comes before b" when
+//   x[a] is larger, or the two are equal and a < b. NaN is larger than every number (PyTorch's
+//   convention), and NaNs tie with each other. Because no two positions compare equal, the k
+//   first positions are unique and the result cannot depend on how the sort works inside.
+//   O(n log k) per row; for a router (n = experts, k = 1 or 2) this is a short linear scan.
+//
+// argsort: stable ascending. Two algorithms, the same answer (both are stable):
+//   - counting sort when the keys of a row span a range no wider than the row (max - min + 1 <= n),
+//     the common case of sorting token assignments by expert id (n = T*k keys in [0, E)): one pass
+//     counts each key, a prefix sum turns counts into first slots, and a second pass in input order
+//     drops each position into its key's next slot, so equal keys keep their order. O(n + range).
+//   - std::stable_sort of the positions by key otherwise (sparse or wide keys, where a counting
+//     array would be larger than the row). O(n log n).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "core/cpu/accumulate.h"
+#include "core/cpu/cpu_backend.h"
+#include "core/cpu/dispatch.h"
+
+namespace moelab {
+namespace {
+
+// a > b, with NaN above every number and NaNs equal to each other.
+template <class T>
+bool greater(T a, T b) {
+  if (std::isnan(a)) return !std::isnan(b);
+  if (std::isnan(b)) return false;
+  return a > b;
+}
+
+// The k first positions of one row under the total order of the header, best first.
+template <class T>
+void topk_row(const T* x, std::int64_t n, int k, std::vector<std::int32_t>& order, T* values,
+              std::int32_t* indices) {
+  order.resize(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  auto before = [x](std::int32_t a, std::int32_t b) {
+    if (greater(x[a], x[b])) return true;
+    if (greater(x[b], x[a])) return false;
+    return a < b;
+  };
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+  for (int i = 0; i < k; ++i) {
+    indices[i] = order[static_cast<std::size_t>(i)];
+    values[i] = x[order[static_cast<std::size_t>(i)]];
+  }
+}
+
+// Stable ascending order of one row of keys, written to out (see the header for the algorithms).
+void argsort_row(const std::int32_t* keys, std::int64_t n, std::vector<std::int64_t>& slots, std::int32_t* out) {
+  const auto [lo_it, hi_it] = std::minmax_element(keys, keys + n);
+  const std::int64_t lo = *lo_it, range = static_cast<std::int64_t>(*hi_it) - lo + 1;
+  if (range <= n) {
+    slots.assign(static_cast<std::size_t>(range), 0);
+    for (std::int64_t i = 0; i < n; ++i) ++slots[static_cast<std::size_t>(keys[i] - lo)];
+    std::int64_t first = 0;  // exclusive prefix sum: the first output slot of each key
+    for (std::int64_t& s : slots) {
+      const std::int64_t count = s;
+      s = first;
+      first += count;
+    }
+    for (std::int64_t i = 0; i < n; ++i) out[slots[static_cast<std::size_t>(keys[i] - lo)]++] = static_cast<std::int32_t>(i);
+  } else {
+    std::iota(out, out + n, 0);
+    std::stable_sort(out, out + n, [keys](std::int32_t a, std::int32_t b) { return keys[a] < keys[b]; });
+  }
+}
+
+}  // namespace
+
+void CpuBackend::topk(const Tensor& x, int k, Tensor& values, Tensor& indices) {
+  const std::int64_t n = x.size(-1), rows = x.numel() / n;
+  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+    const T* px = x.data<T>();
+    T* pv = values.data<T>();
+    std::int32_t* pi = indices.data<std::int32_t>();
+#pragma omp parallel if (x.numel() > cpu::kParallelMinElements)
+    {
+      std::vector<std::int32_t> order;  // one scratch buffer per thread
+#pragma omp for schedule(static)
+      for (std::int64_t r = 0; r < rows; ++r) topk_row(px + r * n, n, k, order, pv + r * k, pi + r * k);
+    }
+  });
+}
+
+void CpuBackend::argsort(const Tensor& keys, Tensor& out) {
+  const std::int64_t n = keys.size(-1), rows = keys.numel() / n;
+  const std::int32_t* pk = keys.data<std::int32_t>();
+  std::int32_t* po = out.data<std::int32_t>();
+#pragma omp parallel if (keys.numel() > cpu::kParallelMinElements)
+  {
+    std::vector<std::int64_t> slots;
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) argsort_row(pk + r * n, n, slots, po + r * n);
+  }
+}
+
+}  // namespace moelab

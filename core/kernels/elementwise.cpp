@@ -1,0 +1,109 @@
+// core/kernels/elementwise.cpp — checks and dispatch for elementwise ops.
+//
+//   unary(op, x):            x: [...] float -> [...]
+//   binary(op, a, b):        a: [...], b: broadcastable to a -> a's shape
+//   binary_scalar(op, a, s): a op s;  scalar_binary(op, s, b): s op b
+//   relu_backward(x, grad):  x, grad: [...] -> [...]
+//
+// Broadcasting is deliberately narrow (see core/kernels.h): b may have a's shape, hold one
+// element, or equal a's trailing axes (a bias [d] on x [N, d], a [T, d] table on [B, T, d]). A
+// shape like [N, 1] against [N, d] is an error rather than a silent general broadcast: the layers
+// never need it, and a shape mistake should fail loudly where it happens.
+// The result always has a's shape, so the op is never symmetric in shape: a scalar tensor goes on
+// the right (use scalar_binary for a plain number on the left).
+#include "core/backend.h"
+#include "core/kernels.h"
+
+namespace moelab::kernels {
+
+const char* op_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: return "neg";
+    case UnaryOp::Exp: return "exp";
+    case UnaryOp::Log: return "log";
+    case UnaryOp::Sqrt: return "sqrt";
+    case UnaryOp::Abs: return "abs";
+    case UnaryOp::Square: return "square";
+    case UnaryOp::Relu: return "relu";
+    case UnaryOp::Sigmoid: return "sigmoid";
+    case UnaryOp::Tanh: return "tanh";
+    case UnaryOp::Sin: return "sin";
+    case UnaryOp::Cos: return "cos";
+    case UnaryOp::Reciprocal: return "reciprocal";
+  }
+  return "?";
+}
+
+const char* op_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Sub: return "sub";
+    case BinaryOp::Mul: return "mul";
+    case BinaryOp::Div: return "div";
+    case BinaryOp::Maximum: return "maximum";
+    case BinaryOp::Minimum: return "minimum";
+    case BinaryOp::Pow: return "pow";
+  }
+  return "?";
+}
+
+namespace {
+
+// Whether b's shape equals the last b.rank() axes of a's shape (b == a included).
+bool is_trailing_shape(const Shape& a, const Shape& b) {
+  if (b.rank() > a.rank()) return false;
+  const int offset = a.rank() - b.rank();
+  for (int i = 0; i < b.rank(); ++i)
+    if (b[i] != a[offset + i]) return false;
+  return true;
+}
+
+}  // namespace
+
+Tensor unary(UnaryOp op, const Tensor& x) {
+  check_floating(x, "unary", "x");
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (out.numel() > 0) backend(x.device()).unary(op, x, out);
+  return out;
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  check_floating(a, "binary", "a");
+  check_floating(b, "binary", "b");
+  check_same_device(a, b, "binary");
+  MOELAB_CHECK(a.dtype() == b.dtype(), "binary", op_name(op), ": a is ", a.dtype(), " but b is ", b.dtype());
+  MOELAB_CHECK(b.numel() == 1 || is_trailing_shape(a.shape(), b.shape()), "binary", op_name(op), ": b ", b.shape(),
+               " does not broadcast to a ", a.shape(),
+               " (b must have a's shape, one element, or a's trailing axes)");
+  Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+  if (out.numel() > 0) backend(a.device()).binary(op, a, b, out);
+  return out;
+}
+
+Tensor binary_scalar(BinaryOp op, const Tensor& a, double b) {
+  check_floating(a, "binary_scalar", "a");
+  Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+  if (out.numel() > 0) backend(a.device()).binary_scalar(op, a, b, /*scalar_first=*/false, out);
+  return out;
+}
+
+Tensor scalar_binary(BinaryOp op, double a, const Tensor& b) {
+  check_floating(b, "scalar_binary", "b");
+  Tensor out = Tensor::empty(b.shape(), b.dtype(), b.device());
+  if (out.numel() > 0) backend(b.device()).binary_scalar(op, b, a, /*scalar_first=*/true, out);
+  return out;
+}
+
+Tensor relu_backward(const Tensor& x, const Tensor& grad) {
+  check_floating(x, "relu_backward", "x");
+  check_floating(grad, "relu_backward", "grad");
+  check_same_device(x, grad, "relu_backward");
+  MOELAB_CHECK(x.dtype() == grad.dtype(), "relu_backward", "x is ", x.dtype(), " but grad is ", grad.dtype());
+  MOELAB_CHECK(x.shape() == grad.shape(), "relu_backward", "x ", x.shape(), " and grad ", grad.shape(),
+               " differ in shape");
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (out.numel() > 0) backend(x.device()).relu_backward(x, grad, out);
+  return out;
+}
+
+}  // namespace moelab::kernels

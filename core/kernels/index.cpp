@@ -1,0 +1,170 @@
+// core/kernels/index.cpp — checks and dispatch for gathering and scattering by int32 indices.
+//
+// Six ops, two pairs of forward/backward and an embedding pair built on the first:
+//   index_select      src: [N, ...], index: [M]      -> [M, ...]   out[m] = src[index[m]]
+//   scatter_add_rows  src: [M, ...], index: [M]      -> [R, ...]   out[index[m]] += src[m]
+//   gather_last       src: [..., K], index: [..., J] -> [..., J]   out[r, j] = src[r, index[r, j]]
+//   scatter_add_last  src: [..., J], index: [..., J] -> [..., K]   out[r, index[r, j]] += src[r, j]
+//   embedding         weight: [V, d], ids: [...]     -> [..., d]   index_select of weight rows
+//   embedding_backward dy: [..., d], ids: [...]      -> [V, d]     scatter_add_rows of dy rows
+// Each scatter-add is the backward of the gather above it. The scatter-adds run in a fixed order
+// (m = 0, 1, ..., M-1 for every destination row), so gradients are bitwise repeatable.
+//
+// Choices made here (the backends rely on them and never re-check):
+//   - Indices are int32 and must lie in [0, limit); a bad one is reported with its position and
+//     value. The check runs on the host: an index tensor on another device is copied over first.
+//   - Gathers (index_select, gather_last, embedding) accept every dtype, int32 included; the
+//     scatter-adds are gradients and accept float32 and float64 only.
+//   - Empty tensors are fine wherever the result is well defined: M == 0 gives an empty gather or
+//     an all-zero scatter. A non-empty index into an empty axis (limit 0) is out of range.
+//   - src/ids must not be 0-d where the op needs an axis to index.
+#include <string>
+
+#include "core/backend.h"
+#include "core/kernels.h"
+
+namespace moelab::kernels {
+namespace {
+
+// Throws unless every value of the int32 tensor `index` lies in [0, limit).
+// `context` describes what is being indexed, for the message ("src [5, 4]").
+void check_index_range(const Tensor& index, std::int64_t limit, const char* op, const char* what,
+                       const std::string& context) {
+  const Tensor host = index.to(Device::cpu());
+  const std::int32_t* p = host.data<std::int32_t>();
+  const std::int64_t n = host.numel();
+  for (std::int64_t i = 0; i < n; ++i)
+    MOELAB_CHECK(p[i] >= 0 && p[i] < limit, op, what, " (flat position ", i, ") = ", p[i], " is out of range [0, ",
+                 limit, ") for ", context);
+}
+
+// [first, rest...] with the first axis replaced by `rows`.
+Shape with_first(const Shape& shape, std::int64_t rows) {
+  std::vector<std::int64_t> sizes = shape.sizes();
+  sizes[0] = rows;
+  return Shape(std::move(sizes));
+}
+
+// [..., last] with the last axis replaced by `last`.
+Shape with_last(const Shape& shape, std::int64_t last) {
+  std::vector<std::int64_t> sizes = shape.sizes();
+  sizes.back() = last;
+  return Shape(std::move(sizes));
+}
+
+// Shared by gather_last and scatter_add_last: a and b have the same rank >= 1 and agree on
+// every axis but the last.
+bool same_leading_axes(const Shape& a, const Shape& b) {
+  if (a.rank() != b.rank() || a.rank() < 1) return false;
+  for (int i = 0; i + 1 < a.rank(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+}  // namespace
+
+Tensor index_select(const Tensor& src, const Tensor& index) {
+  check_defined(src, "index_select", "src");
+  check_dtype(index, DType::Int32, "index_select", "index");
+  check_same_device(src, index, "index_select");
+  MOELAB_CHECK(src.rank() >= 1, "index_select", "src must have at least one axis, got ", src.shape());
+  MOELAB_CHECK(index.rank() == 1, "index_select", "index must be 1-d [M], got ", index.shape());
+  check_index_range(index, src.size(0), "index_select", "index", "src " + src.shape().str());
+  Tensor out = Tensor::empty(with_first(src.shape(), index.size(0)), src.dtype(), src.device());
+  if (out.numel() == 0) return out;
+  backend(src.device()).index_select(src, index, out);
+  return out;
+}
+
+Tensor scatter_add_rows(const Tensor& src, const Tensor& index, std::int64_t num_rows) {
+  check_floating(src, "scatter_add_rows", "src");
+  check_dtype(index, DType::Int32, "scatter_add_rows", "index");
+  check_same_device(src, index, "scatter_add_rows");
+  MOELAB_CHECK(src.rank() >= 1, "scatter_add_rows", "src must have at least one axis, got ", src.shape());
+  MOELAB_CHECK(index.rank() == 1 && index.size(0) == src.size(0), "scatter_add_rows",
+               "index must be 1-d with one entry per src row: src ", src.shape(), ", index ", index.shape());
+  MOELAB_CHECK(num_rows >= 0, "scatter_add_rows", "num_rows must be >= 0, got ", num_rows);
+  check_index_range(index, num_rows, "scatter_add_rows", "index", std::to_string(num_rows) + " output rows");
+  Tensor out = Tensor::empty(with_first(src.shape(), num_rows), src.dtype(), src.device());
+  if (out.numel() == 0) return out;
+  if (src.numel() == 0) {  // nothing to add: all zeros
+    fill(out, 0.0);
+    return out;
+  }
+  backend(src.device()).scatter_add_rows(src, index, out);
+  return out;
+}
+
+Tensor gather_last(const Tensor& src, const Tensor& index) {
+  check_defined(src, "gather_last", "src");
+  check_dtype(index, DType::Int32, "gather_last", "index");
+  check_same_device(src, index, "gather_last");
+  MOELAB_CHECK(same_leading_axes(src.shape(), index.shape()), "gather_last",
+               "src [..., K] and index [..., J] must have the same rank >= 1 and leading axes, got src ", src.shape(),
+               " and index ", index.shape());
+  check_index_range(index, src.size(-1), "gather_last", "index", "src " + src.shape().str());
+  Tensor out = Tensor::empty(index.shape(), src.dtype(), src.device());
+  if (out.numel() == 0) return out;
+  backend(src.device()).gather_last(src, index, out);
+  return out;
+}
+
+Tensor scatter_add_last(const Tensor& src, const Tensor& index, std::int64_t k) {
+  check_floating(src, "scatter_add_last", "src");
+  check_dtype(index, DType::Int32, "scatter_add_last", "index");
+  check_same_device(src, index, "scatter_add_last");
+  MOELAB_CHECK(src.rank() >= 1 && src.shape() == index.shape(), "scatter_add_last",
+               "src and index must have the same shape of rank >= 1, got src ", src.shape(), " and index ",
+               index.shape());
+  MOELAB_CHECK(k >= 0, "scatter_add_last", "k must be >= 0, got ", k);
+  check_index_range(index, k, "scatter_add_last", "index", "an output last axis of " + std::to_string(k));
+  Tensor out = Tensor::empty(with_last(src.shape(), k), src.dtype(), src.device());
+  if (out.numel() == 0) return out;
+  if (src.numel() == 0) {
+    fill(out, 0.0);
+    return out;
+  }
+  backend(src.device()).scatter_add_last(src, index, out);
+  return out;
+}
+
+// weight: [V, d], ids: [...] -> [..., d]: index_select of the flattened ids, reshaped.
+Tensor embedding(const Tensor& weight, const Tensor& ids) {
+  check_defined(weight, "embedding", "weight");
+  check_dtype(ids, DType::Int32, "embedding", "ids");
+  check_same_device(weight, ids, "embedding");
+  MOELAB_CHECK(weight.rank() == 2, "embedding", "weight must be 2-d [V, d], got ", weight.shape());
+  check_index_range(ids, weight.size(0), "embedding", "ids", "weight " + weight.shape().str());
+  std::vector<std::int64_t> out_sizes = ids.shape().sizes();
+  out_sizes.push_back(weight.size(1));
+  Tensor out = Tensor::empty(Shape(out_sizes), weight.dtype(), weight.device());
+  if (out.numel() == 0) return out;
+  Tensor flat_ids = ids.reshape({ids.numel()});
+  Tensor rows = out.reshape({ids.numel(), weight.size(1)});
+  backend(weight.device()).index_select(weight, flat_ids, rows);
+  return out;
+}
+
+// dy: [..., d], ids: [...] -> dweight: [V, d]: scatter_add_rows of dy seen as [N, d].
+Tensor embedding_backward(const Tensor& dy, const Tensor& ids, std::int64_t vocab) {
+  check_floating(dy, "embedding_backward", "dy");
+  check_dtype(ids, DType::Int32, "embedding_backward", "ids");
+  check_same_device(dy, ids, "embedding_backward");
+  std::vector<std::int64_t> expected = ids.shape().sizes();
+  const std::int64_t d = dy.rank() >= 1 ? dy.size(-1) : 0;
+  expected.push_back(d);
+  MOELAB_CHECK(dy.rank() >= 1 && dy.shape() == Shape(expected), "embedding_backward",
+               "dy must be ids.shape + [d]: dy ", dy.shape(), ", ids ", ids.shape());
+  MOELAB_CHECK(vocab >= 0, "embedding_backward", "vocab must be >= 0, got ", vocab);
+  check_index_range(ids, vocab, "embedding_backward", "ids", "a vocabulary of " + std::to_string(vocab));
+  Tensor dweight = Tensor::empty({vocab, d}, dy.dtype(), dy.device());
+  if (dweight.numel() == 0) return dweight;
+  if (dy.numel() == 0) {
+    fill(dweight, 0.0);
+    return dweight;
+  }
+  backend(dy.device()).scatter_add_rows(dy.reshape({ids.numel(), d}), ids.reshape({ids.numel()}), dweight);
+  return dweight;
+}
+
+}  // namespace moelab::kernels

@@ -1,0 +1,45 @@
+# scripts/setup.sh — sourced by run.sh and test.sh: install what is missing, configure, build.
+#
+# Packages come from Debian. As root, missing ones are installed with apt-get; otherwise the exact
+# apt-get line is printed and the script stops with status 1. The build goes to ./build
+# (Release; CUDA code too when nvcc is found, see CMakeLists.txt). Set MOELAB_CMAKE_ARGS to pass
+# more options to CMake, e.g. MOELAB_CMAKE_ARGS="-DMOELAB_CUDA=OFF".
+
+MOELAB_PACKAGES=(cmake make g++ libeigen3-dev doctest-dev zlib1g-dev nlohmann-json3-dev libcli11-dev
+                 libopenblas-dev)
+
+moelab_install_missing() {
+  local missing=()
+  for pkg in "${MOELAB_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "moelab needs these Debian packages: ${missing[*]}" >&2
+    echo "Install them with:" >&2
+    echo "  sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "==> installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends "${missing[@]}" || {
+    apt-get update && apt-get install -y --no-install-recommends "${missing[@]}"
+  } || { echo "apt-get could not install: ${missing[*]}" >&2; exit 1; }
+}
+
+moelab_build() {
+  local jobs
+  jobs=$(nproc 2>/dev/null || echo 2)
+  echo "==> configuring (build/)"
+  # shellcheck disable=SC2086
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${MOELAB_CMAKE_ARGS:-} >build-configure.log 2>&1 || {
+    cat build-configure.log >&2
+    echo "cmake configure failed (log above, also in build-configure.log)" >&2
+    exit 1
+  }
+  grep -E "moelab: " build-configure.log || true
+  echo "==> building with $jobs jobs"
+  cmake --build build -j "$jobs"
+}

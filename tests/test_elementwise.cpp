@@ -1,0 +1,264 @@
+// tests/test_elementwise.cpp — unary, binary (three broadcasting forms), scalar ops, relu_backward.
+//
+// Every op is compared with a naive double-precision reference on random inputs, in float32 and
+// float64, on a small tensor and on one large enough to run on several threads.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "core/factories.h"
+#include "core/kernels.h"
+#include "core/parallel.h"
+
+using namespace moelab;
+using kernels::BinaryOp;
+using kernels::UnaryOp;
+
+namespace {
+
+std::vector<double> to_doubles(const Tensor& t) {
+  if (t.dtype() == DType::Float32) {
+    std::vector<float> v = t.to_vector<float>();
+    return {v.begin(), v.end()};
+  }
+  return t.to_vector<double>();
+}
+
+// Largest |got - want| / (1 + |want|), with NaN counted as a mismatch unless both are NaN.
+double max_error(const Tensor& got, const std::vector<double>& want) {
+  std::vector<double> g = to_doubles(got);
+  REQUIRE(g.size() == want.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(g[i]) && std::isnan(want[i])) continue;
+    const double err = std::abs(g[i] - want[i]) / (1.0 + std::abs(want[i]));
+    worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(worst, err);
+  }
+  return worst;
+}
+
+double tolerance(DType dtype) { return dtype == DType::Float32 ? 2e-6 : 1e-14; }
+
+double unary_ref(UnaryOp op, double x) {
+  switch (op) {
+    case UnaryOp::Neg: return -x;
+    case UnaryOp::Exp: return std::exp(x);
+    case UnaryOp::Log: return std::log(x);
+    case UnaryOp::Sqrt: return std::sqrt(x);
+    case UnaryOp::Abs: return std::abs(x);
+    case UnaryOp::Square: return x * x;
+    case UnaryOp::Relu: return x > 0 ? x : 0.0;
+    case UnaryOp::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case UnaryOp::Tanh: return std::tanh(x);
+    case UnaryOp::Sin: return std::sin(x);
+    case UnaryOp::Cos: return std::cos(x);
+    case UnaryOp::Reciprocal: return 1.0 / x;
+  }
+  return 0;
+}
+
+double binary_ref(BinaryOp op, double a, double b) {
+  switch (op) {
+    case BinaryOp::Add: return a + b;
+    case BinaryOp::Sub: return a - b;
+    case BinaryOp::Mul: return a * b;
+    case BinaryOp::Div: return a / b;
+    case BinaryOp::Maximum: return std::max(a, b);
+    case BinaryOp::Minimum: return std::min(a, b);
+    case BinaryOp::Pow: return std::pow(a, b);
+  }
+  return 0;
+}
+
+const UnaryOp kUnaryOps[] = {UnaryOp::Neg,  UnaryOp::Exp,     UnaryOp::Log,  UnaryOp::Sqrt,
+                             UnaryOp::Abs,  UnaryOp::Square,  UnaryOp::Relu, UnaryOp::Sigmoid,
+                             UnaryOp::Tanh, UnaryOp::Sin,     UnaryOp::Cos,  UnaryOp::Reciprocal};
+const BinaryOp kBinaryOps[] = {BinaryOp::Add,     BinaryOp::Sub,     BinaryOp::Mul, BinaryOp::Div,
+                               BinaryOp::Maximum, BinaryOp::Minimum, BinaryOp::Pow};
+
+// Inputs in [0.5, 2.5) keep log, sqrt, reciprocal, division and pow well defined.
+Tensor positive(const Shape& shape, Generator& gen, DType dtype) { return uniform(shape, 0.5, 2.5, gen, dtype); }
+
+}  // namespace
+
+TEST_CASE("unary ops match std:: in double precision") {
+  Generator gen(1);
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (const Shape& shape : {Shape{3, 17}, Shape{70001}}) {  // the second runs on several threads
+      Tensor signed_x = uniform(shape, -4, 4, gen, dtype);
+      Tensor positive_x = positive(shape, gen, dtype);
+      for (UnaryOp op : kUnaryOps) {
+        const bool needs_positive = op == UnaryOp::Log || op == UnaryOp::Sqrt || op == UnaryOp::Reciprocal;
+        const Tensor& x = needs_positive ? positive_x : signed_x;
+        Tensor y = kernels::unary(op, x);
+        CHECK(y.shape() == x.shape());
+        CHECK(y.dtype() == dtype);
+        std::vector<double> want;
+        for (double v : to_doubles(x)) want.push_back(unary_ref(op, v));
+        INFO(kernels::op_name(op), " ", dtype, " ", shape);
+        CHECK(max_error(y, want) <= tolerance(dtype));
+      }
+    }
+  }
+}
+
+TEST_CASE("sigmoid, exp and relu at the extremes") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    Tensor x = from_vector(std::vector<double>{-1000, -30, 0, 30, 1000}, {5}).to(dtype);
+    std::vector<double> s = to_doubles(kernels::unary(UnaryOp::Sigmoid, x));
+    CHECK(s[0] == 0.0);
+    CHECK(s[2] == 0.5);
+    CHECK(s[4] == 1.0);
+    CHECK(s[1] == doctest::Approx(1.0 / (1.0 + std::exp(30.0))).epsilon(1e-6));
+    for (double v : s) CHECK(std::isfinite(v));
+    std::vector<double> e = to_doubles(kernels::unary(UnaryOp::Exp, x));
+    CHECK(e[0] == 0.0);
+    CHECK(std::isinf(e[4]));
+    std::vector<double> r = to_doubles(kernels::unary(UnaryOp::Relu, x));
+    CHECK(r == std::vector<double>{0, 0, 0, 30, 1000});
+  }
+}
+
+TEST_CASE("binary ops: same shape, scalar tensor and trailing-axes broadcasting") {
+  Generator gen(2);
+  struct Case {
+    Shape a, b;
+  };
+  const Case cases[] = {
+      {{4, 6}, {4, 6}},          // same shape
+      {{4, 6}, {}},              // 0-d scalar
+      {{4, 6}, {1, 1}},          // one element, any shape
+      {{4, 6}, {6}},             // bias [d] on [N, d]
+      {{3, 5, 6}, {5, 6}},       // [T, d] on [B, T, d]
+      {{3, 5, 6}, {6}},          // [d] on [B, T, d]
+      {{300, 130}, {130}},       // trailing, large enough for several threads
+      {{40000}, {40000}},        // same shape, several threads
+      {{40000}, {1}},            // scalar, several threads
+  };
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (const Case& c : cases) {
+      Tensor a = positive(c.a, gen, dtype), b = positive(c.b, gen, dtype);
+      std::vector<double> av = to_doubles(a), bv = to_doubles(b);
+      for (BinaryOp op : kBinaryOps) {
+        Tensor out = kernels::binary(op, a, b);
+        CHECK(out.shape() == c.a);
+        std::vector<double> want(av.size());
+        for (std::size_t i = 0; i < av.size(); ++i) want[i] = binary_ref(op, av[i], bv[i % bv.size()]);
+        INFO(kernels::op_name(op), " ", dtype, " a ", c.a, " b ", c.b);
+        CHECK(max_error(out, want) <= tolerance(dtype));
+      }
+    }
+  }
+}
+
+TEST_CASE("binary ops with a plain number on either side") {
+  Generator gen(3);
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (const Shape& shape : {Shape{2, 3, 4}, Shape{50000}}) {
+      Tensor x = positive(shape, gen, dtype);
+      std::vector<double> xv = to_doubles(x);
+      for (BinaryOp op : kBinaryOps) {
+        const double s = 1.75;
+        std::vector<double> right(xv.size()), left(xv.size());
+        for (std::size_t i = 0; i < xv.size(); ++i) {
+          right[i] = binary_ref(op, xv[i], s);
+          left[i] = binary_ref(op, s, xv[i]);
+        }
+        INFO(kernels::op_name(op), " ", dtype, " ", shape);
+        CHECK(max_error(kernels::binary_scalar(op, x, s), right) <= tolerance(dtype));
+        CHECK(max_error(kernels::scalar_binary(op, s, x), left) <= tolerance(dtype));
+      }
+    }
+  }
+  // The order matters: 1 - x and x - 1 differ.
+  Tensor x = from_vector(std::vector<double>{0.25, 4.0}, {2});
+  CHECK(kernels::scalar_binary(BinaryOp::Sub, 1.0, x).to_vector<double>() == std::vector<double>{0.75, -3.0});
+  CHECK(kernels::scalar_binary(BinaryOp::Div, 1.0, x).to_vector<double>() == std::vector<double>{4.0, 0.25});
+  CHECK(kernels::binary_scalar(BinaryOp::Pow, x, 0.5).to_vector<double>() == std::vector<double>{0.5, 2.0});
+}
+
+TEST_CASE("maximum and minimum propagate NaN; relu keeps it") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor a = from_vector(std::vector<double>{nan, 1.0, 2.0}, {3});
+  Tensor b = from_vector(std::vector<double>{0.0, nan, 3.0}, {3});
+  for (BinaryOp op : {BinaryOp::Maximum, BinaryOp::Minimum}) {
+    std::vector<double> v = kernels::binary(op, a, b).to_vector<double>();
+    CHECK(std::isnan(v[0]));
+    CHECK(std::isnan(v[1]));
+    CHECK(v[2] == (op == BinaryOp::Maximum ? 3.0 : 2.0));
+  }
+  CHECK(std::isnan(kernels::unary(UnaryOp::Relu, a).to_vector<double>()[0]));
+}
+
+TEST_CASE("relu_backward passes the gradient where x > 0 only") {
+  Generator gen(4);
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (const Shape& shape : {Shape{5, 7}, Shape{200, 200}}) {
+      Tensor x = uniform(shape, -1, 1, gen, dtype);
+      Tensor g = normal(shape, 0, 1, gen, dtype);
+      std::vector<double> xv = to_doubles(x), gv = to_doubles(g), want(xv.size());
+      for (std::size_t i = 0; i < xv.size(); ++i) want[i] = xv[i] > 0 ? gv[i] : 0.0;
+      CHECK(max_error(kernels::relu_backward(x, g), want) == 0.0);
+    }
+  }
+  Tensor x = from_vector(std::vector<float>{-1.0f, 0.0f, 2.0f}, {3});
+  Tensor g = from_vector(std::vector<float>{5.0f, 6.0f, 7.0f}, {3});
+  CHECK(kernels::relu_backward(x, g).to_vector<float>() == std::vector<float>{0.0f, 0.0f, 7.0f});  // 0 at x == 0
+}
+
+TEST_CASE("op names") {
+  CHECK(std::string(kernels::op_name(UnaryOp::Sigmoid)) == "sigmoid");
+  CHECK(std::string(kernels::op_name(UnaryOp::Reciprocal)) == "reciprocal");
+  CHECK(std::string(kernels::op_name(BinaryOp::Maximum)) == "maximum");
+  CHECK(std::string(kernels::op_name(BinaryOp::Pow)) == "pow");
+}
+
+TEST_CASE("results do not depend on the thread count") {
+  Generator gen(5);
+  Tensor x = uniform({100003}, -3, 3, gen);
+  Tensor bias = uniform({7}, -1, 1, gen);
+  Tensor wide = uniform({100003 * 7}, -1, 1, gen).reshape({100003, 7});
+  const int threads = num_threads();
+  set_num_threads(1);
+  std::vector<float> exp1 = kernels::unary(UnaryOp::Exp, x).to_vector<float>();
+  std::vector<float> add1 = kernels::binary(BinaryOp::Add, wide, bias).to_vector<float>();
+  set_num_threads(3);
+  std::vector<float> exp3 = kernels::unary(UnaryOp::Exp, x).to_vector<float>();
+  std::vector<float> add3 = kernels::binary(BinaryOp::Add, wide, bias).to_vector<float>();
+  set_num_threads(threads);
+  CHECK(exp1 == exp3);
+  CHECK(add1 == add3);
+}
+
+TEST_CASE("empty tensors give empty results") {
+  Tensor x = zeros({0, 3});
+  CHECK(kernels::unary(UnaryOp::Exp, x).shape() == Shape{0, 3});
+  CHECK(kernels::binary(BinaryOp::Add, x, zeros({3})).shape() == Shape{0, 3});
+  CHECK(kernels::binary_scalar(BinaryOp::Mul, x, 2.0).shape() == Shape{0, 3});
+  CHECK(kernels::relu_backward(x, x).shape() == Shape{0, 3});
+}
+
+TEST_CASE("elementwise ops reject bad arguments, naming the op") {
+  Tensor a = ones({2, 3}), undefined;
+  Tensor ints = arange(0, 6).reshape({2, 3});
+  CHECK_THROWS_WITH_AS(kernels::unary(UnaryOp::Exp, ints), doctest::Contains("unary"), Error);
+  CHECK_THROWS_WITH_AS(kernels::unary(UnaryOp::Exp, undefined), doctest::Contains("unary"), Error);
+  // Shapes that are not same / one element / trailing axes.
+  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, ones({3, 2})), doctest::Contains("binary"), Error);
+  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, ones({2})), doctest::Contains("[2, 3]"), Error);
+  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, ones({2, 1})), doctest::Contains("binary"), Error);
+  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, ones({1, 2, 3})), doctest::Contains("binary"), Error);
+  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Mul, ones({}), a), doctest::Contains("binary"), Error);
+  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, ones({2, 3}, DType::Float64)), doctest::Contains("binary"),
+                       Error);
+  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, ints), doctest::Contains("binary"), Error);
+  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, undefined), doctest::Contains("binary"), Error);
+  CHECK_THROWS_WITH_AS(kernels::binary_scalar(BinaryOp::Add, ints, 1.0), doctest::Contains("binary_scalar"), Error);
+  CHECK_THROWS_WITH_AS(kernels::scalar_binary(BinaryOp::Sub, 1.0, ints), doctest::Contains("scalar_binary"), Error);
+  CHECK_THROWS_WITH_AS(kernels::relu_backward(a, ones({3, 2})), doctest::Contains("relu_backward"), Error);
+  CHECK_THROWS_WITH_AS(kernels::relu_backward(a, ones({2, 3}, DType::Float64)), doctest::Contains("relu_backward"),
+                       Error);
+  CHECK_THROWS_WITH_AS(kernels::relu_backward(ints, ints), doctest::Contains("relu_backward"), Error);
+}
