@@ -56,12 +56,16 @@ int main(int argc, char** argv) {
   CLI::App app{"float32 GEMM throughput: moelab (Eigen kernels, our threading) vs OpenBLAS sgemm"};
   int threads = 2, phases = 7;
   std::string out_path = "bench-results/gemm.json";
-  app.add_option("--threads", threads, "threads for both engines")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--threads", threads, "threads for both engines")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--phases", phases, "alternating timed phases per engine and shape")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app.add_option("--out", out_path, "JSON file to write")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   moelab::set_num_threads(threads);
 #ifdef MOELAB_HAVE_OPENBLAS

@@ -69,20 +69,28 @@ double accuracy(const Tensor& logits, const Tensor& labels) {
 int main(int argc, char** argv) {
   CLI::App app{"train_mlp: a ReLU MLP learns three spirals with moelab's autograd (loss printed as it falls)"};
   int steps = 1500, hidden = 64, threads = 1, print_every = 100;
-  double lr = 0.1, momentum = 0.9;
+  double lr = 0.1, momentum = 0.9, require_accuracy = 0.0;
   std::uint64_t seed = 0;
   std::int64_t per_class = 200;
-  app.add_option("--steps", steps, "full-batch SGD steps")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--hidden", hidden, "width of the two hidden layers")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--lr", lr, "learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--steps", steps, "full-batch SGD steps")->check(CLI::Range(1, 100000000))->capture_default_str();
+  app.add_option("--hidden", hidden, "width of the two hidden layers")->check(CLI::Range(1, 1000000))->capture_default_str();
+  app.add_option("--lr", lr, "learning rate")->check(CLI::Range(1e-9, 1e3))->capture_default_str();
   app.add_option("--momentum", momentum, "SGD momentum")->check(CLI::Range(0.0, 0.999))->capture_default_str();
-  app.add_option("--points", per_class, "points per class")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--points", per_class, "points per class")->check(CLI::Range(std::int64_t{1}, std::int64_t{10000000}))->capture_default_str();
   app.add_option("--seed", seed, "seed for data and weights")->capture_default_str();
-  app.add_option("--threads", threads, "CPU threads")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--threads", threads, "CPU threads")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--print-every", print_every, "print the loss every N steps")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 100000000))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--require-accuracy", require_accuracy,
+                 "exit with status 3 if the final training accuracy is below this (ctest uses it)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help exits 0; a bad option or value exits 2
+  }
   set_num_threads(threads);
 
   try {
@@ -120,8 +128,13 @@ int main(int argc, char** argv) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     NoGradGuard no_grad;
     const Variable logits = l3(relu(l2(relu(l1(x)))));
+    const double final_accuracy = accuracy(logits.data(), data.labels);
     std::printf("done in %.2f s: final loss %.4f, training accuracy %.3f\n", seconds,
-                cross_entropy(logits, data.labels).data().item<float>(), accuracy(logits.data(), data.labels));
+                cross_entropy(logits, data.labels).data().item<float>(), final_accuracy);
+    if (final_accuracy < require_accuracy) {
+      std::fprintf(stderr, "train_mlp: accuracy %.3f is below the required %.3f\n", final_accuracy, require_accuracy);
+      return 3;
+    }
   } catch (const Error& e) {
     std::fprintf(stderr, "train_mlp: %s\n", e.what());
     return 1;

@@ -11,33 +11,15 @@
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "core/parallel.h"
+#include "tests/test_util.h"
 
 using namespace moelab;
+using moelab::testing::max_error;
+using moelab::testing::to_doubles;
 using kernels::BinaryOp;
 using kernels::UnaryOp;
 
 namespace {
-
-std::vector<double> to_doubles(const Tensor& t) {
-  if (t.dtype() == DType::Float32) {
-    std::vector<float> v = t.to_vector<float>();
-    return {v.begin(), v.end()};
-  }
-  return t.to_vector<double>();
-}
-
-// Largest |got - want| / (1 + |want|), with NaN counted as a mismatch unless both are NaN.
-double max_error(const Tensor& got, const std::vector<double>& want) {
-  std::vector<double> g = to_doubles(got);
-  REQUIRE(g.size() == want.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    if (std::isnan(g[i]) && std::isnan(want[i])) continue;
-    const double err = std::abs(g[i] - want[i]) / (1.0 + std::abs(want[i]));
-    worst = std::isnan(err) ? std::numeric_limits<double>::infinity() : std::max(worst, err);
-  }
-  return worst;
-}
 
 double tolerance(DType dtype) { return dtype == DType::Float32 ? 2e-6 : 1e-14; }
 

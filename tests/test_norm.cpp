@@ -10,8 +10,11 @@
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "core/parallel.h"
+#include "tests/test_util.h"
 
 using namespace moelab;
+using moelab::testing::max_error;
+using moelab::testing::to_doubles;
 
 namespace {
 
@@ -39,16 +42,6 @@ Reference naive_norm(const std::vector<double>& x, const std::vector<double>& w,
     for (std::size_t c = 0; c < d; ++c) ref.y.push_back((row[c] - mu) * rs * w[c] + (layer ? b[c] : 0.0));
   }
   return ref;
-}
-
-std::vector<double> as_double(const Tensor& t) { return t.to(DType::Float64).to_vector<double>(); }
-
-// max |a - b| / (1 + |b|).
-double max_error(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / (1.0 + std::abs(b[i])));
-  return worst;
 }
 
 // The forward of either norm on float64 host vectors, returning sum(y * probe): a scalar whose
@@ -117,14 +110,14 @@ TEST_CASE("rmsnorm and layernorm forward match a naive double loop") {
       Tensor x = uniform({4, 6, 33}, -3, 3, gen, dtype), w = uniform({33}, 0.5, 1.5, gen, dtype),
              b = uniform({33}, -1, 1, gen, dtype);
       kernels::NormResult got = layer ? kernels::layernorm(x, w, b, kEps) : kernels::rmsnorm(x, w, kEps);
-      const Reference ref = naive_norm(as_double(x), as_double(w), as_double(b), 24, 33, layer);
+      const Reference ref = naive_norm(to_doubles(x), to_doubles(w), to_doubles(b), 24, 33, layer);
       REQUIRE(got.y.shape() == x.shape());
       REQUIRE(got.rstd.shape() == Shape{24});
       const double tol = dtype == DType::Float32 ? 1e-5 : 1e-13;
-      CHECK(max_error(as_double(got.y), ref.y) < tol);
-      CHECK(max_error(as_double(got.rstd), ref.rstd) < tol);
+      CHECK(max_error(to_doubles(got.y), ref.y) < tol);
+      CHECK(max_error(to_doubles(got.rstd), ref.rstd) < tol);
       if (layer) {
-        CHECK(max_error(as_double(got.mean), ref.mean) < tol);
+        CHECK(max_error(to_doubles(got.mean), ref.mean) < tol);
       } else {
         CHECK_FALSE(got.mean.defined());
       }
@@ -137,9 +130,9 @@ TEST_CASE("layernorm stays accurate in float32 when the mean dwarfs the spread")
   // Values near 1000 with a spread of 0.1: E[x^2] - E[x]^2 in float32 would lose every digit.
   Tensor x = uniform({8, 256}, 999.9, 1000.1, gen, DType::Float32), w = ones({256}), b = zeros({256});
   kernels::NormResult got = kernels::layernorm(x, w, b, kEps);
-  const Reference ref = naive_norm(as_double(x), as_double(w), as_double(b), 8, 256, true);
-  CHECK(max_error(as_double(got.y), ref.y) < 2e-3);
-  CHECK(max_error(as_double(got.rstd), ref.rstd) < 1e-4);
+  const Reference ref = naive_norm(to_doubles(x), to_doubles(w), to_doubles(b), 8, 256, true);
+  CHECK(max_error(to_doubles(got.y), ref.y) < 2e-3);
+  CHECK(max_error(to_doubles(got.rstd), ref.rstd) < 1e-4);
 }
 
 TEST_CASE("rmsnorm_backward matches central finite differences in float64") { check_backward_by_finite_differences(false); }
@@ -162,9 +155,9 @@ TEST_CASE("norm backwards: float32 agrees with float64, and the thread count cha
       return kernels::rmsnorm_backward(xd, wd, fwd.rstd, dyd);
     };
     kernels::NormGrads g64 = run(DType::Float64), g32 = run(DType::Float32);
-    CHECK(max_error(as_double(g32.dx), as_double(g64.dx)) < 1e-4);
-    CHECK(max_error(as_double(g32.dw), as_double(g64.dw)) < 1e-4);
-    if (layer) CHECK(max_error(as_double(g32.db), as_double(g64.db)) < 1e-4);
+    CHECK(max_error(to_doubles(g32.dx), to_doubles(g64.dx)) < 1e-4);
+    CHECK(max_error(to_doubles(g32.dw), to_doubles(g64.dw)) < 1e-4);
+    if (layer) CHECK(max_error(to_doubles(g32.db), to_doubles(g64.db)) < 1e-4);
 
     const int threads = num_threads();
     set_num_threads(1);

@@ -12,26 +12,13 @@
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "core/parallel.h"
+#include "tests/test_util.h"
 
 using namespace moelab;
+using moelab::testing::max_error;
+using moelab::testing::to_doubles;
 
 namespace {
-
-std::vector<double> to_doubles(const Tensor& t) {
-  if (t.dtype() == DType::Float32) {
-    std::vector<float> v = t.to_vector<float>();
-    return {v.begin(), v.end()};
-  }
-  return t.to_vector<double>();
-}
-
-double max_error(const Tensor& got, const std::vector<double>& want) {
-  std::vector<double> g = to_doubles(got);
-  REQUIRE(g.size() == want.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) worst = std::max(worst, std::abs(g[i] - want[i]) / (1.0 + std::abs(want[i])));
-  return worst;
-}
 
 double tolerance(DType dtype) { return dtype == DType::Float32 ? 1e-6 : 1e-13; }
 

@@ -9,29 +9,13 @@
 
 #include "core/factories.h"
 #include "core/kernels.h"
+#include "tests/test_util.h"
 
 using namespace moelab;
+using moelab::testing::max_error;
+using moelab::testing::to_doubles;
 
 namespace {
-
-std::vector<double> to_doubles(const Tensor& t) {
-  if (t.dtype() == DType::Float32) {
-    std::vector<float> v = t.to_vector<float>();
-    return {v.begin(), v.end()};
-  }
-  return t.to_vector<double>();
-}
-
-double max_error(const std::vector<double>& got, const std::vector<double>& want) {
-  REQUIRE(got.size() == want.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double err = std::abs(got[i] - want[i]) / (1.0 + std::abs(want[i]));
-    worst = std::isfinite(got[i]) ? std::max(worst, err) : 1e300;
-  }
-  return worst;
-}
-double max_error(const Tensor& got, const std::vector<double>& want) { return max_error(to_doubles(got), want); }
 
 double tolerance(DType dtype) { return dtype == DType::Float32 ? 1e-6 : 1e-14; }
 

@@ -1,0 +1,33 @@
+// tests/test_util.h — comparison helpers shared by the kernel tests.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace moelab::testing {
+
+// Any float tensor's values as doubles (float32 -> float64 is exact).
+inline std::vector<double> to_doubles(const Tensor& t) { return t.to(DType::Float64).to_vector<double>(); }
+
+// Largest |got - want| / (1 + |want|): an absolute error near 0, a relative one for large values.
+// Equal values (including equal infinities) and NaN-against-NaN count as exact; any other NaN or
+// infinity in either makes the error infinite, so a comparison can never pass by ignoring one.
+inline double max_error(const std::vector<double>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))) continue;
+    const double err = std::abs(got[i] - want[i]) / (1.0 + std::abs(want[i]));
+    worst = std::isfinite(err) ? std::max(worst, err) : std::numeric_limits<double>::infinity();
+  }
+  return worst;
+}
+
+inline double max_error(const Tensor& got, const std::vector<double>& want) { return max_error(to_doubles(got), want); }
+
+}  // namespace moelab::testing
