@@ -1,0 +1,13 @@
+// core/cpu/gemm_f32.h — moelab's own single-precision matrix product (see gemm_f32.cpp).
+#pragma once
+
+#include <cstdint>
+
+namespace moelab::cpu {
+
+// out[m, n] = op(a)[m, k] @ op(b)[k, n], all row-major; op(a) = a ([m, k]) or a^T (a stored
+// [k, m] when trans_a); likewise b. Overwrites out. Uses every OpenMP thread; k >= 1.
+void gemm_f32(const float* a, const float* b, float* out, std::int64_t m, std::int64_t k, std::int64_t n,
+              bool trans_a, bool trans_b);
+
+}  // namespace moelab::cpu
