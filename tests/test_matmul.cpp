@@ -73,19 +73,40 @@ TEST_CASE("matmul matches a naive loop for every transpose, 2-d and batched, flo
   }
 }
 
-TEST_CASE("matmul is bitwise repeatable and agrees across thread counts") {
+TEST_CASE("float32 products spanning several k slices and column blocks of the blocked GEMM") {
+  // k = 600 crosses two slice boundaries (KC = 256: the accumulate path), n = 1100 crosses a
+  // column-block boundary (NC = 1024), and m = 37 leaves a ragged last row panel.
+  Generator gen(5);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      CAPTURE(ta);
+      CAPTURE(tb);
+      Tensor a = uniform(ta ? Shape{600, 37} : Shape{37, 600}, -1, 1, gen);
+      Tensor b = uniform(tb ? Shape{1100, 600} : Shape{600, 1100}, -1, 1, gen);
+      check_close(kernels::matmul(a, b, ta, tb), naive_matmul(a, b, ta, tb), 1e-3);
+    }
+}
+
+TEST_CASE("matmul is bitwise repeatable and bitwise the same for 1, 2 and 3 threads") {
   Generator gen(4);
-  Tensor a = uniform({300, 70}, -1, 1, gen), b = uniform({70, 50}, -1, 1, gen);
-  const int threads = num_threads();
-  set_num_threads(2);
-  const std::vector<float> first = kernels::matmul(a, b).to_vector<float>();
-  CHECK(kernels::matmul(a, b).to_vector<float>() == first);
-  set_num_threads(1);
-  const std::vector<float> single = kernels::matmul(a, b).to_vector<float>();
-  set_num_threads(threads);
-  double worst = 0;
-  for (std::size_t i = 0; i < first.size(); ++i) worst = std::max(worst, double(std::abs(first[i] - single[i])));
-  CHECK(worst <= 1e-4);
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    Tensor a = uniform({300, 70}, -1, 1, gen, dtype), b = uniform({70, 50}, -1, 1, gen, dtype);
+    Tensor a3 = uniform({4, 30, 20}, -1, 1, gen, dtype), b3 = uniform({4, 20, 10}, -1, 1, gen, dtype);
+    const int threads = num_threads();
+    set_num_threads(2);
+    const std::vector<double> first = kernels::matmul(a, b).to(DType::Float64).to_vector<double>();
+    const std::vector<double> first3 = kernels::matmul(a3, b3).to(DType::Float64).to_vector<double>();
+    CHECK(kernels::matmul(a, b).to(DType::Float64).to_vector<double>() == first);
+    // float32 runs our GEMM, which sums each element in one fixed order whatever the thread
+    // count; float64 runs Eigen's, which only promises run-to-run repeatability.
+    if (dtype == DType::Float32)
+      for (int t : {1, 3}) {
+        set_num_threads(t);
+        CHECK(kernels::matmul(a, b).to(DType::Float64).to_vector<double>() == first);
+        CHECK(kernels::matmul(a3, b3).to(DType::Float64).to_vector<double>() == first3);
+      }
+    set_num_threads(threads);
+  }
 }
 
 TEST_CASE("matmul with an empty inner dimension gives zeros; empty outer dimensions give empty results") {
