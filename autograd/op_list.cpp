@@ -1,7 +1,7 @@
 // autograd/op_list.cpp — the registry's names as strings (expanded from the X-macro in op_list.h).
 #include "autograd/op_list.h"
 
-#include <algorithm>
+#include <unordered_set>
 
 namespace moelab {
 
@@ -13,8 +13,9 @@ const std::vector<std::string>& differentiable_ops() {
 }
 
 bool is_differentiable_op(const std::string& name) {
-  const auto& names = differentiable_ops();
-  return std::find(names.begin(), names.end(), name) != names.end();
+  // Asked once per recorded op, so a hash lookup rather than a scan of the list.
+  static const std::unordered_set<std::string> lookup(differentiable_ops().begin(), differentiable_ops().end());
+  return lookup.count(name) > 0;
 }
 
 }  // namespace moelab
