@@ -37,7 +37,9 @@
   X(concat) X(split) X(narrow) X(reshape) X(transpose) X(permute)                                 \
   X(causal_mask)                                                                                  \
   /* normalisation (ops_norm) */                                                                  \
-  X(rmsnorm) X(layernorm)
+  X(rmsnorm) X(layernorm)                                                                         \
+  /* rotary position embedding (ops_rope) */                                                      \
+  X(rope)
 // clang-format on
 
 namespace moelab {

@@ -10,6 +10,7 @@
 #include "autograd/ops_matmul.h"
 #include "autograd/ops_norm.h"
 #include "autograd/ops_reduce.h"
+#include "autograd/ops_rope.h"
 #include "autograd/ops_shape.h"
 #include "autograd/ops_softmax.h"
 #include "autograd/variable.h"

@@ -72,6 +72,12 @@ class Backend {
                          Tensor& rstd) = 0;
   virtual void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
                                   const Tensor& dy, Tensor& dx, Tensor& dw, Tensor& db) = 0;
+  // x, out: [B, T, H, hd]; rotates pairs by +-(position_offset + t) * theta^(-2i/hd).
+  virtual void rope(const Tensor& x, std::int64_t position_offset, double theta, bool inverse, Tensor& out) = 0;
+  // In-place optimizer updates; every tensor has param's shape, dtype and device (core/kernels.h).
+  virtual void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                           const kernels::AdamHyper& h) = 0;
+  virtual void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const kernels::SgdHyper& h) = 0;
 };
 
 // The backend for a device. CPU always exists; CUDA throws moelab::Error when this build has no

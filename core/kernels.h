@@ -139,4 +139,33 @@ NormResult layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double e
 NormGrads layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
                              const Tensor& dy);
 
+// ---------------------------------------------------------------- rotary position embedding
+// x: [B, T, H, hd] float, hd even -> [B, T, H, hd]. Token t sits at position p = position_offset + t;
+// each pair (x[2i], x[2i+1]) of every head is rotated by the angle a = p * theta^(-2i / hd):
+//   y[2i] = x[2i] cos a - x[2i+1] sin a,   y[2i+1] = x[2i] sin a + x[2i+1] cos a.
+// inverse rotates by -a: the transpose of the rotation, hence also the backward (dx = rope(dy, .., !inverse)).
+Tensor rope(const Tensor& x, std::int64_t position_offset, double theta, bool inverse);
+
+// ---------------------------------------------------------------- optimizer updates (fused, in place)
+// One pass over memory per parameter, PyTorch 1.13's single-tensor formulas evaluated in the
+// tensors' dtype (core/cpu/optim.cpp spells them out). param, grad and the buffers share one
+// shape, float dtype and device, and no two share storage.
+struct AdamHyper {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double weight_decay = 0.0;
+  bool decoupled = true;     // true: AdamW (param *= 1 - lr*wd); false: Adam (grad += wd*param)
+  std::int64_t step = 1;     // this parameter's update count including this one (bias correction)
+};
+// m = beta1*m + (1-beta1)*g;  v = beta2*v + (1-beta2)*g*g;
+// param -= lr/(1-beta1^step) * m / (sqrt(v)/sqrt(1-beta2^step) + eps).
+void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, const AdamHyper& h);
+struct SgdHyper {
+  double lr = 1e-2, momentum = 0.0, dampening = 0.0, weight_decay = 0.0;
+  bool nesterov = false;
+  bool first_step = false;   // momentum buffer is created now: buf = d instead of buf = mu*buf + (1-damp)*d
+};
+// d = g + wd*param; buf = mu*buf + (1-dampening)*d; d = nesterov ? d + mu*buf : buf; param -= lr*d.
+// momentum_buffer is unused (may be undefined) when momentum == 0.
+void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdHyper& h);
+
 }  // namespace moelab::kernels

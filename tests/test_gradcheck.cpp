@@ -218,6 +218,11 @@ Table build_table() {
                             [](const V& v) { return layernorm(v[0], v[1], v[2], 1e-5); }});
   t["layernorm"].push_back({"[2, 3, 4], w, b [4]", {randn({2, 3, 4}, gen), randn({4}, gen), randn({4}, gen)},
                             [](const V& v) { return layernorm(v[0], v[1], v[2], 1e-3); }});
+
+  // ---- rotary position embedding: x [B, T, H, hd], offset positions, both directions
+  t["rope"].push_back({"[2, 3, 2, 4], offset 0", {randn({2, 3, 2, 4}, gen)}, [](const V& v) { return rope(v[0]); }});
+  t["rope"].push_back({"[1, 4, 3, 6], offset 5, theta 100, inverse", {randn({1, 4, 3, 6}, gen)},
+                       [](const V& v) { return rope(v[0], 5, 100.0, true); }});
   return t;
 }
 

@@ -55,6 +55,10 @@ class CpuBackend final : public Backend {
                  Tensor& rstd) override;
   void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
                           Tensor& dx, Tensor& dw, Tensor& db) override;
+  void rope(const Tensor& x, std::int64_t position_offset, double theta, bool inverse, Tensor& out) override;  // rope.cpp
+  void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                   const kernels::AdamHyper& h) override;  // optim.cpp
+  void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const kernels::SgdHyper& h) override;
 };
 
 }  // namespace moelab

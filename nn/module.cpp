@@ -1,0 +1,71 @@
+// nn/module.cpp — registration and recursive walks over parameters and children.
+#include "nn/module.h"
+
+#include "core/error.h"
+
+namespace moelab {
+
+void Module::check_new_name(const std::string& name) const {
+  MOELAB_CHECK(!name.empty() && name.find('.') == std::string::npos, "Module::register",
+               "a name must be non-empty and contain no '.', got '", name, "'");
+  for (const auto& [n, p] : parameters_) MOELAB_CHECK(n != name, "Module::register", "'", name, "' is already a parameter");
+  for (const auto& [n, c] : children_) MOELAB_CHECK(n != name, "Module::register", "'", name, "' is already a child");
+}
+
+Variable Module::register_parameter(const std::string& name, Tensor init) {
+  check_new_name(name);
+  check_defined(init, "Module::register_parameter", name.c_str());
+  Variable v(std::move(init), /*requires_grad=*/true);
+  parameters_.emplace_back(name, v);
+  return v;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> child) {
+  check_new_name(name);
+  MOELAB_CHECK(child != nullptr, "Module::register_module", "child '", name, "' is null");
+  children_.emplace_back(name, std::move(child));
+}
+
+void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const {
+  for (const auto& [name, p] : parameters_) out.emplace_back(prefix + name, p);
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+}
+
+std::vector<std::pair<std::string, Variable>> Module::named_parameters() const {
+  std::vector<std::pair<std::string, Variable>> out;
+  collect("", out);
+  return out;
+}
+
+std::vector<Variable> Module::parameters() const {
+  std::vector<Variable> out;
+  for (auto& [name, p] : named_parameters()) out.push_back(p);
+  return out;
+}
+
+Variable Module::parameter(const std::string& dotted_name) const {
+  const auto all = named_parameters();
+  for (const auto& [name, p] : all)
+    if (name == dotted_name) return p;
+  std::string names;
+  for (std::size_t i = 0; i < all.size() && i < 12; ++i) names += (i ? ", " : "") + all[i].first;
+  if (all.size() > 12) names += ", ...";
+  fail("Module::parameter", "no parameter named '", dotted_name, "'; the module has: ", names);
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::zero_grad() {
+  for (auto& [name, p] : named_parameters()) p.zero_grad();
+}
+
+std::int64_t Module::num_parameters() const {
+  std::int64_t n = 0;
+  for (const auto& [name, p] : named_parameters()) n += p.numel();
+  return n;
+}
+
+}  // namespace moelab

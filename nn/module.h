@@ -1,0 +1,75 @@
+// nn/module.h — the base class of every layer and model: named parameters and children.
+//
+// A Module owns parameters (Variables with requires_grad) and child Modules, each registered
+// under a name. named_parameters() walks them depth-first in registration order and joins names
+// with dots, PyTorch style:
+//
+//   class Block : public Module {
+//     Block() { norm = register_module("attn_norm", std::make_shared<RMSNorm>(64));
+//               w = register_parameter("weight", zeros({64})); }
+//   };
+//   // a Decoder registering Blocks as "layers.0", "layers.1": names "layers.0.attn_norm.weight", ...
+//
+// That one stable order of dotted names is what checkpoints, optimizers, the PyTorch reference
+// fixtures and tests all use. Modules are held by std::shared_ptr (children are shared with
+// whoever built them); parameters are Variable handles, so a copy of one sees updates made
+// through any other (optimizers write into Variable::data() in place).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/variable.h"
+
+namespace moelab {
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // Every parameter of this module and its children, depth-first in registration order.
+  std::vector<std::pair<std::string, Variable>> named_parameters() const;
+  std::vector<Variable> parameters() const;
+  // The parameter with this dotted name; throws moelab::Error listing close names if absent.
+  Variable parameter(const std::string& dotted_name) const;
+  // Direct children in registration order.
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
+
+  // Training mode (the default) or evaluation mode, recursively. Layers that behave differently
+  // (router noise, dropout) read is_training().
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  // Drops every parameter's accumulated gradient.
+  void zero_grad();
+  // Number of scalar parameters (all of them).
+  std::int64_t num_parameters() const;
+
+ protected:
+  // Registers a trainable parameter initialised to `init`; returns its handle.
+  Variable register_parameter(const std::string& name, Tensor init);
+  // Registers a child module; returns it (typed) for the caller to keep.
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
+    add_child(name, child);
+    return child;
+  }
+
+ private:
+  void add_child(const std::string& name, std::shared_ptr<Module> child);
+  void check_new_name(const std::string& name) const;
+  void collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const;
+
+  std::vector<std::pair<std::string, Variable>> parameters_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+}  // namespace moelab
