@@ -46,7 +46,11 @@ std::int64_t CpuBackend::cross_entropy(const Tensor& logits, const Tensor& targe
     T* plse = logsumexp.data<T>();
 #pragma omp parallel if (rows * vocab > cpu::kParallelMinElements && rows > 1)
     {
-      std::vector<T> scratch(static_cast<std::size_t>(vocab));
+      // Eigen-allocated, so 64-byte aligned: Eigen computes exp() with scalar code on the
+      // elements before the first aligned address and with vector code after, and the two round
+      // differently. A malloc'd scratch row starts at a heap-dependent offset, which made losses
+      // differ in the last bit from run to run.
+      Eigen::Array<T, Eigen::Dynamic, 1> scratch(vocab);
 #pragma omp for schedule(static)
       for (std::int64_t r = 0; r < rows; ++r) {
         ConstRow<T> xr(px + r * vocab, vocab);
