@@ -30,6 +30,7 @@
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
+#include "core/cpu/chunks.h"
 #include "core/cpu/dispatch.h"
 
 namespace moelab {
@@ -42,18 +43,6 @@ template <class T>
 using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T>
 using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
-
-// Chunk size for parallel elementwise loops: a multiple of every SIMD width, fixed so that the
-// split of the work never depends on the number of threads.
-constexpr std::int64_t kChunk = 16384;
-
-// Calls body(begin, end) for consecutive chunks covering [0, n), in parallel when n is large.
-template <class Body>
-void for_chunks(std::int64_t n, const Body& body) {
-  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMinElements)
-  for (std::int64_t c = 0; c < chunks; ++c) body(c * kChunk, std::min(n, (c + 1) * kChunk));
-}
 
 template <class T>
 void unary_range(UnaryOp op, const T* x, T* y, std::int64_t n) {
@@ -96,7 +85,7 @@ void CpuBackend::unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) {
   cpu::dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* py = out.data<T>();
-    for_chunks(x.numel(), [&](std::int64_t b, std::int64_t e) { unary_range(op, px + b, py + b, e - b); });
+    cpu::for_chunks(x.numel(), [&](std::int64_t b, std::int64_t e) { unary_range(op, px + b, py + b, e - b); });
   });
 }
 
@@ -109,12 +98,12 @@ void CpuBackend::binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, 
     T* po = out.data<T>();
     with_binary_op<T>(op, [&](auto f) {
       if (m == n) {  // same shape
-        for_chunks(n, [&](std::int64_t s, std::int64_t e) {
+        cpu::for_chunks(n, [&](std::int64_t s, std::int64_t e) {
           for (std::int64_t i = s; i < e; ++i) po[i] = f(pa[i], pb[i]);
         });
       } else if (m == 1) {  // scalar tensor
         const T s0 = pb[0];
-        for_chunks(n, [&](std::int64_t s, std::int64_t e) {
+        cpu::for_chunks(n, [&](std::int64_t s, std::int64_t e) {
           for (std::int64_t i = s; i < e; ++i) po[i] = f(pa[i], s0);
         });
       } else {  // trailing broadcast: a: [rows, m], b: [m]
@@ -137,11 +126,11 @@ void CpuBackend::binary_scalar(kernels::BinaryOp op, const Tensor& a, double b, 
     const T s0 = static_cast<T>(b);
     with_binary_op<T>(op, [&](auto f) {
       if (scalar_first) {
-        for_chunks(a.numel(), [&](std::int64_t s, std::int64_t e) {
+        cpu::for_chunks(a.numel(), [&](std::int64_t s, std::int64_t e) {
           for (std::int64_t i = s; i < e; ++i) po[i] = f(s0, pa[i]);
         });
       } else {
-        for_chunks(a.numel(), [&](std::int64_t s, std::int64_t e) {
+        cpu::for_chunks(a.numel(), [&](std::int64_t s, std::int64_t e) {
           for (std::int64_t i = s; i < e; ++i) po[i] = f(pa[i], s0);
         });
       }
@@ -154,7 +143,7 @@ void CpuBackend::relu_backward(const Tensor& x, const Tensor& grad, Tensor& out)
     const T* px = x.data<T>();
     const T* pg = grad.data<T>();
     T* po = out.data<T>();
-    for_chunks(x.numel(), [&](std::int64_t s, std::int64_t e) {
+    cpu::for_chunks(x.numel(), [&](std::int64_t s, std::int64_t e) {
       for (std::int64_t i = s; i < e; ++i) po[i] = px[i] > T(0) ? pg[i] : T(0);
     });
   });

@@ -33,20 +33,11 @@
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
+#include "core/cpu/chunks.h"
 #include "core/cpu/dispatch.h"
 
 namespace moelab {
 namespace {
-
-// A multiple of every SIMD width, fixed so that the split of the work never depends on threads.
-constexpr std::int64_t kChunk = 16384;
-
-template <class Body>
-void for_chunks(std::int64_t n, const Body& body) {
-  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMinElements)
-  for (std::int64_t c = 0; c < chunks; ++c) body(c * kChunk, std::min(n, (c + 1) * kChunk));
-}
 
 // std::sqrt may set errno (for a negative input), a side effect that keeps GCC from vectorising
 // this loop; CMakeLists.txt compiles this file with -fno-math-errno, which drops only the errno
@@ -105,7 +96,7 @@ void CpuBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg,
     const T* g = grad.data<T>();
     T* m = exp_avg.data<T>();
     T* v = exp_avg_sq.data<T>();
-    for_chunks(param.numel(), [&](std::int64_t begin, std::int64_t end) { adam_range(p, g, m, v, begin, end, h); });
+    cpu::for_chunks(param.numel(), [&](std::int64_t begin, std::int64_t end) { adam_range(p, g, m, v, begin, end, h); });
   });
 }
 
@@ -114,7 +105,7 @@ void CpuBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_
     T* p = param.data<T>();
     const T* g = grad.data<T>();
     T* buf = h.momentum != 0 ? momentum_buffer.data<T>() : nullptr;
-    for_chunks(param.numel(), [&](std::int64_t begin, std::int64_t end) { sgd_range(p, g, buf, begin, end, h); });
+    cpu::for_chunks(param.numel(), [&](std::int64_t begin, std::int64_t end) { sgd_range(p, g, buf, begin, end, h); });
   });
 }
 
