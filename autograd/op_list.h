@@ -25,6 +25,8 @@
   X(sin) X(cos) X(reciprocal)                                                                     \
   /* matrix products (ops_matmul) */                                                              \
   X(matmul)                                                                                       \
+  /* grouped matrix products, MoE experts (ops_grouped_matmul) */                                 \
+  X(grouped_matmul)                                                                               \
   /* reductions (ops_reduce) */                                                                   \
   X(sum) X(mean) X(max)                                                                           \
   /* softmax (ops_softmax) */                                                                     \

@@ -4,6 +4,7 @@
 #include "autograd/no_grad.h"
 #include "autograd/op_list.h"
 #include "autograd/ops_elementwise.h"
+#include "autograd/ops_grouped_matmul.h"
 #include "autograd/ops_index.h"
 #include "autograd/ops_loss.h"
 #include "autograd/ops_mask.h"

@@ -35,6 +35,13 @@ class Backend {
   // a: [B, M, K] or, when trans_a, [B, K, M]; b: [B, K, N] or [B, N, K]; out: [B, M, N].
   // 2-D products arrive as B == 1.
   virtual void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) = 0;
+  // Grouped products (core/kernels.h); offsets: E + 1 validated host row offsets.
+  // x: [N, in], w: [E, in, out] or, when trans_w, [E, out, in]; out: [N, out].
+  virtual void grouped_matmul(const Tensor& x, const Tensor& w, const std::vector<std::int64_t>& offsets,
+                              bool trans_w, Tensor& out) = 0;
+  // x: [N, in], dy: [N, out]; dw: [E, in, out], dw[e] = x_e^T @ dy_e (zeros for empty groups).
+  virtual void grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<std::int64_t>& offsets,
+                                          Tensor& dw) = 0;
   virtual void unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) = 0;
   // b has a's numel (elementwise), 1 (scalar) or divides it (trailing broadcast: b repeats).
   virtual void binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) = 0;

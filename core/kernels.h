@@ -30,6 +30,20 @@ Tensor cast(const Tensor& x, DType dtype);          // element type conversion (
 // Batched: a: [B, M, K], b: [B, K, N] -> [B, M, N] (the same transposes apply to every batch).
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 
+// ---------------------------------------------------------------- grouped matrix products (MoE experts)
+// Rows of x are sorted by group (expert); group e owns rows offsets[e] .. offsets[e+1]-1 and is
+// multiplied by its own matrix w[e]:
+//   x: [N, in], w: [E, in, out] (stored [E, out, in] when trans_w), offsets: int32 [E + 1]
+//   non-decreasing with offsets[0] = 0, offsets[E] = N  ->  [N, out],
+//   out[offsets[e]:offsets[e+1]] = x[offsets[e]:offsets[e+1]] @ op(w[e]).
+// Empty groups are allowed (they produce no rows). Its input gradient is again a grouped product:
+//   dx = grouped_matmul(dy, w, offsets, !trans_w).
+Tensor grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets, bool trans_w = false);
+// The weight gradient: x: [N, in], dy: [N, out], offsets as above with E = groups
+//   -> dw: [E, in, out], dw[e] = x_e^T @ dy_e (zeros for an empty group).
+// For trans_w the stored gradient is its transpose: transpose(dw) (or swap x and dy: dy_e^T @ x_e).
+Tensor grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const Tensor& offsets, std::int64_t groups);
+
 // ---------------------------------------------------------------- elementwise
 enum class UnaryOp { Neg, Exp, Log, Sqrt, Abs, Square, Relu, Sigmoid, Tanh, Sin, Cos, Reciprocal };
 enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum, Pow };

@@ -128,6 +128,17 @@ Table build_table() {
       t["matmul"].push_back({"batched " + flags, {randn(a3, gen), randn(b3, gen)}, f});
     }
 
+  // ---- grouped_matmul: x [6, 3] in groups of 2, 0 (empty), 3, 1 rows; w [4, 3, 2] (or [4, 2, 3])
+  Tensor group_offsets = ints({0, 2, 2, 5, 6}, {5});
+  for (int tw = 0; tw < 2; ++tw) {
+    auto f = [group_offsets, tw](const V& v) { return grouped_matmul(v[0], v[1], group_offsets, tw != 0); };
+    t["grouped_matmul"].push_back({std::string("4 groups, one empty, ") + (tw ? "w^T" : "w"),
+                                   {randn({6, 3}, gen), randn(tw ? Shape{4, 2, 3} : Shape{4, 3, 2}, gen)}, f});
+  }
+  Tensor one_group = ints({0, 3}, {2});
+  t["grouped_matmul"].push_back({"one group", {randn({3, 2}, gen), randn({1, 2, 4}, gen)},
+                                 [one_group](const V& v) { return grouped_matmul(v[0], v[1], one_group); }});
+
   // ---- reductions
   t["sum"].push_back({"all", {randn({2, 3}, gen)}, [](const V& v) { return sum(v[0]); }});
   t["sum"].push_back({"axis 0", {randn({3, 4}, gen)}, [](const V& v) { return sum(v[0], 0); }});

@@ -23,6 +23,10 @@ class CpuBackend final : public Backend {
   void fill(Tensor& x, double value) override;
   void cast(const Tensor& x, Tensor& out) override;
   void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) override;
+  void grouped_matmul(const Tensor& x, const Tensor& w, const std::vector<std::int64_t>& offsets, bool trans_w,
+                      Tensor& out) override;  // grouped_matmul.cpp
+  void grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<std::int64_t>& offsets,
+                                  Tensor& dw) override;  // grouped_matmul.cpp
   void unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) override;
   void binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override;
   void binary_scalar(kernels::BinaryOp op, const Tensor& a, double b, bool scalar_first, Tensor& out) override;

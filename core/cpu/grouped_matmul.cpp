@@ -1,0 +1,99 @@
+// core/cpu/grouped_matmul.cpp — grouped matrix products on the host (the MoE expert layers).
+//
+// Group e owns rows r0 = offsets[e] .. r1 = offsets[e+1] - 1 of x; with rows = r1 - r0 + 1:
+//   forward:        out[r0:r1+1] = x[r0:r1+1] @ op(w[e])      x_e: [rows, in], w[e]: [in, out]
+//                                                             (stored [out, in] when trans_w)
+//   weight grad:    dw[e] = x_e^T @ dy_e                       [in, rows] @ [rows, out] -> [in, out]
+// Each group is one ordinary GEMM on pointers into the contiguous tensors (no copies):
+//   float32: moelab's blocked GEMM (core/cpu/gemm_f32.h); the weight gradient passes trans_a, so
+//            x_e is read in place as its transpose.
+//   float64: Eigen's GEMM on row-major maps (gradcheck's precision; speed does not matter).
+// Parallelism: one big group uses every thread inside its GEMM. Many small groups (the usual MoE
+// case: E experts, a few dozen tokens each) would spend more time starting thread teams than
+// multiplying, so then the groups themselves are shared out over threads and each GEMM, nested in
+// that parallel region, runs on one thread. Either way each output element is summed over k in a
+// fixed order by exactly one GEMM, so results do not depend on the thread count.
+#include <Eigen/Core>
+#include <algorithm>
+#include <omp.h>
+
+#include "core/cpu/cpu_backend.h"
+#include "core/cpu/dispatch.h"
+#include "core/cpu/gemm_f32.h"
+
+namespace moelab {
+namespace {
+
+using RowMatrix64 = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// c[m, n] = op(a)[m, k] @ op(b)[k, n], row-major, k >= 1. op(a) = a^T when trans_a (a stored [k, m]).
+void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t k, std::int64_t n, bool trans_a,
+          bool trans_b) {
+  cpu::gemm_f32(a, b, c, m, k, n, trans_a, trans_b);
+}
+
+void gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k, std::int64_t n, bool trans_a,
+          bool trans_b) {
+  Eigen::Map<RowMatrix64> cm(c, m, n);
+  Eigen::Map<const RowMatrix64> am(a, trans_a ? k : m, trans_a ? m : k);
+  Eigen::Map<const RowMatrix64> bm(b, trans_b ? n : k, trans_b ? k : n);
+  if (trans_a && trans_b) cm.noalias() = am.transpose() * bm.transpose();
+  else if (trans_a) cm.noalias() = am.transpose() * bm;
+  else if (trans_b) cm.noalias() = am * bm.transpose();
+  else cm.noalias() = am * bm;
+}
+
+// Runs body(e) for every group: groups in parallel (one thread per GEMM) when there are several
+// and the average group is small, otherwise one after another (each GEMM uses every thread).
+template <class Body>
+void for_each_group(std::int64_t groups, double total_flops, Body&& body) {
+  const bool small = total_flops / static_cast<double>(std::max<std::int64_t>(groups, 1)) < 4.0e6;
+  if (groups > 1 && small && omp_get_max_threads() > 1) {
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t e = 0; e < groups; ++e) body(e);
+  } else {
+    for (std::int64_t e = 0; e < groups; ++e) body(e);
+  }
+}
+
+}  // namespace
+
+void CpuBackend::grouped_matmul(const Tensor& x, const Tensor& w, const std::vector<std::int64_t>& offsets,
+                                bool trans_w, Tensor& out) {
+  // x: [N, in], w: [E, in, out] or [E, out, in], out: [N, out]; in >= 1 (checked by the front end).
+  const std::int64_t groups = w.size(0), in = x.size(1), n_out = out.size(1);
+  const double flops = 2.0 * static_cast<double>(x.size(0)) * static_cast<double>(in) * static_cast<double>(n_out);
+  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+    const T* px = x.data<T>();
+    const T* pw = w.data<T>();
+    T* po = out.data<T>();
+    for_each_group(groups, flops, [&](std::int64_t e) {
+      const std::int64_t r0 = offsets[static_cast<std::size_t>(e)], rows = offsets[static_cast<std::size_t>(e) + 1] - r0;
+      if (rows == 0) return;
+      gemm(px + r0 * in, pw + e * in * n_out, po + r0 * n_out, rows, in, n_out, false, trans_w);
+    });
+  });
+}
+
+void CpuBackend::grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<std::int64_t>& offsets,
+                                            Tensor& dw) {
+  // x: [N, in], dy: [N, out], dw: [E, in, out]; dw[e] = x_e^T @ dy_e with k = rows of group e.
+  const std::int64_t groups = dw.size(0), in = x.size(1), n_out = dy.size(1);
+  const double flops = 2.0 * static_cast<double>(x.size(0)) * static_cast<double>(in) * static_cast<double>(n_out);
+  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+    const T* px = x.data<T>();
+    const T* pdy = dy.data<T>();
+    T* pdw = dw.data<T>();
+    for_each_group(groups, flops, [&](std::int64_t e) {
+      const std::int64_t r0 = offsets[static_cast<std::size_t>(e)], rows = offsets[static_cast<std::size_t>(e) + 1] - r0;
+      T* dst = pdw + e * in * n_out;
+      if (rows == 0) {  // an expert that received no tokens gets a zero gradient
+        std::fill(dst, dst + in * n_out, T(0));
+        return;
+      }
+      gemm(px + r0 * in, pdy + r0 * n_out, dst, in, rows, n_out, true, false);
+    });
+  });
+}
+
+}  // namespace moelab

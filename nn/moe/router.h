@@ -1,0 +1,100 @@
+// nn/moe/router.h — the Router interface, the RoutingPlan it returns, and the router registry.
+//
+// A router decides, for each of the T tokens of a batch x: [T, d], which k experts (of E) process
+// it and with what weight. Its answer is a RoutingPlan of T*k assignments:
+//
+//   experts            int32 [T, k]  expert id of assignment (t, j); -1 when it was dropped
+//   gates              [T, k]        differentiable gate weight g_tj (0 for a dropped assignment);
+//                                    the MoE layer computes y_t = sum_j g_tj * expert_{e_tj}(x_t),
+//                                    so the router learns through the gates (and the aux losses)
+//   aux_losses         (name, 0-d Variable) pairs, already multiplied by their coefficients; the
+//                                    trainer adds them to the task loss
+//   metrics            name -> value for logging (dropped_fraction, router_entropy, ...)
+//   tokens_per_expert  int32 [E]     kept assignments per expert (sums to T*k when none dropped)
+//
+// Routers are Modules (their parameters appear as "router.weight" once the MoE layer registers
+// the router under the name "router") and are built by name from a RouterConfig through a
+// registry, so a new routing scheme is one new file in nn/moe/ plus one line in
+// builtin_routers() (router.cpp) — or, outside nn/, one register_router() call at start-up.
+//
+//   RouterConfig cfg{/*d=*/64, /*experts=*/8, /*k=*/2, DType::Float32, {{"load_balance", "0.01"}}};
+//   std::shared_ptr<Router> r = make_router("topk", cfg, gen);
+//   RoutingPlan plan = r->route(x);     // x: [T, 64]
+//
+// The registry is a function-local static filled with the built-ins the first time it is used,
+// so it never depends on the order in which a static library's globals are initialised.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/variable.h"
+#include "core/random.h"
+#include "nn/module.h"
+
+namespace moelab {
+
+struct RoutingPlan {
+  Tensor experts;    // int32 [T, k], -1 if dropped
+  Variable gates;    // [T, k], 0 where dropped
+  std::vector<std::pair<std::string, Variable>> aux_losses;  // 0-d, coefficient applied
+  std::map<std::string, double> metrics;
+  Tensor tokens_per_expert;  // int32 [E]
+};
+
+class Router : public Module {
+ public:
+  // x: [T, d] -> the plan for its T*k assignments.
+  virtual RoutingPlan route(const Variable& x) = 0;
+
+  std::int64_t d() const { return d_; }
+  std::int64_t experts() const { return experts_; }
+  std::int64_t k() const { return k_; }
+
+ protected:
+  // Checks 1 <= k <= experts and d >= 1 (throws moelab::Error naming `scheme`).
+  Router(std::int64_t d, std::int64_t experts, std::int64_t k, const char* scheme);
+  // Checks that x is [T, d] with T >= 1 (throws naming `scheme`).
+  void check_input(const Variable& x, const char* scheme) const;
+
+ private:
+  std::int64_t d_, experts_, k_;
+};
+
+// ---------------------------------------------------------------- configuration and registry
+struct RouterConfig {
+  std::int64_t d = 0;        // token dimension
+  std::int64_t experts = 0;  // E
+  std::int64_t k = 1;        // assignments per token (or the scheme's equivalent)
+  DType dtype = DType::Float32;
+  std::map<std::string, std::string> options;  // scheme-specific, e.g. {"gates", "softmax-topk"}
+};
+
+using RouterFactory = std::function<std::shared_ptr<Router>(const RouterConfig&, Generator&)>;
+
+// Adds a scheme; throws if the name is empty, already registered, or the factory is empty.
+void register_router(const std::string& name, RouterFactory factory);
+// Builds the scheme `name`; an unknown name throws an Error listing the registered ones.
+std::shared_ptr<Router> make_router(const std::string& name, const RouterConfig& config, Generator& gen);
+// The registered names, sorted.
+std::vector<std::string> router_names();
+
+// ---------------------------------------------------------------- option helpers for factories
+// Throws an Error naming every key of config.options that is not in `allowed` (and the allowed ones).
+void check_router_options(const RouterConfig& config, const std::vector<std::string>& allowed, const char* scheme);
+// The option as a number (default when absent); throws naming the key and the value when it is
+// not a finite number or below `min_value`.
+double router_option_double(const RouterConfig& config, const std::string& key, double fallback, const char* scheme,
+                            double min_value = 0.0);
+// The option as a boolean ("true"/"false"/"1"/"0"); throws naming key and value otherwise.
+bool router_option_bool(const RouterConfig& config, const std::string& key, bool fallback, const char* scheme);
+// The option as one of `choices`; throws naming key, value and the choices otherwise.
+std::string router_option_choice(const RouterConfig& config, const std::string& key, const std::string& fallback,
+                                 const std::vector<std::string>& choices, const char* scheme);
+
+}  // namespace moelab

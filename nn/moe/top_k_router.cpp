@@ -1,0 +1,208 @@
+// nn/moe/top_k_router.cpp — token-choice top-k routing (see the header for the math and papers).
+#include "nn/moe/top_k_router.h"
+
+#include <atomic>
+#include <cmath>
+#include <iostream>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "core/error.h"
+#include "core/factories.h"
+#include "core/kernels.h"
+
+namespace moelab {
+
+namespace {
+
+constexpr const char* kScheme = "TopKRouter";
+
+// Host copy of a float tensor as doubles.
+std::vector<double> host_doubles(const Tensor& t) { return t.to(Device::cpu()).to(DType::Float64).to_vector<double>(); }
+
+// A constant (no gradient) of `shape` from double values, in `like`'s dtype and device.
+Variable constant(const std::vector<double>& values, const Shape& shape, const Variable& like) {
+  return Variable(from_vector(values, shape).to(like.dtype()).to(like.device()));
+}
+
+// v: [T, 1] -> [T, k], each row's value repeated (a differentiable broadcast via gather_last).
+Variable repeat_columns(const Variable& v, std::int64_t k) {
+  Tensor zero_index = zeros({v.size(0), k}, DType::Int32, v.device());
+  return gather_last(v, zero_index);
+}
+
+}  // namespace
+
+const char* gate_mode_name(GateMode mode) {
+  switch (mode) {
+    case GateMode::SoftmaxTopkRenorm: return "softmax-topk-renorm";
+    case GateMode::SoftmaxTopk: return "softmax-topk";
+    case GateMode::TopkSoftmax: return "topk-softmax";
+    case GateMode::Equal: return "equal";
+  }
+  return "?";
+}
+
+TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
+  check_router_options(config, {"gates", "bias", "jitter", "jitter_seed", "load_balance", "z_loss", "capacity_factor"},
+                       kScheme);
+  TopKRouterOptions o;
+  const std::string gates = router_option_choice(
+      config, "gates", "softmax-topk-renorm", {"softmax-topk-renorm", "softmax-topk", "topk-softmax", "equal"}, kScheme);
+  for (GateMode m : {GateMode::SoftmaxTopkRenorm, GateMode::SoftmaxTopk, GateMode::TopkSoftmax, GateMode::Equal})
+    if (gates == gate_mode_name(m)) o.gates = m;
+  o.bias = router_option_bool(config, "bias", false, kScheme);
+  o.jitter = router_option_double(config, "jitter", 0.0, kScheme);
+  MOELAB_CHECK(o.jitter < 1.0, kScheme, "option 'jitter' must be < 1 (noise factors stay positive), got ", o.jitter);
+  o.load_balance = router_option_double(config, "load_balance", 0.0, kScheme);
+  o.z_loss = router_option_double(config, "z_loss", 0.0, kScheme);
+  o.capacity_factor = router_option_double(config, "capacity_factor", 0.0, kScheme);
+  if (config.options.count("jitter_seed")) {
+    const double s = router_option_double(config, "jitter_seed", 0.0, kScheme);
+    MOELAB_CHECK(s == std::floor(s) && s < 1.8e19, kScheme, "option 'jitter_seed' must be a whole number, got '",
+                 config.options.at("jitter_seed"), "'");
+    o.jitter_seed = static_cast<std::uint64_t>(s);
+  }
+  return o;
+}
+
+// ---------------------------------------------------------------- the routing computation
+RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variable& bias, std::int64_t k,
+                        const TopKRouterOptions& o, const Tensor& noise) {
+  MOELAB_CHECK(x.rank() == 2 && weight.rank() == 2 && x.size(1) == weight.size(1), "top_k_route",
+               "x must be [T, d] and weight [E, d], got x ", x.shape(), " and weight ", weight.shape());
+  const std::int64_t T = x.size(0), E = weight.size(0);
+  MOELAB_CHECK(T >= 1, "top_k_route", "x must have at least one token, got ", x.shape());
+  MOELAB_CHECK(k >= 1 && k <= E, "top_k_route", "k must be in [1, E = ", E, "], got ", k);
+  MOELAB_CHECK(x.dtype() == weight.dtype(), "top_k_route", "x is ", x.dtype(), " but the weight is ", weight.dtype());
+  MOELAB_CHECK(!bias.defined() || (bias.rank() == 1 && bias.size(0) == E), "top_k_route", "bias must be [", E,
+               "], got ", bias.shape());
+
+  // logits = (x * noise) W^T (+ b): [T, E]; p = softmax(logits): [T, E]
+  Variable xin = noise.defined() ? x * Variable(noise) : x;
+  Variable logits = matmul(xin, weight, false, /*trans_b=*/true);
+  if (bias.defined()) logits = logits + bias;
+  Variable probs = softmax(logits);
+
+  // Selection (constant): the k largest logits per token, ties to the lower expert id. [T, k]
+  const Tensor chosen = kernels::topk(logits.data(), static_cast<int>(k)).indices;
+
+  // Gates before dropping: [T, k]
+  Variable gates;
+  switch (o.gates) {
+    case GateMode::SoftmaxTopkRenorm: {
+      Variable g = gather_last(probs, chosen);                       // [T, k]
+      gates = g / repeat_columns(sum(g, 1, /*keepdim=*/true), k);   // each row sums to 1
+      break;
+    }
+    case GateMode::SoftmaxTopk: gates = gather_last(probs, chosen); break;
+    case GateMode::TopkSoftmax: gates = softmax(gather_last(logits, chosen)); break;
+    case GateMode::Equal: gates = constant(std::vector<double>(T * k, 1.0 / k), {T, k}, x); break;
+  }
+
+  // Counting and capacity on the host, in token order: assignment (t, j) before (t, j + 1) before (t + 1, 0).
+  const std::vector<std::int32_t> idx = chosen.to(Device::cpu()).to_vector<std::int32_t>();
+  std::vector<std::int64_t> wanted(E, 0), kept(E, 0);
+  for (std::int32_t e : idx) ++wanted[e];
+  const bool capped = o.capacity_factor > 0.0;
+  const std::int64_t capacity =
+      capped ? static_cast<std::int64_t>(std::ceil(o.capacity_factor * static_cast<double>(T * k) / E)) : T * k;
+  std::vector<std::int32_t> experts(idx.size());
+  std::vector<double> keep(idx.size(), 1.0);
+  std::int64_t dropped = 0;
+  for (std::size_t a = 0; a < idx.size(); ++a) {
+    const std::int32_t e = idx[a];
+    if (kept[e] < capacity) {
+      ++kept[e];
+      experts[a] = e;
+    } else {
+      experts[a] = -1;
+      keep[a] = 0.0;
+      ++dropped;
+    }
+  }
+  if (dropped > 0) gates = gates * constant(keep, {T, k}, x);  // dropped gates := 0
+
+  RoutingPlan plan;
+  plan.experts = from_vector(experts, {T, k}).to(x.device());
+  plan.gates = gates;
+  std::vector<std::int32_t> counts(kept.begin(), kept.end());
+  plan.tokens_per_expert = from_vector(counts, {E}).to(x.device());
+
+  // f_e = wanted_e / (T*k): the routing decision before dropping (constant). [E]
+  std::vector<double> f(E);
+  for (std::int64_t e = 0; e < E; ++e) f[e] = static_cast<double>(wanted[e]) / static_cast<double>(T * k);
+
+  // Aux losses (differentiable) when their coefficient is on.
+  if (o.load_balance > 0.0) {
+    Variable P = mean(probs, 0);  // [E]
+    plan.aux_losses.emplace_back("load_balance", sum(P * constant(f, {E}, x)) * (o.load_balance * E));
+  }
+  if (o.z_loss > 0.0) {
+    // logsumexp(l_t) = l_t0 - log_softmax(l_t)_0, stable and built from differentiable ops. [T, 1]
+    Variable lse = narrow(logits, 1, 0, 1) - narrow(log_softmax(logits), 1, 0, 1);
+    plan.aux_losses.emplace_back("z_loss", mean(square(lse)) * o.z_loss);
+  }
+
+  // Metrics (host, float64).
+  const std::vector<double> p = host_doubles(probs.data()), l = host_doubles(logits.data());
+  double entropy = 0.0, z_raw = 0.0;
+  std::vector<double> P(E, 0.0);
+  for (std::int64_t t = 0; t < T; ++t) {
+    double m = l[t * E];
+    for (std::int64_t e = 1; e < E; ++e) m = std::max(m, l[t * E + e]);
+    double s = 0.0;
+    for (std::int64_t e = 0; e < E; ++e) {
+      const double pe = p[t * E + e];
+      if (pe > 0.0) entropy -= pe * std::log(pe);
+      P[e] += pe / static_cast<double>(T);
+      s += std::exp(l[t * E + e] - m);
+    }
+    const double lse = m + std::log(s);
+    z_raw += lse * lse / static_cast<double>(T);
+  }
+  double lb_raw = 0.0;
+  for (std::int64_t e = 0; e < E; ++e) lb_raw += static_cast<double>(E) * f[e] * P[e];
+  plan.metrics["dropped_fraction"] = static_cast<double>(dropped) / static_cast<double>(T * k);
+  plan.metrics["router_entropy"] = entropy / static_cast<double>(T);
+  plan.metrics["load_balance_raw"] = lb_raw;
+  plan.metrics["z_loss_raw"] = z_raw;
+  if (capped) plan.metrics["capacity"] = static_cast<double>(capacity);
+  return plan;
+}
+
+// ---------------------------------------------------------------- the module
+TopKRouter::TopKRouter(std::int64_t d, std::int64_t experts, std::int64_t k, const TopKRouterOptions& options,
+                       Generator& gen, DType dtype)
+    : Router(d, experts, k, kScheme), options_(options) {
+  MOELAB_CHECK(dtype != DType::Int32, kScheme, "needs a float dtype, got ", dtype);
+  MOELAB_CHECK(options.jitter >= 0.0 && options.jitter < 1.0, kScheme, "jitter must be in [0, 1), got ", options.jitter);
+  MOELAB_CHECK(options.load_balance >= 0.0 && options.z_loss >= 0.0 && options.capacity_factor >= 0.0, kScheme,
+               "load_balance, z_loss and capacity_factor must be >= 0");
+  const double bound = 1.0 / std::sqrt(static_cast<double>(d));
+  weight_ = register_parameter("weight", uniform({experts, d}, -bound, bound, gen, dtype));
+  if (options.bias) bias_ = register_parameter("bias", zeros({experts}, dtype));
+  if (options.jitter > 0.0) jitter_gen_ = Generator(options.jitter_seed ? *options.jitter_seed : gen.next_u32());
+  if (options.gates == GateMode::Equal) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      std::cerr << "moelab: warning: TopKRouter with gates=equal: every gate is 1/k, so the router weights get no "
+                   "gradient from the task loss (only from aux losses, if any)\n";
+  }
+}
+
+RoutingPlan TopKRouter::route(const Variable& x) {
+  check_input(x, kScheme);
+  MOELAB_CHECK(x.dtype() == weight_.dtype(), kScheme, "x is ", x.dtype(), " but the router weight is ", weight_.dtype());
+  Tensor noise;
+  if (is_training() && options_.jitter > 0.0)
+    noise = uniform(x.shape(), 1.0 - options_.jitter, 1.0 + options_.jitter, jitter_gen_, x.dtype(), x.device());
+  return top_k_route(x, weight_, bias_, k(), options_, noise);
+}
+
+std::shared_ptr<Router> make_top_k_router(const RouterConfig& config, Generator& gen) {
+  return std::make_shared<TopKRouter>(config.d, config.experts, config.k, parse_top_k_options(config), gen,
+                                      config.dtype);
+}
+
+}  // namespace moelab

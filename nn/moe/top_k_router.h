@@ -1,0 +1,97 @@
+// nn/moe/top_k_router.h — token-choice top-k routing: each token picks its k best experts.
+//
+//   x: [T, d], weight W: [E, d] (PyTorch nn.Linear layout), optional bias b: [E]
+//   logits = x W^T (+ b)                                   [T, E]
+//   p      = softmax(logits) over the experts              [T, E]
+//   S_t    = the k experts with the largest logits          [T, k] (ties: the lower expert id first)
+//
+// Gate modes (option "gates"):
+//   "softmax-topk-renorm" (default)  g_tj = p_t,S_tj / sum_i p_t,S_ti          Mixtral (Jiang et al. 2024)
+//   "softmax-topk"                   g_tj = p_t,S_tj (no renormalisation)      Switch, GShard, V-MoE
+//   "topk-softmax"                   g_t  = softmax(logits_t,S_t)              the granularity paper's code
+//   "equal"                          g_tj = 1 / k (constant)                   the granularity paper's theory;
+//                                    the router then gets no gradient through the gates (a warning says so)
+// The renormalised mode and topk-softmax give the same gates (softmax is shift-invariant); they
+// are kept apart because the papers name them apart.
+//
+// Options (RouterConfig::options; unknown keys and bad values are errors):
+//   gates            see above
+//   bias             "true": a trainable bias b: [E], initialised to 0 (the granularity paper's
+//                    student adds one); default "false"
+//   jitter           eps >= 0: in training mode only, x is multiplied elementwise by noise uniform
+//                    in [1 - eps, 1 + eps] before the router (Switch Transformer); drawn from a
+//                    Generator the router owns, seeded by "jitter_seed" or else by one draw from
+//                    the constructor's Generator (made only when jitter > 0)
+//   load_balance     coefficient a >= 0 of the Switch load-balancing loss (Fedus et al. 2021, eq. 4):
+//                      a * E * sum_e f_e * P_e,  f_e = (assignments to e) / (T*k) (counted before
+//                      any capacity drop, not differentiable), P_e = mean_t p_t,e
+//                    (1 when perfectly balanced, for every k; HF Mixtral's version is k times this)
+//   z_loss           coefficient >= 0 of the router z-loss (ST-MoE, Zoph et al. 2022):
+//                      mean_t logsumexp(logits_t)^2
+//   capacity_factor  0 (default) = no dropping, as in the Mixture of Parrots experiments; else each
+//                    expert keeps at most C = ceil(capacity_factor * T * k / E) assignments, taken
+//                    in token order (token t before t + 1; within a token its 1st choice first);
+//                    later ones are dropped (expert -1, gate 0) — the token then passes through
+//                    the layer's residual only (Switch, GShard)
+// Metrics: dropped_fraction, router_entropy (mean_t of -sum_e p log p, in nats), capacity (when
+// set), load_balance_raw and z_loss_raw (the two losses without coefficients, always reported).
+//
+// Everything differentiable is built from autograd ops (matmul, softmax, gather_last, div, ...),
+// so gradients reach W, b and x through the gates and the aux losses; the selection itself (the
+// top-k indices, the drop mask, f_e) is constant, as in every top-k router.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "nn/moe/router.h"
+
+namespace moelab {
+
+enum class GateMode { SoftmaxTopkRenorm, SoftmaxTopk, TopkSoftmax, Equal };
+const char* gate_mode_name(GateMode mode);
+
+struct TopKRouterOptions {
+  GateMode gates = GateMode::SoftmaxTopkRenorm;
+  bool bias = false;
+  double jitter = 0.0;
+  double load_balance = 0.0;
+  double z_loss = 0.0;
+  double capacity_factor = 0.0;
+  std::optional<std::uint64_t> jitter_seed;
+};
+
+// Parses config.options (throws moelab::Error naming an unknown key or a bad value).
+TopKRouterOptions parse_top_k_options(const RouterConfig& config);
+
+// The routing computation for given parameters, so that tests can differentiate with respect to
+// leaves of their own. x: [T, d], weight: [E, d], bias: [E] or undefined, 1 <= k <= E;
+// noise: [T, d] multiplicative jitter factors, or undefined for none.
+RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variable& bias, std::int64_t k,
+                        const TopKRouterOptions& options, const Tensor& noise = Tensor());
+
+class TopKRouter : public Router {
+ public:
+  // Registers "weight" [E, d] (uniform in +-1/sqrt(d), as nn.Linear) and, with options.bias, "bias" [E].
+  TopKRouter(std::int64_t d, std::int64_t experts, std::int64_t k, const TopKRouterOptions& options, Generator& gen,
+             DType dtype = DType::Float32);
+
+  // x: [T, d] -> plan; draws jitter noise in training mode when options.jitter > 0.
+  RoutingPlan route(const Variable& x) override;
+
+  const Variable& weight() const { return weight_; }
+  const Variable& bias() const { return bias_; }  // undefined without options.bias
+  const TopKRouterOptions& options() const { return options_; }
+
+ private:
+  TopKRouterOptions options_;
+  Variable weight_, bias_;
+  Generator jitter_gen_;
+};
+
+// The registry's factory for "topk".
+std::shared_ptr<Router> make_top_k_router(const RouterConfig& config, Generator& gen);
+
+}  // namespace moelab
