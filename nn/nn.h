@@ -16,3 +16,8 @@
 #include "nn/module.h"
 #include "nn/module_list.h"
 #include "nn/rmsnorm.h"
+#include "nn/moe/expert_bank.h"
+#include "nn/moe/moe_decoder.h"
+#include "nn/moe/moe_layer.h"
+#include "nn/moe/router.h"
+#include "nn/moe/top_k_router.h"

@@ -1,0 +1,52 @@
+// nn/moe/expert_bank.h — E ReLU MLP experts stored stacked, computed with grouped matrix products.
+//
+// Parameters (registered in this order, so they draw their initial values in this order):
+//   w_in  [E, d, f]   expert e's first layer, x_row @ w_in[e]      uniform +-1/sqrt(d) (nn.Linear)
+//   b_in  [E, f]      optional (bias = true), uniform +-1/sqrt(d)
+//   w_out [E, f, d]   expert e's second layer, h_row @ w_out[e]    uniform +-1/sqrt(f)
+//   b_out [E, d]      optional, uniform +-1/sqrt(f)
+// Note the layout: w_in[e] is [in, out] (the transpose of a Linear's [out, in] weight), so an MLP's
+// up.weight^T is w_in[e] and its down.weight^T is w_out[e].
+//
+// forward(x_sorted, offsets): the rows of x_sorted [N, d] are grouped by expert, rows
+// offsets[e] .. offsets[e+1]-1 belonging to expert e (offsets int32 [E + 1], offsets[0] = 0,
+// offsets[E] = N; the MoE layer sorts its assignments to get this). Then
+//   h = relu(grouped_matmul(x_sorted, w_in, offsets) (+ b_in[expert of row]))   [N, f]
+//   y = grouped_matmul(h, w_out, offsets) (+ b_out[expert of row])              [N, d]
+// The biases are added per row: index_select(b, expert_of_row) gives one bias row per token row.
+// Every step is an autograd op, so gradients reach x_sorted, w_in, w_out (and the biases).
+#pragma once
+
+#include <cstdint>
+
+#include "autograd/variable.h"
+#include "core/random.h"
+#include "nn/module.h"
+
+namespace moelab {
+
+class ExpertBank : public Module {
+ public:
+  ExpertBank(std::int64_t experts, std::int64_t d, std::int64_t ffn, Generator& gen, bool bias = false,
+             DType dtype = DType::Float32);
+
+  // x_sorted: [N, d] grouped by expert, offsets: int32 [E + 1] -> [N, d]
+  Variable forward(const Variable& x_sorted, const Tensor& offsets) const;
+
+  std::int64_t experts() const { return experts_; }
+  std::int64_t d() const { return d_; }
+  std::int64_t ffn() const { return ffn_; }
+  // Parameters of one expert: 2 d f (+ f + d with biases).
+  std::int64_t parameters_per_expert() const;
+
+  const Variable& w_in() const { return w_in_; }
+  const Variable& w_out() const { return w_out_; }
+  const Variable& b_in() const { return b_in_; }    // undefined without biases
+  const Variable& b_out() const { return b_out_; }  // undefined without biases
+
+ private:
+  std::int64_t experts_, d_, ffn_;
+  Variable w_in_, b_in_, w_out_, b_out_;
+};
+
+}  // namespace moelab
