@@ -1,9 +1,11 @@
 // bench/train_step_bench.cpp — tokens per second of one training step of the dense decoder.
 //
 // One step = forward (logits [B, T, V]), cross-entropy over next tokens, backward, AdamW
-// update, zero_grad: exactly what a training loop repeats. The default model is the issue's
-// dense benchmark model (vocab 64, sequence 64, batch 32, d 128, 4 heads, 4 layers, f = d), run
-// in float32 on --threads threads. bench/pytorch/train_step.py runs the same model in PyTorch
+// update, zero_grad: exactly what a training loop repeats. The default model is the dense
+// benchmark model (vocab 64, sequence 64, batch 32, d 128, 4 heads, 4 layers, f = d), run in
+// float32 on --threads threads. --experts E --k K swaps every FFN for an MoE layer of E ReLU
+// experts of width f = d with top-K Mixtral gates (the MoE benchmark models: E 8, K 2; and
+// E 64, K 2 with --d 64). bench/pytorch/train_step.py runs the same model in PyTorch
 // eager; bench/compare_train_step.sh runs both and prints the ratio.
 //
 // Method: 5 warm-up steps, then --steps timed steps; reports the median step time and
@@ -22,6 +24,7 @@
 #include "core/parallel.h"
 #include "nn/decoder.h"
 #include "nn/loss.h"
+#include "nn/moe/moe_decoder.h"
 #include "nn/optim/adam.h"
 
 using namespace moelab;
@@ -29,7 +32,7 @@ using namespace moelab;
 int main(int argc, char** argv) {
   CLI::App app{"train_step_bench: tokens/s of one dense-decoder training step (forward, backward, AdamW)"};
   int threads = 2, steps = 30;
-  std::int64_t vocab = 64, seq = 64, batch = 32, d = 128, heads = 4, layers = 4;
+  std::int64_t vocab = 64, seq = 64, batch = 32, d = 128, heads = 4, layers = 4, experts = 0, k = 2;
   std::string out_path = "bench-results/train_step_moelab.json";
   app.add_option("--threads", threads, "CPU threads")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--steps", steps, "timed steps (after 5 warm-up steps)")->check(CLI::Range(1, 100000))->capture_default_str();
@@ -39,6 +42,8 @@ int main(int argc, char** argv) {
   app.add_option("--d", d, "model width")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   app.add_option("--heads", heads, "attention heads")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--layers", layers, "decoder blocks")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--experts", experts, "MoE experts per layer (0: dense FFN)")->check(CLI::Range(0, 4096))->capture_default_str();
+  app.add_option("--k", k, "experts per token (with --experts)")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--out", out_path, "JSON file to write")->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -54,7 +59,10 @@ int main(int argc, char** argv) {
     config.heads = heads;
     config.max_seq = seq;
     Generator gen(0);
-    Decoder model(config, gen);
+    MoEConfig moe;
+    moe.experts = experts;
+    moe.k = k;
+    Decoder model = experts > 0 ? Decoder(config, gen, moe_feed_forward(moe)) : Decoder(config, gen);
     AdamOptions options;
     options.weight_decay = 0.1;
     AdamW optimizer(model.parameters(), options);
@@ -78,7 +86,7 @@ int main(int argc, char** argv) {
       model.zero_grad();
       last_loss = loss.data().item<float>();
     };
-    for (int i = 0; i < 5; ++i) step();
+    for (int i = 0; i < 5; ++i) step();  // (MoE aux losses are off: the router learns via its gates)
     std::vector<double> seconds;
     for (int i = 0; i < steps; ++i) {
       const auto start = std::chrono::steady_clock::now();
@@ -91,7 +99,7 @@ int main(int argc, char** argv) {
 
     nlohmann::json report = {{"engine", "moelab"},
                              {"threads", threads},
-                             {"config", {{"vocab", vocab}, {"d", d}, {"heads", heads}, {"layers", layers}, {"ffn", d}}},
+                             {"config", {{"vocab", vocab}, {"d", d}, {"heads", heads}, {"layers", layers}, {"ffn", d}, {"experts", experts}, {"k", k}}},
                              {"batch", batch},
                              {"seq", seq},
                              {"steps", steps},

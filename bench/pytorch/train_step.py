@@ -20,7 +20,31 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "reference"))
-from make_fixtures import Decoder, loss_fn  # noqa: E402
+from make_fixtures import MLP, Decoder, loss_fn  # noqa: E402
+
+
+class LoopMoE(torch.nn.Module):
+    """The usual PyTorch MoE: a router, softmax over experts, top-k, renormalised (Mixtral)
+    gates, then a Python loop over experts, each running its tokens and index_add-ing them back."""
+
+    def __init__(self, d, f, experts, k):
+        super().__init__()
+        self.k = k
+        self.router = torch.nn.Linear(d, experts, bias=False)
+        self.experts = torch.nn.ModuleList([MLP(d, f) for _ in range(experts)])
+
+    def forward(self, x):
+        shape = x.shape
+        x = x.reshape(-1, shape[-1])                                      # [T, d]
+        probs = torch.softmax(self.router(x), dim=-1)                     # [T, E]
+        gates, chosen = probs.topk(self.k, dim=-1)                        # [T, k]
+        gates = gates / gates.sum(-1, keepdim=True)
+        out = torch.zeros_like(x)
+        for e, expert in enumerate(self.experts):
+            token, slot = (chosen == e).nonzero(as_tuple=True)
+            if token.numel():
+                out.index_add_(0, token, gates[token, slot, None] * expert(x[token]))
+        return out.reshape(shape)
 
 
 def main():
@@ -33,12 +57,18 @@ def main():
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--experts", type=int, default=0, help="MoE experts per layer (0: dense FFN)")
+    ap.add_argument("--k", type=int, default=2, help="experts per token (with --experts)")
     ap.add_argument("--out", default="bench-results/train_step_pytorch.json")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     cfg = dict(vocab=a.vocab, d=a.d, heads=a.heads, layers=a.layers, ffn=a.d, rope_theta=10000.0, norm_eps=1e-5)
     model = Decoder(cfg)
+    if a.experts > 0:
+        for block in model.layers:
+            block.ffn = LoopMoE(a.d, a.d, a.experts, a.k)
+        cfg.update(experts=a.experts, k=a.k)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
     tokens = torch.randint(0, a.vocab, (a.batch, a.seq))
     targets = torch.randint(0, a.vocab, (a.batch, a.seq))
