@@ -25,10 +25,12 @@
 #include "nn/moe/moe_layer.h"
 #include "nn/moe/top_k_router.h"
 #include "nn/nn.h"
+#include "tests/parameter_gradcheck.h"
 #include "nn/optim/adam.h"
 #include "test_util.h"
 
 using namespace moelab;
+using moelab::testing::check_parameters;
 using moelab::testing::max_error;
 using V = std::vector<Variable>;
 
@@ -93,53 +95,6 @@ double min_topk_gap(MoELayer& moe, const Tensor& x) {
     if (k < E) gap = std::min(gap, logits[static_cast<std::size_t>(k - 1)] - logits[static_cast<std::size_t>(k)]);
   }
   return gap;
-}
-
-double projected(const Variable& out, const std::vector<double>& r) {
-  const std::vector<double> y = values(out.data());
-  double total = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) total += y[i] * r[i];
-  return total;
-}
-
-// As tests/test_nn_gradcheck.cpp: analytic d sum(f() * r)/dp against central differences for
-// every element of every parameter (perturbed in place).
-std::string check_parameters(Module& m, const std::function<Variable()>& f, std::int64_t& checked) {
-  const double eps = 1e-6, atol = 1e-6, rtol = 1e-5;
-  m.zero_grad();
-  const Variable out = f();
-  Generator gen(77);
-  const Tensor r = randn(out.shape(), gen);
-  out.backward(r);
-  const std::vector<double> rv = values(r);
-  std::ostringstream failures;
-  for (auto& [name, p] : m.named_parameters()) {
-    const Tensor& g = p.grad();
-    if (!g.defined()) {
-      failures << name << ": no gradient reached it\n";
-      continue;
-    }
-    const std::vector<double> analytic = values(g);
-    double* w = p.data().data<double>();
-    for (std::int64_t i = 0; i < p.numel(); ++i) {
-      const double saved = w[i];
-      double up, down;
-      {
-        NoGradGuard no_grad;
-        w[i] = saved + eps;
-        up = projected(f(), rv);
-        w[i] = saved - eps;
-        down = projected(f(), rv);
-        w[i] = saved;
-      }
-      const double numeric = (up - down) / (2 * eps), a = analytic[static_cast<std::size_t>(i)];
-      ++checked;
-      if (!(std::abs(a - numeric) <= atol + rtol * std::abs(numeric)))
-        failures << name << "[" << i << "]: analytic " << a << " numeric " << numeric << "\n";
-    }
-  }
-  m.zero_grad();
-  return failures.str();
 }
 
 MoEConfig f64_config(std::int64_t d, std::int64_t E, std::int64_t k, std::int64_t f, bool bias = false) {

@@ -4,7 +4,7 @@
 // autograd's gradcheck differentiates with respect to the Tensors it is given, which it turns
 // into fresh leaves; a module's parameters are its own leaves. So:
 //   inputs      gradcheck(f, {x}) with f calling the module on v[0];
-//   parameters  check_parameters below, the same test written for a module: backward seeded with
+//   parameters  check_parameters (tests/parameter_gradcheck.h): backward seeded with
 //               a fixed random r gives d sum(f() * r) / d p for every parameter p; central
 //               differences perturb each element of p's storage in place (p.data() is shared with
 //               the module) and evaluate f without recording a graph.
@@ -23,8 +23,10 @@
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "nn/nn.h"
+#include "tests/parameter_gradcheck.h"
 
 using namespace moelab;
+using moelab::testing::check_parameters;
 using V = std::vector<Variable>;
 
 namespace {
@@ -33,53 +35,6 @@ Tensor randn(const Shape& shape, Generator& gen) { return normal(shape, 0.0, 1.0
 
 // Overwrites a parameter's values in place (its storage is shared with the module).
 void set_values(Variable p, const Tensor& values) { kernels::copy(p.data(), values); }
-
-double projected(const Variable& out, const std::vector<double>& r) {
-  const std::vector<double> y = out.data().to_vector<double>();
-  double total = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) total += y[i] * r[i];
-  return total;
-}
-
-// Every parameter of m: analytic d sum(f() * r)/dp against central differences. Returns a report
-// of failures (empty when all pass) and counts the elements checked.
-std::string check_parameters(Module& m, const std::function<Variable()>& f, std::int64_t& checked) {
-  const double eps = 1e-6, atol = 1e-6, rtol = 1e-5;
-  m.zero_grad();
-  const Variable out = f();
-  Generator gen(77);
-  const Tensor r = randn(out.shape(), gen);
-  out.backward(r);
-  const std::vector<double> rv = r.to_vector<double>();
-  std::ostringstream failures;
-  for (auto& [name, p] : m.named_parameters()) {
-    const Tensor& g = p.grad();
-    if (!g.defined()) {
-      failures << name << ": no gradient reached it\n";
-      continue;
-    }
-    const std::vector<double> analytic = g.to_vector<double>();
-    double* w = p.data().data<double>();
-    for (std::int64_t k = 0; k < p.numel(); ++k) {
-      const double saved = w[k];
-      double up, down;
-      {
-        NoGradGuard no_grad;
-        w[k] = saved + eps;
-        up = projected(f(), rv);
-        w[k] = saved - eps;
-        down = projected(f(), rv);
-        w[k] = saved;
-      }
-      const double numeric = (up - down) / (2 * eps), a = analytic[static_cast<std::size_t>(k)];
-      ++checked;
-      if (!(std::abs(a - numeric) <= atol + rtol * std::abs(numeric)))
-        failures << name << "[" << k << "]: analytic " << a << " numeric " << numeric << "\n";
-    }
-  }
-  m.zero_grad();
-  return failures.str();
-}
 
 void check_module(Module& m, const std::function<Variable()>& f) {
   std::int64_t checked = 0;

@@ -13,35 +13,15 @@
 // multiplying, so then the groups themselves are shared out over threads and each GEMM, nested in
 // that parallel region, runs on one thread. Either way each output element is summed over k in a
 // fixed order by exactly one GEMM, so results do not depend on the thread count.
-#include <Eigen/Core>
 #include <algorithm>
 #include <omp.h>
 
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/dispatch.h"
-#include "core/cpu/gemm_f32.h"
+#include "core/cpu/gemm.h"
 
 namespace moelab {
 namespace {
-
-using RowMatrix64 = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-// c[m, n] = op(a)[m, k] @ op(b)[k, n], row-major, k >= 1. op(a) = a^T when trans_a (a stored [k, m]).
-void gemm(const float* a, const float* b, float* c, std::int64_t m, std::int64_t k, std::int64_t n, bool trans_a,
-          bool trans_b) {
-  cpu::gemm_f32(a, b, c, m, k, n, trans_a, trans_b);
-}
-
-void gemm(const double* a, const double* b, double* c, std::int64_t m, std::int64_t k, std::int64_t n, bool trans_a,
-          bool trans_b) {
-  Eigen::Map<RowMatrix64> cm(c, m, n);
-  Eigen::Map<const RowMatrix64> am(a, trans_a ? k : m, trans_a ? m : k);
-  Eigen::Map<const RowMatrix64> bm(b, trans_b ? n : k, trans_b ? k : n);
-  if (trans_a && trans_b) cm.noalias() = am.transpose() * bm.transpose();
-  else if (trans_a) cm.noalias() = am.transpose() * bm;
-  else if (trans_b) cm.noalias() = am * bm.transpose();
-  else cm.noalias() = am * bm;
-}
 
 // Runs body(e) for every group: groups in parallel (one thread per GEMM) when there are several
 // and the average group is small, otherwise one after another (each GEMM uses every thread).
@@ -70,7 +50,7 @@ void CpuBackend::grouped_matmul(const Tensor& x, const Tensor& w, const std::vec
     for_each_group(groups, flops, [&](std::int64_t e) {
       const std::int64_t r0 = offsets[static_cast<std::size_t>(e)], rows = offsets[static_cast<std::size_t>(e) + 1] - r0;
       if (rows == 0) return;
-      gemm(px + r0 * in, pw + e * in * n_out, po + r0 * n_out, rows, in, n_out, false, trans_w);
+      cpu::gemm(px + r0 * in, pw + e * in * n_out, po + r0 * n_out, rows, in, n_out, false, trans_w);
     });
   });
 }
@@ -91,7 +71,7 @@ void CpuBackend::grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, c
         std::fill(dst, dst + in * n_out, T(0));
         return;
       }
-      gemm(px + r0 * in, pdy + r0 * n_out, dst, in, rows, n_out, true, false);
+      cpu::gemm(px + r0 * in, pdy + r0 * n_out, dst, in, rows, n_out, true, false);
     });
   });
 }

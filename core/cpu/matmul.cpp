@@ -6,37 +6,14 @@
 // Batches run one after another, each product using every thread, unless there are at least as
 // many batches as threads and each product is small: then each thread takes whole batches.
 // No result depends on the thread count (each element is summed over k in a fixed order).
-#include <Eigen/Core>
 #include <algorithm>
 #include <omp.h>
 
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/dispatch.h"
-#include "core/cpu/gemm_f32.h"
+#include "core/cpu/gemm.h"
 
 namespace moelab {
-namespace {
-
-using RowMatrix64 = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-// One product: out[m, n] = op(a) @ op(b).
-void gemm(const float* a, const float* b, float* out, std::int64_t m, std::int64_t k, std::int64_t n, bool trans_a,
-          bool trans_b) {
-  cpu::gemm_f32(a, b, out, m, k, n, trans_a, trans_b);
-}
-
-void gemm(const double* a, const double* b, double* out, std::int64_t m, std::int64_t k, std::int64_t n, bool trans_a,
-          bool trans_b) {
-  Eigen::Map<RowMatrix64> c(out, m, n);
-  Eigen::Map<const RowMatrix64> am(a, trans_a ? k : m, trans_a ? m : k);
-  Eigen::Map<const RowMatrix64> bm(b, trans_b ? n : k, trans_b ? k : n);
-  if (trans_a && trans_b) c.noalias() = am.transpose() * bm.transpose();
-  else if (trans_a) c.noalias() = am.transpose() * bm;
-  else if (trans_b) c.noalias() = am * bm.transpose();
-  else c.noalias() = am * bm;
-}
-
-}  // namespace
 
 void CpuBackend::matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) {
   const std::int64_t batch = out.size(0), m = out.size(1), n = out.size(2);
@@ -50,10 +27,10 @@ void CpuBackend::matmul(const Tensor& a, const Tensor& b, bool trans_a, bool tra
     if (batch >= omp_get_max_threads() && small) {
 #pragma omp parallel for schedule(static)
       for (std::int64_t i = 0; i < batch; ++i)  // nested regions inside gemm run on one thread
-        gemm(pa + i * a_stride, pb + i * b_stride, pc + i * c_stride, m, k, n, trans_a, trans_b);
+        cpu::gemm(pa + i * a_stride, pb + i * b_stride, pc + i * c_stride, m, k, n, trans_a, trans_b);
     } else {
       for (std::int64_t i = 0; i < batch; ++i)
-        gemm(pa + i * a_stride, pb + i * b_stride, pc + i * c_stride, m, k, n, trans_a, trans_b);
+        cpu::gemm(pa + i * a_stride, pb + i * b_stride, pc + i * c_stride, m, k, n, trans_a, trans_b);
     }
   });
 }
