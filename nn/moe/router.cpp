@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "nn/moe/expert_choice_router.h"
 #include "nn/moe/top_k_router.h"
 
 namespace moelab {
@@ -23,6 +24,7 @@ using Registry = std::map<std::string, RouterFactory>;
 Registry builtin_routers() {
   Registry r;
   r["topk"] = make_top_k_router;
+  r["expert-choice"] = make_expert_choice_router;
   return r;
 }
 
