@@ -1,0 +1,137 @@
+// examples/moelab.cpp — the `moelab` command line: one entry point for every experiment.
+//
+//   moelab --help                          the experiments
+//   moelab <experiment> --help             its options, every setting with its default, its presets
+//   moelab <experiment> [--preset NAME] [--set key=value]... [--out DIR] [--threads N]
+//                       [--device cpu|cuda] [--seed S]
+//
+// The settings of a run are resolved in three layers: the experiment's defaults, then the preset
+// (a named table of values, listed by --help), then each --set key=value in order. The run folder
+// (default runs/<experiment>/<preset>) gets config.json with the resolved settings before any
+// work starts; running the same command again resumes a sweep where it stopped. Exit status: 0
+// done, 1 the run failed, 2 a bad option, value or combination (nothing was run).
+//
+// Adding an experiment: write tasks/<name>/ with a function returning its Experiment
+// (tasks/common/experiment.h) and add it to experiments() below.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/parallel.h"
+#include "tasks/common/experiment.h"
+#include "tasks/phonebook/phonebook_experiment.h"
+#include "tasks/shortest_path/shortest_path_experiment.h"
+
+using namespace moelab;
+
+namespace {
+
+std::vector<Experiment> experiments() { return {phonebook_experiment(), shortest_path_experiment()}; }
+
+struct Common {
+  std::string preset, out, device = "cpu";
+  std::vector<std::string> sets;
+  int threads = num_threads();
+  std::uint64_t seed = 0;
+};
+
+std::string presets_text(const Experiment& e) {
+  std::string text;
+  for (const Preset& p : e.presets) {
+    text += "  " + p.name + (p.name == e.default_preset ? " (default)" : "") + ": " + p.description + "\n";
+    for (const auto& [key, value] : p.values) text += "      " + key + "=" + value + "\n";
+  }
+  return text;
+}
+
+const Preset& find_preset(const Experiment& e, const std::string& name) {
+  std::string all;
+  for (const Preset& p : e.presets) {
+    if (p.name == name) return p;
+    all += (all.empty() ? "" : ", ") + p.name;
+  }
+  throw UsageError("no preset '" + name + "' (the presets are: " + all + ")");
+}
+
+int run_experiment(const Experiment& e, const Common& c, const std::string& command_line) {
+  const std::string preset_name = c.preset.empty() ? e.default_preset : c.preset;
+  const Preset& preset = find_preset(e, preset_name);
+  Settings settings = e.settings();
+  settings.apply(preset);
+  for (const std::string& s : c.sets) settings.set_assignment(s);
+
+  Device device = Device::cpu();
+  if (c.device == "cuda") {
+    if (!cuda_available())
+      throw UsageError("--device cuda: this build has no usable CUDA backend (no GPU found, or moelab was built "
+                       "without nvcc; the CUDA kernels are issue 8)");
+    device = Device::cuda();
+  }
+  set_num_threads(c.threads);
+  const RunDir dir(c.out.empty() ? "runs/" + e.name + "/" + preset_name : c.out);
+
+  nlohmann::ordered_json config;
+  config["experiment"] = e.name;
+  config["preset"] = preset_name;
+  config["seed"] = c.seed;
+  config["threads"] = c.threads;
+  config["device"] = c.device;
+  config["command"] = command_line;
+  const std::time_t now = std::time(nullptr);
+  char when[64];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S%z", std::localtime(&now));
+  config["started"] = when;
+  config["settings"] = settings.to_json();
+  dir.write_json("config.json", config);
+
+  const RunContext ctx{settings, dir, preset_name, c.seed, c.threads, device};
+  return e.run(ctx);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<Experiment> all = experiments();
+  CLI::App app{"moelab: the experiments of three mixture-of-experts papers, on a from-scratch C++ engine"};
+  app.require_subcommand(1);
+  app.footer("Run `moelab <experiment> --help` for its settings and presets.");
+
+  Common common;
+  std::string command_line = "moelab";
+  for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
+  for (const Experiment& e : all) {
+    CLI::App* sub = app.add_subcommand(e.name, e.summary);
+    sub->add_option("--preset", common.preset, "preset to start from (default: " + e.default_preset + ")");
+    sub->add_option("--set", common.sets, "override a setting: --set key=value (repeatable; keys below)")
+        ->allow_extra_args(false);
+    sub->add_option("--out", common.out, "run folder (default: runs/" + e.name + "/<preset>)");
+    sub->add_option("--threads", common.threads, "CPU threads")->check(CLI::Range(1, 1024))->capture_default_str();
+    sub->add_option("--device", common.device, "where to compute")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->capture_default_str();
+    sub->add_option("--seed", common.seed, "seed for data, initial weights and sampling")->capture_default_str();
+    sub->footer(e.details + "\n\nSettings (--set key=value; the defaults before any preset):\n" + e.settings().describe() +
+                "\nPresets (--preset NAME; each sets the values listed):\n" + presets_text(e));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& err) {
+    return app.exit(err) == 0 ? 0 : 2;  // --help exits 0; a bad option or value exits 2
+  }
+  for (const Experiment& e : all) {
+    if (!app.got_subcommand(e.name)) continue;
+    try {
+      return run_experiment(e, common, command_line);
+    } catch (const UsageError& err) {
+      std::fprintf(stderr, "moelab %s: %s\n", e.name.c_str(), err.what());
+      return 2;
+    } catch (const std::exception& err) {
+      std::fprintf(stderr, "moelab %s: %s\n", e.name.c_str(), err.what());
+      return 1;
+    }
+  }
+  return 2;
+}

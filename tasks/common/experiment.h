@@ -1,0 +1,43 @@
+// tasks/common/experiment.h — what the `moelab` command line needs to know about an experiment.
+//
+// Each experiment (tasks/<name>/) describes itself with an Experiment: its name on the command
+// line, a one-line summary, its settings with defaults (tasks/common/settings.h), its presets,
+// and the function that runs it. examples/moelab.cpp lists the experiments and does the rest:
+// parses `moelab <experiment> [--preset NAME] [--set key=value]... [--out DIR] [--threads N]
+// [--device cpu|cuda] [--seed S]`, applies the preset and the --set values to the settings,
+// creates the run folder, writes config.json, and calls run().
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "tasks/common/run_dir.h"
+#include "tasks/common/settings.h"
+
+namespace moelab {
+
+struct RunContext {
+  const Settings& settings;    // resolved: defaults, then the preset, then --set
+  const RunDir& dir;           // runs/<experiment>/<preset> unless --out says otherwise
+  std::string preset;
+  std::uint64_t seed = 0;
+  int threads = 1;
+  Device device = Device::cpu();
+};
+
+struct Experiment {
+  std::string name;     // on the command line: moelab <name>
+  std::string summary;  // one line for `moelab --help`
+  std::string details;  // a paragraph for `moelab <name> --help`
+  std::function<Settings()> settings;  // every key with its default
+  std::vector<Preset> presets;
+  std::string default_preset;
+  // Runs the experiment; returns the process exit status (0: done). Throws UsageError for
+  // settings that cannot work together (exit 2), anything else for a failure (exit 1).
+  std::function<int(const RunContext&)> run;
+};
+
+}  // namespace moelab

@@ -1,0 +1,55 @@
+// tasks/common/models.h — the experiments' model recipes: a dense or MoE decoder by name.
+//
+// The Mixture of Parrots experiments compare dense decoders with MoE decoders (top-k token
+// choice, Mixtral gates, no dropping) whose FFN width equals d. A ModelSpec says which one:
+//
+//   dense-d64        ModelSpec{.d = 64, .experts = 0}            dense FFN, f = d
+//   moe-d64-8e       ModelSpec{.d = 64, .experts = 8, .k = 2}    8 experts of width f = d, top-2
+//
+// Parameters are counted as the paper counts them (nn/moe/moe_decoder.h): non-embedding (the
+// token embedding and the LM head left out) and active (what one token uses: attention, norms,
+// router and k experts). For a dense model active = total non-embedding.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/random.h"
+#include "nn/decoder.h"
+
+namespace moelab {
+
+struct ModelSpec {
+  std::int64_t d = 64;
+  std::int64_t layers = 2;
+  std::int64_t heads = 4;
+  std::int64_t experts = 0;  // 0: dense
+  std::int64_t k = 2;        // experts per token (MoE only)
+  std::int64_t ffn = 0;      // FFN (expert) width; 0 means d
+
+  bool moe() const { return experts > 0; }
+  // "dense-d64" or "moe-d64-8e" (with "-top1"... when k != 2, "-f128" when ffn != d).
+  std::string name() const;
+  // Its family for plots: "dense" or "moe-d64" (a line of Figure 4 per MoE width).
+  std::string family() const;
+};
+
+struct ModelSize {
+  std::int64_t non_embedding = 0;  // the paper's "total parameters"
+  std::int64_t active = 0;         // the paper's "active parameters"
+};
+
+// Throws moelab::Error for a bad spec (d not divisible by heads, k > experts, ...).
+std::unique_ptr<Decoder> build_decoder(const ModelSpec& spec, std::int64_t vocab, std::int64_t max_seq,
+                                       Generator& gen);
+ModelSize model_size(const Decoder& model);
+
+// The sweep's models: one dense model per dense width, one MoE model per (MoE width, experts).
+std::vector<ModelSpec> model_grid(const std::vector<std::int64_t>& dense_widths,
+                                  const std::vector<std::int64_t>& moe_widths,
+                                  const std::vector<std::int64_t>& experts, std::int64_t k, std::int64_t layers,
+                                  std::int64_t heads);
+
+}  // namespace moelab

@@ -1,0 +1,54 @@
+// tasks/common/plot.h — line plots as PNG files, drawn by gnuplot (Debian's gnuplot-nox).
+//
+// A plot is a few named series of (x, y) points. plot_lines writes, into the run folder,
+//   <stem>.dat   the points, one gnuplot data block per series (readable, also for other tools)
+//   <stem>.gp    the gnuplot script that draws them
+// and runs `gnuplot <stem>.gp` to make <stem>.png. Without gnuplot on the PATH the run does not
+// fail: the function returns false with a message saying so, and the .dat/.gp files stay, so
+// `gnuplot <stem>.gp` can draw the picture later on a machine that has it.
+//
+//   LinePlot p{.title = "Largest book memorized", .xlabel = "total parameters", .ylabel = "entries",
+//              .log_x = true};
+//   p.series.push_back({"dense", {1e5, 2e5}, {500, 1000}});
+//   PlotResult r = plot_lines(p, run_dir.path(), "fig4a_total");
+//
+// heat_map draws a matrix of values (rows and columns with labels) the same way, numbers printed
+// in the cells.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace moelab {
+
+struct Series {
+  std::string title;
+  std::vector<double> x, y;
+};
+
+struct LinePlot {
+  std::string title, xlabel, ylabel;
+  bool log_x = false, log_y = false;
+  std::vector<Series> series;
+};
+
+struct HeatMap {
+  std::string title, xlabel, ylabel;
+  std::vector<std::string> column_labels, row_labels;
+  std::vector<std::vector<double>> values;  // [rows][columns]; NaN for a missing cell
+};
+
+struct PlotResult {
+  bool drawn = false;            // the PNG exists
+  std::filesystem::path png;     // <dir>/<stem>.png
+  std::string message;           // why not, when not drawn
+};
+
+// True when a `gnuplot` program is on the PATH (checked once).
+bool have_gnuplot();
+
+PlotResult plot_lines(const LinePlot& plot, const std::filesystem::path& dir, const std::string& stem);
+PlotResult plot_heat_map(const HeatMap& map, const std::filesystem::path& dir, const std::string& stem);
+
+}  // namespace moelab

@@ -1,0 +1,83 @@
+// tasks/common/report.cpp — see report.h.
+#include "tasks/common/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+namespace moelab {
+
+namespace {
+
+std::vector<double> ranks(const std::vector<double>& v) {
+  std::vector<std::size_t> order(v.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    for (std::size_t t = i; t <= j; ++t) r[order[t]] = (static_cast<double>(i) + static_cast<double>(j)) / 2.0;
+    i = j + 1;
+  }
+  return r;
+}
+
+}  // namespace
+
+double rank_correlation(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size() || a.size() < 3) return NAN;
+  const std::vector<double> ra = ranks(a), rb = ranks(b);
+  const double n = static_cast<double>(a.size());
+  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n, mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (std::size_t i = 0; i < ra.size(); ++i) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : NAN;
+}
+
+MeanStd mean_std(const std::vector<double>& values) {
+  MeanStd r;
+  if (values.empty()) return {NAN, NAN};
+  r.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+  if (values.size() > 1) {
+    double ss = 0;
+    for (double v : values) ss += (v - r.mean) * (v - r.mean);
+    r.std = std::sqrt(ss / static_cast<double>(values.size() - 1));
+  }
+  return r;
+}
+
+std::vector<Series> series_by_family(const std::vector<FamilyPoint>& points) {
+  std::vector<Series> out;
+  for (const FamilyPoint& p : points) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const Series& s) { return s.title == p.family; });
+    if (it == out.end()) {
+      out.push_back({p.family, {}, {}});
+      it = out.end() - 1;
+    }
+    it->x.push_back(p.x);
+    it->y.push_back(p.y);
+  }
+  for (Series& s : out) {
+    std::vector<std::size_t> order(s.x.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t i, std::size_t j) { return s.x[i] < s.x[j]; });
+    Series sorted{s.title, {}, {}};
+    for (std::size_t i : order) sorted.x.push_back(s.x[i]), sorted.y.push_back(s.y[i]);
+    s = sorted;
+  }
+  return out;
+}
+
+std::string format_number(double value, const char* format) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+}  // namespace moelab

@@ -1,0 +1,35 @@
+// tasks/common/report.h — small helpers the experiments' reports share: rank correlation, mean
+// and standard deviation, and turning (family, x, y) points into plot lines.
+//
+// The papers' claims are about which parameter count a quantity follows ("memorization tracks
+// total parameters"; "reasoning tracks active parameters"). With a handful of models the honest
+// number for "follows" is a rank correlation: Spearman's rho between the quantity and each count.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tasks/common/plot.h"
+
+namespace moelab {
+
+// Spearman rank correlation of two equally long samples (ties get their mean rank); NaN for
+// fewer than 3 points or a constant sample.
+double rank_correlation(const std::vector<double>& a, const std::vector<double>& b);
+
+struct MeanStd {
+  double mean = 0, std = 0;  // std: the sample standard deviation (n - 1); 0 for one value
+};
+MeanStd mean_std(const std::vector<double>& values);
+
+struct FamilyPoint {
+  std::string family;  // one plot line per family ("dense", "moe-d64", ...)
+  double x = 0, y = 0;
+};
+// One Series per family, in order of first appearance, each sorted by x.
+std::vector<Series> series_by_family(const std::vector<FamilyPoint>& points);
+
+// printf-style formatting of one number ("%.2f").
+std::string format_number(double value, const char* format);
+
+}  // namespace moelab

@@ -1,0 +1,96 @@
+// tasks/common/settings.h — an experiment's settings: declared keys, presets, `--set key=value`.
+//
+// Every experiment declares its settings once: a key, a kind (integer, real, text, flag, or a
+// comma-separated list of integers or reals), a default, limits and a help line. A preset is a
+// named table of overrides ("cpu", "paper", "demo"); the command line's `--set key=value` overrides
+// the preset. Every value is checked when it is set, so an unknown key, a malformed number or a
+// value out of range is reported at once, naming the key, the value and what was expected (a
+// UsageError: the command line exits with status 2 before any work starts).
+//
+//   Settings s;
+//   s.add_int("steps", 1200, "optimizer steps per training run", 1);
+//   s.add_int_list("book_sizes", {250, 500, 1000}, "phone-book sizes to sweep", 1);
+//   s.add_text("schedule", "warmup-linear", "learning-rate schedule", {"warmup-linear", "constant"});
+//   s.apply(preset);                 // Preset{"cpu", "...", {{"steps", "600"}}}
+//   s.set("steps", "300");           // from --set steps=300
+//   s.integer("steps") -> 300;  s.ints("book_sizes") -> {250, 500, 1000};  s.to_json() -> {...}
+//
+// The order of declaration is the order of --help and of the saved configuration.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace moelab {
+
+// A problem with what the user asked for (an option, a value, a combination): exit status 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Preset {
+  std::string name;
+  std::string description;
+  std::vector<std::pair<std::string, std::string>> values;  // key, value as it would be written after --set
+};
+
+class Settings {
+ public:
+  enum class Kind { Int, Real, Text, Flag, IntList, RealList };
+
+  static constexpr double kNoLimit = std::numeric_limits<double>::infinity();
+
+  void add_int(const std::string& key, std::int64_t fallback, const std::string& help, double min = -kNoLimit,
+               double max = kNoLimit);
+  void add_real(const std::string& key, double fallback, const std::string& help, double min = -kNoLimit,
+                double max = kNoLimit);
+  void add_text(const std::string& key, const std::string& fallback, const std::string& help,
+                const std::vector<std::string>& choices = {});
+  void add_flag(const std::string& key, bool fallback, const std::string& help);
+  void add_int_list(const std::string& key, const std::vector<std::int64_t>& fallback, const std::string& help,
+                    double min = -kNoLimit, double max = kNoLimit);
+  void add_real_list(const std::string& key, const std::vector<double>& fallback, const std::string& help,
+                     double min = -kNoLimit, double max = kNoLimit);
+
+  // Sets a declared key from its text; throws UsageError (unknown key, bad value, out of range).
+  void set(const std::string& key, const std::string& value);
+  // "key=value" (from --set); throws UsageError when there is no '='.
+  void set_assignment(const std::string& assignment);
+  // Every value of the preset, in order.
+  void apply(const Preset& preset);
+
+  bool has(const std::string& key) const;
+  std::int64_t integer(const std::string& key) const;
+  double real(const std::string& key) const;
+  const std::string& text(const std::string& key) const;
+  bool flag(const std::string& key) const;
+  std::vector<std::int64_t> ints(const std::string& key) const;
+  std::vector<double> reals(const std::string& key) const;
+
+  // {key: value} with numbers as numbers and lists as arrays, in declaration order of keys.
+  nlohmann::ordered_json to_json() const;
+  // One line per key: "  key = default    help [limits]" (for --help).
+  std::string describe() const;
+
+ private:
+  struct Entry {
+    std::string key, help;
+    Kind kind;
+    double min, max;
+    std::vector<std::string> choices;
+    std::string text;              // the value as text (normalised)
+    std::vector<double> numbers;   // Int, Real, Flag (0/1) and the lists, parsed
+  };
+  const Entry& find(const std::string& key, Kind kind) const;
+  void declare(Entry entry, const std::string& value);
+  static void parse_into(Entry& entry, const std::string& value);
+
+  std::vector<Entry> entries_;
+};
+
+}  // namespace moelab

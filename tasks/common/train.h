@@ -1,0 +1,60 @@
+// tasks/common/train.h — the experiments' training loop for decoders.
+//
+// As in the Mixture of Parrots paper: AdamW (weight decay on the matrices, none on the norm
+// gains), the learning rate warmed up linearly over the first 20% of the steps and then decayed
+// linearly to 0 ("warmup-linear", nn/optim/schedule.h), gradients clipped to a global norm. One
+// step:
+//   batch = next_batch(data_gen)                      inputs, targets int32 [B, T] (tasks/common/batch.h)
+//   loss  = cross_entropy(model(inputs), targets)     mean over the counted targets
+//         + the MoE layers' aux losses, if any
+//   backward, clip, AdamW step with the scheduled learning rate
+// Every eval_every steps (and after the last) `evaluate(model)` returns named metrics (exact
+// match, ...); each is written to the metrics CSV in long form (job, step, metric, value), with
+// the mean training loss and the throughput, so a plot of any metric over time is one filter away.
+// stop_when(metrics) may end training early (a phone-book already recalled perfectly).
+//
+// A loss that becomes NaN or infinite stops the run with an error naming the step, rather than
+// training on garbage.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "core/random.h"
+#include "nn/decoder.h"
+#include "tasks/common/batch.h"
+#include "tasks/common/run_dir.h"
+
+namespace moelab {
+
+struct TrainConfig {
+  std::int64_t steps = 1000;
+  double lr = 3e-3;
+  double weight_decay = 0.1;
+  double warmup_fraction = 0.2;
+  std::string schedule = "warmup-linear";
+  double clip = 1.0;            // 0: no clipping
+  std::int64_t eval_every = 0;  // 0: evaluate only after the last step
+};
+
+using BatchSource = std::function<TokenBatch(Generator& data_gen)>;
+using Evaluation = std::function<std::map<std::string, double>(Decoder& model)>;
+
+struct TrainReport {
+  std::int64_t steps_done = 0;
+  double final_loss = 0;        // mean training loss over the last 10% of the steps done
+  double seconds = 0;           // training time, evaluations excluded
+  double tokens_per_second = 0; // input positions per second of training time
+  std::map<std::string, double> metrics;  // the last evaluation
+  bool stopped_early = false;
+};
+
+// `label` names the job on the progress line and in the metrics CSV (may be null: no CSV).
+TrainReport train_decoder(Decoder& model, const TrainConfig& config, const BatchSource& next_batch,
+                          Generator& data_gen, const Evaluation& evaluate, const std::string& label,
+                          CsvFile* metrics = nullptr,
+                          const std::function<bool(const std::map<std::string, double>&)>& stop_when = {});
+
+}  // namespace moelab

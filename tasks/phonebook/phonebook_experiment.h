@@ -1,0 +1,34 @@
+// tasks/phonebook/phonebook_experiment.h — `moelab phonebook`: the Mixture of Parrots paper's
+// memorization experiment (Section 4.2, Figure 4a).
+//
+// Question: at a fixed number of active parameters, do more experts let a model memorize a larger
+// phone-book? The paper finds yes: the largest book memorized tracks TOTAL parameters.
+//
+// The sweep. For every model of the grid (dense decoders of several widths d; MoE decoders of
+// width d with E experts, top-k, Mixtral gates, FFN width d) and every book size N:
+//   1. draw the book (tasks/phonebook/phonebook_data.h; the same book for every model),
+//   2. train the model from scratch by next-token prediction on its entries, for a fixed budget
+//      (`steps`, or `epochs` passes over the book when set), AdamW with weight decay 0.1, warmup
+//      over 20% of the steps then linear decay (tasks/common/train.h), once per learning rate of
+//      `lrs` (the best counts, as the paper sweeps learning rates),
+//   3. ask 1,000 names of the book (`BOS name SEP`, greedy decoding) and count exact matches of
+//      all 8 digits.
+// A model has memorized a book when at least `threshold` (90%) of the answers are exact; its
+// capacity is the largest such book. Larger books are not tried once a model has failed
+// `stop_after_failures` sizes in a row (capacity only falls with size; this saves most of the time).
+//
+// Outputs in the run folder (tasks/common/run_dir.h): results.csv (one row per job: model,
+// parameters, book size, learning rate, exact match, ...; a run started again skips the jobs it
+// finds there), metrics.csv (the evaluations during training), capacity.csv (largest book per
+// model with its total and active parameters), fig4a_total.png and fig4a_active.png (largest
+// book against non-embedding and against active parameters, one line for the dense models and
+// one per MoE width), summary.md (the tables and the verdict in numbers).
+#pragma once
+
+#include "tasks/common/experiment.h"
+
+namespace moelab {
+
+Experiment phonebook_experiment();
+
+}  // namespace moelab

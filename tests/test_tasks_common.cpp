@@ -1,0 +1,160 @@
+// tests/test_tasks_common.cpp — the experiments' shared pieces: settings and presets, the run
+// folder's CSV files (append, resume, quoting), next-token batches, model recipes, rank correlation.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "core/random.h"
+#include "tasks/common/batch.h"
+#include "tasks/common/models.h"
+#include "tasks/common/progress.h"
+#include "tasks/common/run_dir.h"
+#include "tasks/common/settings.h"
+#include "tasks/common/report.h"
+#include "temp_dir.h"
+
+using namespace moelab;
+
+namespace {
+
+Settings example_settings() {
+  Settings s;
+  s.add_int("steps", 100, "optimizer steps", 1, 1000);
+  s.add_real("lr", 3e-3, "learning rate", 0, 1);
+  s.add_text("schedule", "warmup-linear", "schedule", {"warmup-linear", "constant"});
+  s.add_flag("verbose", false, "print more");
+  s.add_int_list("sizes", {250, 500}, "sizes", 1, 1e6);
+  s.add_real_list("lrs", {1e-3}, "learning rates", 0, 1);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("settings: defaults, presets, --set, and typed reads") {
+  Settings s = example_settings();
+  CHECK(s.integer("steps") == 100);
+  CHECK(s.real("lr") == doctest::Approx(3e-3));
+  CHECK(s.text("schedule") == "warmup-linear");
+  CHECK_FALSE(s.flag("verbose"));
+  CHECK(s.ints("sizes") == std::vector<std::int64_t>{250, 500});
+
+  s.apply(Preset{"fast", "", {{"steps", "10"}, {"sizes", "1,2,3"}}});
+  s.set_assignment("steps=20");  // --set comes after the preset and wins
+  s.set("verbose", "true");
+  s.set("lrs", "1e-4,5e-4");
+  s.set("schedule", "constant");
+  CHECK(s.integer("steps") == 20);
+  CHECK(s.flag("verbose"));
+  CHECK(s.ints("sizes") == std::vector<std::int64_t>{1, 2, 3});
+  CHECK(s.reals("lrs") == std::vector<double>{1e-4, 5e-4});
+  CHECK(s.text("schedule") == "constant");
+
+  const auto j = s.to_json();
+  CHECK(j["steps"] == 20);
+  CHECK(j["sizes"].size() == 3);
+  CHECK(j["verbose"] == true);
+  CHECK(j.begin().key() == "steps");  // declaration order
+  CHECK(s.describe().find("steps = 20") != std::string::npos);
+}
+
+TEST_CASE("settings: unknown keys, malformed values and out-of-range values are usage errors") {
+  Settings s = example_settings();
+  CHECK_THROWS_WITH_AS(s.set("step", "1"), doctest::Contains("unknown setting 'step'"), UsageError);
+  CHECK_THROWS_WITH_AS(s.set("steps", "ten"), doctest::Contains("'ten' is not an integer"), UsageError);
+  CHECK_THROWS_WITH_AS(s.set("steps", "1.5"), doctest::Contains("not an integer"), UsageError);
+  CHECK_THROWS_WITH_AS(s.set("steps", "0"), doctest::Contains("out of range"), UsageError);
+  CHECK_THROWS_WITH_AS(s.set("steps", "1,2"), doctest::Contains("not an integer"), UsageError);
+  CHECK_THROWS_WITH_AS(s.set("lr", "nan"), doctest::Contains("not a number"), UsageError);
+  CHECK_THROWS_WITH_AS(s.set("schedule", "cosine"), doctest::Contains("not one of warmup-linear, constant"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(s.set("verbose", "maybe"), doctest::Contains("not true or false"), UsageError);
+  CHECK_THROWS_WITH_AS(s.set("sizes", "1,,2"), doctest::Contains("sizes"), UsageError);
+  CHECK_THROWS_WITH_AS(s.set("sizes", "1,2,"), doctest::Contains("sizes"), UsageError);
+  CHECK_THROWS_WITH_AS(s.set("sizes", ""), doctest::Contains("sizes"), UsageError);
+  CHECK_THROWS_WITH_AS(s.set_assignment("steps"), doctest::Contains("key=value"), UsageError);
+  CHECK(s.integer("steps") == 100);  // a rejected value changes nothing
+}
+
+TEST_CASE("run folder: CSV files append, resume, quote, and refuse another header") {
+  testing::TempDir tmp;
+  RunDir dir(tmp.path() / "runs" / "exp" / "demo");  // parents are created
+  {
+    CsvFile f = dir.csv("results.csv", {"model", "note", "value"});
+    f.row({"dense-d64", "a, b", cell(0.5)});
+    f.row({"moe \"8e\"", "", cell(3)});
+    CHECK_THROWS(f.row({"too", "few"}));
+  }
+  {
+    CsvFile again = dir.csv("results.csv", {"model", "note", "value"});  // resumes: no second header
+    again.row({"moe-d64-4e", "x", cell(1e-3)});
+  }
+  const auto rows = read_csv(dir.file("results.csv"));
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].at("note") == "a, b");
+  CHECK(rows[1].at("model") == "moe \"8e\"");
+  CHECK(rows[1].at("value") == "3");
+  CHECK(rows[2].at("value") == "0.001");
+  CHECK_THROWS_WITH(dir.csv("results.csv", {"other"}), doctest::Contains("another header"));
+
+  dir.write_text("summary.md", "first");
+  dir.write_text("summary.md", "second");  // replaced whole
+  std::ifstream in(dir.file("summary.md"));
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  CHECK(text == "second");
+  CHECK(read_csv(dir.file("missing.csv")).empty());
+}
+
+TEST_CASE("next-token batches: shift by one, pad, and mask") {
+  const std::vector<std::vector<std::int32_t>> seqs = {{1, 2, 3, 4}, {5, 6}};
+  const TokenBatch all = make_lm_batch(seqs, /*pad=*/0);
+  CHECK(all.inputs.shape() == Shape{2, 3});
+  CHECK(all.inputs.to_vector<std::int32_t>() == std::vector<std::int32_t>{1, 2, 3, 5, 0, 0});
+  CHECK(all.targets.to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>{2, 3, 4, 6, kIgnoreTarget, kIgnoreTarget});
+  CHECK(all.counted_targets == 4);
+
+  const std::vector<std::vector<std::uint8_t>> masks = {{0, 0, 1, 1}, {0, 0}};
+  const TokenBatch masked = make_lm_batch(seqs, 0, &masks);
+  CHECK(masked.targets.to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>{kIgnoreTarget, 3, 4, kIgnoreTarget, kIgnoreTarget, kIgnoreTarget});
+  CHECK(masked.counted_targets == 2);
+
+  CHECK_THROWS_WITH(make_lm_batch({{1}}, 0), doctest::Contains("at least 2"));
+  CHECK_THROWS_WITH(make_lm_batch({}, 0), doctest::Contains("at least one"));
+  const std::vector<std::vector<std::uint8_t>> short_mask = {{1}, {1, 1}};
+  CHECK_THROWS_WITH(make_lm_batch(seqs, 0, &short_mask), doctest::Contains("loss mask 0"));
+}
+
+TEST_CASE("model recipes: names, grid, and the paper's parameter counts") {
+  const std::vector<ModelSpec> grid = model_grid({32, 48}, {32}, {4, 8}, 2, 2, 4);
+  REQUIRE(grid.size() == 4);
+  CHECK(grid[0].name() == "dense-d32");
+  CHECK(grid[2].name() == "moe-d32-4e");
+  CHECK(grid[3].family() == "moe-d32");
+  CHECK(ModelSpec{.d = 32, .experts = 8, .k = 1}.name() == "moe-d32-8e-top1");
+
+  Generator gen(1);
+  const auto dense = build_decoder(grid[0], 39, 16, gen);
+  const auto moe = build_decoder(grid[3], 39, 16, gen);
+  const ModelSize ds = model_size(*dense), ms = model_size(*moe);
+  const std::int64_t d = 32, L = 2, E = 8, k = 2;
+  // Dense: L (4 d^2 attention + 2 d^2 FFN + 2 d norms) + d final norm.
+  CHECK(ds.non_embedding == L * (6 * d * d + 2 * d) + d);
+  CHECK(ds.active == ds.non_embedding);
+  // MoE: the FFN becomes a router (E d) and E experts of 2 d^2; one token uses k of them.
+  CHECK(ms.non_embedding == L * (4 * d * d + 2 * d + E * d + E * 2 * d * d) + d);
+  CHECK(ms.active == ms.non_embedding - L * (E - k) * 2 * d * d);
+  CHECK_THROWS(build_decoder(ModelSpec{.d = 30, .heads = 4}, 39, 16, gen));
+  CHECK_THROWS(build_decoder(ModelSpec{.d = 32, .experts = 1, .k = 2}, 39, 16, gen));
+}
+
+TEST_CASE("rank correlation and clock text") {
+  CHECK(rank_correlation({1, 2, 3, 4}, {10, 20, 30, 40}) == doctest::Approx(1.0));
+  CHECK(rank_correlation({1, 2, 3, 4}, {4, 3, 2, 1}) == doctest::Approx(-1.0));
+  CHECK(rank_correlation({1, 2, 3}, {1, 1, 1}) != rank_correlation({1, 2, 3}, {1, 1, 1}));  // NaN: constant
+  CHECK(std::isnan(rank_correlation({1, 2}, {1, 2})));
+  CHECK(clock_text(7) == "0:07");
+  CHECK(clock_text(205) == "3:25");
+  CHECK(clock_text(3723) == "1:02:03");
+}
