@@ -62,6 +62,7 @@ int run_experiment(const Experiment& e, const Common& c, const std::string& comm
   Settings settings = e.settings();
   settings.apply(preset);
   for (const std::string& s : c.sets) settings.set_assignment(s);
+  if (e.validate) e.validate(settings);
 
   Device device = Device::cpu();
   if (c.device == "cuda") {

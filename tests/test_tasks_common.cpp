@@ -145,6 +145,12 @@ TEST_CASE("model recipes: names, grid, and the paper's parameter counts") {
   // MoE: the FFN becomes a router (E d) and E experts of 2 d^2; one token uses k of them.
   CHECK(ms.non_embedding == L * (4 * d * d + 2 * d + E * d + E * 2 * d * d) + d);
   CHECK(ms.active == ms.non_embedding - L * (E - k) * 2 * d * d);
+  CHECK_NOTHROW(check_model_grid(grid));
+  CHECK_THROWS_WITH_AS(check_model_grid({ModelSpec{.d = 36, .heads = 4}}), doctest::Contains("even head width"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(check_model_grid({ModelSpec{.d = 32, .experts = 1, .k = 2}}), doctest::Contains("k = 2"),
+                       UsageError);
+  CHECK_THROWS_AS(check_model_grid({}), UsageError);
   CHECK_THROWS(build_decoder(ModelSpec{.d = 30, .heads = 4}, 39, 16, gen));
   CHECK_THROWS(build_decoder(ModelSpec{.d = 32, .experts = 1, .k = 2}, 39, 16, gen));
 }

@@ -35,6 +35,9 @@ struct Experiment {
   std::function<Settings()> settings;  // every key with its default
   std::vector<Preset> presets;
   std::string default_preset;
+  // Throws UsageError for settings that cannot work together; the command line calls it before
+  // it creates the run folder (run() calls it too).
+  std::function<void(const Settings&)> validate;
   // Runs the experiment; returns the process exit status (0: done). Throws UsageError for
   // settings that cannot work together (exit 2), anything else for a failure (exit 1).
   std::function<int(const RunContext&)> run;

@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "nn/moe/moe_decoder.h"
+#include "tasks/common/settings.h"
 
 namespace moelab {
 
@@ -33,6 +34,18 @@ std::unique_ptr<Decoder> build_decoder(const ModelSpec& spec, std::int64_t vocab
 ModelSize model_size(const Decoder& model) {
   const MoECounts c = moe_parameter_counts(model);
   return {c.non_embedding, c.active};
+}
+
+void check_model_grid(const std::vector<ModelSpec>& models) {
+  if (models.empty()) throw UsageError("no models: dense_widths and moe_widths are both empty");
+  for (const ModelSpec& m : models) {
+    if (m.heads < 1 || m.d % m.heads != 0 || (m.d / m.heads) % 2 != 0)
+      throw UsageError(m.name() + ": d = " + std::to_string(m.d) + " must be a multiple of heads = " +
+                       std::to_string(m.heads) + " with an even head width (rotary embeddings)");
+    if (m.moe() && (m.k < 1 || m.k > m.experts))
+      throw UsageError(m.name() + ": k = " + std::to_string(m.k) + " must be in [1, " + std::to_string(m.experts) +
+                       "] (its experts)");
+  }
 }
 
 std::vector<ModelSpec> model_grid(const std::vector<std::int64_t>& dense_widths,

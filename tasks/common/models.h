@@ -46,6 +46,10 @@ std::unique_ptr<Decoder> build_decoder(const ModelSpec& spec, std::int64_t vocab
                                        Generator& gen);
 ModelSize model_size(const Decoder& model);
 
+// Throws UsageError (tasks/common/settings.h) naming the first model that cannot be built: d not a
+// multiple of heads with an even head width (rotary embeddings), k > experts, or no model at all.
+void check_model_grid(const std::vector<ModelSpec>& models);
+
 // The sweep's models: one dense model per dense width, one MoE model per (MoE width, experts).
 std::vector<ModelSpec> model_grid(const std::vector<std::int64_t>& dense_widths,
                                   const std::vector<std::int64_t>& moe_widths,

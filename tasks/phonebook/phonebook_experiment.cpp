@@ -64,21 +64,28 @@ std::string job_key(const std::string& model, std::int64_t book, double lr, std:
   return model + "|" + std::to_string(book) + "|" + cell(lr) + "|" + std::to_string(epochs);
 }
 
+std::vector<ModelSpec> phonebook_models(const Settings& s) {
+  return model_grid(s.ints("dense_widths"), s.ints("moe_widths"), s.ints("experts"), s.integer("k"),
+                    s.integer("layers"), s.integer("heads"));
+}
+
+// Settings that are each fine but cannot work together (UsageError, before any work).
+void validate_phonebook(const Settings& s) {
+  check_model_grid(phonebook_models(s));
+  const std::vector<std::int64_t> sizes = s.ints("book_sizes");
+  for (std::size_t i = 1; i < sizes.size(); ++i)
+    if (sizes[i] <= sizes[i - 1])
+      throw UsageError("book_sizes must be strictly ascending, got " + s.to_json()["book_sizes"].dump());
+  if (sizes.back() > phonebook::kMaxBookSize)
+    throw UsageError("book_sizes: at most " + std::to_string(phonebook::kMaxBookSize) + " entries (half the " +
+                     "5-letter names), got " + std::to_string(sizes.back()));
+}
+
 int run_phonebook(const RunContext& ctx) {
   const Settings& s = ctx.settings;
-  const std::vector<ModelSpec> models = model_grid(s.ints("dense_widths"), s.ints("moe_widths"), s.ints("experts"),
-                                                   s.integer("k"), s.integer("layers"), s.integer("heads"));
-  std::vector<std::int64_t> sizes = s.ints("book_sizes");
-  for (std::size_t i = 1; i < sizes.size(); ++i)
-    if (sizes[i] <= sizes[i - 1]) throw UsageError("book_sizes must be strictly ascending, got " + s.to_json()["book_sizes"].dump());
-  if (s.integer("k") > 0)
-    for (std::int64_t e : s.ints("experts"))
-      if (e < s.integer("k") && !s.ints("moe_widths").empty())
-        throw UsageError("experts " + std::to_string(e) + " is fewer than k = " + std::to_string(s.integer("k")));
-  for (const ModelSpec& m : models)
-    if (m.d % m.heads != 0 || (m.d / m.heads) % 2 != 0)
-      throw UsageError(m.name() + ": d = " + std::to_string(m.d) + " must be a multiple of heads = " +
-                       std::to_string(m.heads) + " with an even head width (rotary embeddings)");
+  validate_phonebook(s);
+  const std::vector<ModelSpec> models = phonebook_models(s);
+  const std::vector<std::int64_t> sizes = s.ints("book_sizes");
 
   const std::vector<std::string> header = {"model",     "family",  "d",          "experts",        "k",
                                            "total_params", "active_params", "book_size", "lr", "epochs",
@@ -166,6 +173,7 @@ Experiment phonebook_experiment() {
   e.settings = phonebook_settings;
   e.presets = phonebook_presets();
   e.default_preset = "cpu";
+  e.validate = validate_phonebook;
   e.run = run_phonebook;
   return e;
 }

@@ -62,27 +62,20 @@ std::vector<Preset> shortest_path_presets() {
 
 std::string job_key(const std::string& model, std::int64_t seed) { return model + "|" + std::to_string(seed); }
 
-void check_settings(const Settings& s, const std::vector<ModelSpec>& models) {
-  for (const ModelSpec& m : models) {
-    if (m.d % m.heads != 0 || (m.d / m.heads) % 2 != 0)
-      throw UsageError(m.name() + ": d = " + std::to_string(m.d) + " must be a multiple of heads = " +
-                       std::to_string(m.heads) + " with an even head width (rotary embeddings)");
-    if (m.moe() && m.k > m.experts)
-      throw UsageError(m.name() + ": k = " + std::to_string(m.k) + " exceeds its " + std::to_string(m.experts) +
-                       " experts");
-  }
-  if (models.empty()) throw UsageError("no models: dense_widths and moe_widths are both empty");
-  (void)s;
+std::vector<ModelSpec> shortest_path_models(const Settings& s) {
+  return model_grid(s.ints("dense_widths"), s.ints("moe_widths"), s.ints("experts"), s.integer("k"),
+                    s.integer("layers"), s.integer("heads"));
 }
+
+void validate_shortest_path(const Settings& s) { check_model_grid(shortest_path_models(s)); }
 
 int write_report(const RunContext& ctx, const std::vector<ModelSpec>& models, const Calibration& cal,
                  double baseline);
 
 int run_shortest_path(const RunContext& ctx) {
   const Settings& s = ctx.settings;
-  const std::vector<ModelSpec> models = model_grid(s.ints("dense_widths"), s.ints("moe_widths"), s.ints("experts"),
-                                                   s.integer("k"), s.integer("layers"), s.integer("heads"));
-  check_settings(s, models);
+  validate_shortest_path(s);
+  const std::vector<ModelSpec> models = shortest_path_models(s);
   const int n = static_cast<int>(s.integer("n"));
 
   // The edge probability: given, or calibrated once (its own generator: the same p for every model).
@@ -267,6 +260,7 @@ Experiment shortest_path_experiment() {
   e.settings = shortest_path_settings;
   e.presets = shortest_path_presets();
   e.default_preset = "cpu";
+  e.validate = validate_shortest_path;
   e.run = run_shortest_path;
   return e;
 }
