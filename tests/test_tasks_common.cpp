@@ -145,6 +145,12 @@ TEST_CASE("model recipes: names, grid, and the paper's parameter counts") {
   // MoE: the FFN becomes a router (E d) and E experts of 2 d^2; one token uses k of them.
   CHECK(ms.non_embedding == L * (4 * d * d + 2 * d + E * d + E * 2 * d * d) + d);
   CHECK(ms.active == ms.non_embedding - L * (E - k) * 2 * d * d);
+  // FFN factor 2: a dense model with the active parameters of a top-2 MoE of its width, less the router.
+  const std::vector<ModelSpec> wide = model_grid({32}, {}, {}, 2, 2, 4, {1, 2});
+  REQUIRE(wide.size() == 2);
+  CHECK(wide[1].name() == "dense-d32-f64");
+  const ModelSize ws = model_size(*build_decoder(wide[1], 39, 16, gen));
+  CHECK(ws.active == ms.active - L * E * d);
   CHECK_NOTHROW(check_model_grid(grid));
   CHECK_THROWS_WITH_AS(check_model_grid({ModelSpec{.d = 36, .heads = 4}}), doctest::Contains("even head width"),
                        UsageError);

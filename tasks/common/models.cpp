@@ -51,9 +51,11 @@ void check_model_grid(const std::vector<ModelSpec>& models) {
 std::vector<ModelSpec> model_grid(const std::vector<std::int64_t>& dense_widths,
                                   const std::vector<std::int64_t>& moe_widths,
                                   const std::vector<std::int64_t>& experts, std::int64_t k, std::int64_t layers,
-                                  std::int64_t heads) {
+                                  std::int64_t heads, const std::vector<std::int64_t>& dense_ffn_factors) {
   std::vector<ModelSpec> grid;
-  for (std::int64_t d : dense_widths) grid.push_back({.d = d, .layers = layers, .heads = heads});
+  for (std::int64_t d : dense_widths)
+    for (std::int64_t f : dense_ffn_factors)
+      grid.push_back({.d = d, .layers = layers, .heads = heads, .ffn = f > 1 ? f * d : 0});
   for (std::int64_t d : moe_widths)
     for (std::int64_t e : experts) grid.push_back({.d = d, .layers = layers, .heads = heads, .experts = e, .k = k});
   return grid;

@@ -50,10 +50,12 @@ ModelSize model_size(const Decoder& model);
 // multiple of heads with an even head width (rotary embeddings), k > experts, or no model at all.
 void check_model_grid(const std::vector<ModelSpec>& models);
 
-// The sweep's models: one dense model per dense width, one MoE model per (MoE width, experts).
+// The sweep's models: one dense model per (dense width, FFN factor), FFN width factor * d (factor
+// k gives a dense model the active parameters of a top-k MoE of the same width, less the router),
+// then one MoE model per (MoE width, experts).
 std::vector<ModelSpec> model_grid(const std::vector<std::int64_t>& dense_widths,
                                   const std::vector<std::int64_t>& moe_widths,
                                   const std::vector<std::int64_t>& experts, std::int64_t k, std::int64_t layers,
-                                  std::int64_t heads);
+                                  std::int64_t heads, const std::vector<std::int64_t>& dense_ffn_factors = {1});
 
 }  // namespace moelab

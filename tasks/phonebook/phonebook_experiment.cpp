@@ -20,6 +20,8 @@ Settings phonebook_settings() {
   s.add_int("layers", 2, "decoder blocks", 1, 256);
   s.add_int("heads", 4, "attention heads (d / heads must be even)", 1, 256);
   s.add_int_list("dense_widths", {64, 96, 128}, "widths d of the dense models (FFN width = d)", 2, 1 << 16);
+  s.add_int_list("dense_ffn_factors", {1},
+                 "FFN widths of the dense models in units of d (2: the active parameters of a top-2 MoE)", 1, 64);
   s.add_int_list("moe_widths", {64}, "widths d of the MoE models", 2, 1 << 16);
   s.add_int_list("experts", {4, 8, 16}, "expert counts E of the MoE models", 1, 4096);
   s.add_int("k", 2, "experts per token (top-k, Mixtral gates, no dropping)", 1, 4096);
@@ -43,10 +45,11 @@ Settings phonebook_settings() {
 std::vector<Preset> phonebook_presets() {
   return {
       {"demo",
-       "what ./run.sh runs (about 2 minutes on 2 cores): dense d 32 against MoE d 32 with 4 and 8 experts "
-       "(about the same active parameters), books of 300 to 900 entries",
-       {{"dense_widths", "32"}, {"moe_widths", "32"}, {"experts", "4,8"}, {"book_sizes", "300,450,600,900"},
-        {"steps", "1000"}, {"batch", "64"}, {"lrs", "1e-2"}, {"eval_every", "250"}, {"test_names", "300"}}},
+       "what ./run.sh runs (about 2 minutes on 2 cores): a dense d 32 model with FFN width 2d (the active "
+       "parameters of a top-2 MoE) against MoE d 32 with 4 and 8 experts, books of 300 to 800 entries",
+       {{"dense_widths", "32"}, {"dense_ffn_factors", "2"}, {"moe_widths", "32"}, {"experts", "4,8"},
+        {"book_sizes", "300,400,500,600,800"}, {"steps", "1000"}, {"batch", "64"}, {"lrs", "1e-2"},
+        {"eval_every", "250"}, {"test_names", "300"}}},
       {"cpu",
        "EXPERIMENTS.md's CPU setting (within an hour on 2 cores): dense d 64/96/128, MoE d 64 with 4/8/16 "
        "experts, books of 250 to 4000 entries, 1200 steps of 128",
@@ -66,7 +69,7 @@ std::string job_key(const std::string& model, std::int64_t book, double lr, std:
 
 std::vector<ModelSpec> phonebook_models(const Settings& s) {
   return model_grid(s.ints("dense_widths"), s.ints("moe_widths"), s.ints("experts"), s.integer("k"),
-                    s.integer("layers"), s.integer("heads"));
+                    s.integer("layers"), s.integer("heads"), s.ints("dense_ffn_factors"));
 }
 
 // Settings that are each fine but cannot work together (UsageError, before any work).

@@ -85,13 +85,24 @@ int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& 
     plot_notes.push_back(r.drawn ? r.png.string() : "(no PNG: " + r.message + ")");
   }
 
-  // The verdict in numbers.
+  // The verdict in numbers. Equal active parameters: within 10% (MoE models of one width differ
+  // only by their routers). Without such a dense model, the dense model of the same width
+  // (fewer active parameters) is the comparison.
   std::ostringstream verdict;
   int wins = 0, comparisons = 0;
+  bool equal_active = false;
+  for (const ModelRow& moe : rows)
+    for (const ModelRow& dense : rows)
+      if (moe.spec.moe() && !dense.spec.moe() && !moe.best.empty() && !dense.best.empty() &&
+          std::fabs(moe.active - dense.active) <= 0.1 * dense.active)
+        equal_active = true;
   for (const ModelRow& moe : rows) {
     if (!moe.spec.moe() || moe.best.empty()) continue;
     for (const ModelRow& dense : rows) {
-      if (dense.spec.moe() || dense.spec.d != moe.spec.d || dense.best.empty()) continue;
+      if (dense.spec.moe() || dense.best.empty()) continue;
+      const bool paired = equal_active ? std::fabs(moe.active - dense.active) <= 0.1 * dense.active
+                                       : dense.spec.d == moe.spec.d && dense.spec.ffn == 0;
+      if (!paired) continue;
       ++comparisons;
       wins += moe.capacity > dense.capacity;
       verdict << "- " << moe.spec.name() << " (" << cell(moe.active) << " active, " << cell(moe.total)
@@ -106,18 +117,28 @@ int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& 
   verdict << "- Rank correlation of the largest book memorized with total parameters: " << format_number(rho_total, "%.2f")
           << "; with active parameters: " << format_number(rho_active, "%.2f") << " (over " << cap_v.size()
           << " models with a nonzero capacity).\n";
-  const bool more_experts_help = comparisons > 0 && wins == comparisons;
-  const bool tracks_total = std::isfinite(rho_total) && (!std::isfinite(rho_active) || rho_total > rho_active);
+  std::string ranking;
+  if (!std::isfinite(rho_total) || !std::isfinite(rho_active))
+    ranking = " (too few models with a nonzero capacity to rank).";
+  else if (rho_total > rho_active + 1e-9)
+    ranking = ", and capacity ranks with total parameters (rho " + format_number(rho_total, "%.2f") +
+              ") more closely than with active ones (" + format_number(rho_active, "%.2f") + ").";
+  else if (rho_total < rho_active - 1e-9)
+    ranking = "; capacity ranks with active parameters (rho " + format_number(rho_active, "%.2f") +
+              ") more closely than with total ones (" + format_number(rho_total, "%.2f") + ").";
+  else
+    ranking = "; in this grid the models rank the same by total and by active parameters (rho " +
+              format_number(rho_total, "%.2f") + " with both), so the ranking alone cannot tell them apart.";
   std::string conclusion;
   if (comparisons == 0)
-    conclusion = "No MoE model has a dense model of the same width in this sweep: no equal-active comparison.";
+    conclusion = "No MoE model has a dense model to compare with in this sweep.";
   else
-    conclusion = std::string(more_experts_help ? "The paper's finding holds at this scale: "
-                                               : "The paper's finding does not fully show at this scale: ") +
-                 std::to_string(wins) + " of " + std::to_string(comparisons) +
-                 " MoE models memorize a larger book than the dense model with the same active parameters" +
-                 (tracks_total ? ", and capacity ranks with total parameters more closely than with active ones."
-                               : "; capacity does not rank with total parameters more closely than with active ones.");
+    conclusion = std::string(comparisons > 0 && wins == comparisons ? "The paper's finding holds at this scale: "
+                                                                    : "The paper's finding does not fully show at this scale: ") +
+                 std::to_string(wins) + " of " + std::to_string(comparisons) + " MoE models memorize a larger book than " +
+                 (equal_active ? "a dense model with the same active parameters (within 10%)"
+                               : "the dense model of the same width (which has fewer active parameters)") +
+                 ranking;
 
   std::ostringstream summary;
   summary << "# Phone-book memorization (Mixture of Parrots, Figure 4a)\n\n"
