@@ -15,54 +15,21 @@
 #include "nn/io/safetensors.h"
 #include "nn/loss.h"
 #include "nn/optim/adam.h"
+#include "reference_fixture.h"
 
 using namespace moelab;
 
 namespace {
 
-const std::string kDir = std::string(MOELAB_SOURCE_DIR) + "/tests/reference/";
-
-double meta_number(const SafetensorsFile& file, const std::string& key) { return std::stod(file.metadata.at(key)); }
+using testing::kReferenceDir;
+using testing::max_abs_diff;
+using testing::max_rel_diff;
 
 struct Fixture {
-  SafetensorsFile weights = read_safetensors(kDir + "decoder_weights.safetensors");
-  SafetensorsFile expected = read_safetensors(kDir + "decoder_expected.safetensors");
-  DecoderConfig config() const {
-    DecoderConfig c;
-    c.vocab = static_cast<std::int64_t>(meta_number(weights, "vocab"));
-    c.d = static_cast<std::int64_t>(meta_number(weights, "d"));
-    c.layers = static_cast<std::int64_t>(meta_number(weights, "layers"));
-    c.heads = static_cast<std::int64_t>(meta_number(weights, "heads"));
-    c.ffn = static_cast<std::int64_t>(meta_number(weights, "ffn"));
-    c.rope_theta = meta_number(weights, "rope_theta");
-    c.norm_eps = meta_number(weights, "norm_eps");
-    return c;
-  }
+  SafetensorsFile weights = read_safetensors(kReferenceDir + "decoder_weights.safetensors");
+  SafetensorsFile expected = read_safetensors(kReferenceDir + "decoder_expected.safetensors");
+  DecoderConfig config() const { return testing::reference_decoder_config(weights); }
 };
-
-// Largest |a - b| over all elements.
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
-  double worst = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, double(std::abs(x[i] - y[i])));
-  return worst;
-}
-
-// max |a - b| / max |b|: the error relative to the tensor's scale. (Per element, a gradient entry
-// that is a near-cancelling sum of float32 terms, 1e-9 against a tensor of 1e-2, has no relative
-// accuracy in either engine, so an elementwise ratio would measure rounding, not correctness.)
-double max_rel_diff(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
-  double scale = 0, worst = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    scale = std::max(scale, double(std::abs(y[i])));
-    worst = std::max(worst, std::abs(double(x[i]) - y[i]));
-  }
-  REQUIRE(scale > 0);
-  return worst / scale;
-}
 
 }  // namespace
 
@@ -99,9 +66,9 @@ TEST_CASE("three AdamW steps give PyTorch's losses") {
   const Tensor& tokens = f.expected.at("tokens");
   const Tensor& targets = f.expected.at("targets");
   AdamOptions options;
-  options.lr = meta_number(f.weights, "lr");
-  options.eps = meta_number(f.weights, "eps");
-  options.weight_decay = meta_number(f.weights, "weight_decay");
+  options.lr = testing::meta_number(f.weights, "lr");
+  options.eps = testing::meta_number(f.weights, "eps");
+  options.weight_decay = testing::meta_number(f.weights, "weight_decay");
   AdamW opt(model.parameters(), options);
   const std::vector<float> want = f.expected.at("adamw_losses").to_vector<float>();
   REQUIRE(want.size() == 3);

@@ -20,70 +20,30 @@
 #include "nn/loss.h"
 #include "nn/moe/moe_decoder.h"
 #include "nn/optim/adam.h"
+#include "reference_fixture.h"
 
 using namespace moelab;
 
 namespace {
 
-const std::string kDir = std::string(MOELAB_SOURCE_DIR) + "/tests/reference/";
-
-double meta_number(const SafetensorsFile& file, const std::string& key) { return std::stod(file.metadata.at(key)); }
-
-// A JSON string from the metadata ("\"softmax-topk-renorm\"") without its quotes.
-std::string meta_string(const SafetensorsFile& file, const std::string& key) {
-  const std::string& s = file.metadata.at(key);
-  REQUIRE(s.size() >= 2);
-  REQUIRE(s.front() == '"');
-  REQUIRE(s.back() == '"');
-  return s.substr(1, s.size() - 2);
-}
+using testing::kReferenceDir;
+using testing::max_abs_diff;
+using testing::max_rel_diff;
 
 struct Fixture {
-  SafetensorsFile weights = read_safetensors(kDir + "moe_decoder_weights.safetensors");
-  SafetensorsFile expected = read_safetensors(kDir + "moe_decoder_expected.safetensors");
-  DecoderConfig config() const {
-    DecoderConfig c;
-    c.vocab = static_cast<std::int64_t>(meta_number(weights, "vocab"));
-    c.d = static_cast<std::int64_t>(meta_number(weights, "d"));
-    c.layers = static_cast<std::int64_t>(meta_number(weights, "layers"));
-    c.heads = static_cast<std::int64_t>(meta_number(weights, "heads"));
-    c.ffn = static_cast<std::int64_t>(meta_number(weights, "ffn"));
-    c.rope_theta = meta_number(weights, "rope_theta");
-    c.norm_eps = meta_number(weights, "norm_eps");
-    return c;
-  }
+  SafetensorsFile weights = read_safetensors(kReferenceDir + "moe_decoder_weights.safetensors");
+  SafetensorsFile expected = read_safetensors(kReferenceDir + "moe_decoder_expected.safetensors");
+  DecoderConfig config() const { return testing::reference_decoder_config(weights); }
   MoEConfig moe() const {
     MoEConfig m;
-    m.experts = static_cast<std::int64_t>(meta_number(weights, "experts"));
-    m.k = static_cast<std::int64_t>(meta_number(weights, "k"));
-    m.ffn = static_cast<std::int64_t>(meta_number(weights, "ffn"));
+    m.experts = static_cast<std::int64_t>(testing::meta_number(weights, "experts"));
+    m.k = static_cast<std::int64_t>(testing::meta_number(weights, "k"));
+    m.ffn = static_cast<std::int64_t>(testing::meta_number(weights, "ffn"));
     m.router = "topk";
-    m.router_options = {{"gates", meta_string(weights, "gates")}};  // no aux loss, no capacity, no jitter
+    m.router_options = {{"gates", testing::meta_string(weights, "gates")}};  // no aux loss, no capacity, no jitter
     return m;
   }
 };
-
-// Largest |a - b| over all elements.
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
-  double worst = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, double(std::abs(x[i] - y[i])));
-  return worst;
-}
-
-// max |a - b| / max |b|: the error relative to the tensor's scale (as in tests/test_reference.cpp).
-double max_rel_diff(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
-  double scale = 0, worst = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    scale = std::max(scale, double(std::abs(y[i])));
-    worst = std::max(worst, std::abs(double(x[i]) - y[i]));
-  }
-  REQUIRE(scale > 0);
-  return worst / scale;
-}
 
 }  // namespace
 
@@ -124,9 +84,9 @@ TEST_CASE("three AdamW steps of the MoE decoder give PyTorch's losses") {
   const Tensor& tokens = f.expected.at("tokens");
   const Tensor& targets = f.expected.at("targets");
   AdamOptions options;
-  options.lr = meta_number(f.weights, "lr");
-  options.eps = meta_number(f.weights, "eps");
-  options.weight_decay = meta_number(f.weights, "weight_decay");
+  options.lr = testing::meta_number(f.weights, "lr");
+  options.eps = testing::meta_number(f.weights, "eps");
+  options.weight_decay = testing::meta_number(f.weights, "weight_decay");
   REQUIRE(f.weights.metadata.at("betas") == "[0.9, 0.999]");
   options.beta1 = 0.9;
   options.beta2 = 0.999;

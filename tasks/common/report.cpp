@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <tuple>
 
 namespace moelab {
 
@@ -72,6 +73,25 @@ std::vector<Series> series_by_family(const std::vector<FamilyPoint>& points) {
     s = sorted;
   }
   return out;
+}
+
+std::vector<std::string> plot_against_parameters(const std::filesystem::path& dir, const std::string& stem,
+                                                 const std::string& title, const std::string& ylabel,
+                                                 const std::vector<FamilyPoint>& by_total,
+                                                 const std::vector<FamilyPoint>& by_active) {
+  std::vector<std::string> notes;
+  for (const auto& [suffix, which, points] : {std::tuple{"_total", "total (non-embedding) parameters", &by_total},
+                                              std::tuple{"_active", "active parameters", &by_active}}) {
+    const LinePlot p{.title = title + " vs " + which,
+                     .xlabel = which,
+                     .ylabel = ylabel,
+                     .log_x = true,
+                     .log_y = false,
+                     .series = series_by_family(*points)};
+    const PlotResult r = plot_lines(p, dir, stem + suffix);
+    notes.push_back(r.drawn ? r.png.string() : "(no PNG: " + r.message + ")");
+  }
+  return notes;
 }
 
 std::string format_number(double value, const char* format) {

@@ -6,6 +6,7 @@
 // number for "follows" is a rank correlation: Spearman's rho between the quantity and each count.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,14 @@ struct FamilyPoint {
 };
 // One Series per family, in order of first appearance, each sorted by x.
 std::vector<Series> series_by_family(const std::vector<FamilyPoint>& points);
+
+// The papers' figures: a quantity against total (non-embedding) parameters and against active
+// parameters, one line per family, log x; drawn as <stem>_total.png and <stem>_active.png. Returns
+// one line per plot for the summary: the PNG path, or why there is none.
+std::vector<std::string> plot_against_parameters(const std::filesystem::path& dir, const std::string& stem,
+                                                 const std::string& title, const std::string& ylabel,
+                                                 const std::vector<FamilyPoint>& by_total,
+                                                 const std::vector<FamilyPoint>& by_active);
 
 // printf-style formatting of one number ("%.2f").
 std::string format_number(double value, const char* format);

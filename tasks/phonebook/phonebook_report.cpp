@@ -71,19 +71,9 @@ int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& 
     by_total.push_back({r.spec.family(), r.total, static_cast<double>(r.capacity)});
     by_active.push_back({r.spec.family(), r.active, static_cast<double>(r.capacity)});
   }
-  std::vector<std::string> plot_notes;
-  for (const auto& [stem, which, points] : {std::tuple{"fig4a_total", "total (non-embedding) parameters", &by_total},
-                                            std::tuple{"fig4a_active", "active parameters", &by_active}}) {
-    const LinePlot p{.title = "Largest phone-book memorized (>= " + format_number(100 * threshold, "%.0f") +
-                              "% exact) vs " + which,
-                     .xlabel = which,
-                     .ylabel = "largest book memorized (entries)",
-                     .log_x = true,
-                     .log_y = false,
-                     .series = series_by_family(*points)};
-    const PlotResult r = plot_lines(p, ctx.dir.path(), stem);
-    plot_notes.push_back(r.drawn ? r.png.string() : "(no PNG: " + r.message + ")");
-  }
+  const std::vector<std::string> plot_notes = plot_against_parameters(
+      ctx.dir.path(), "fig4a", "Largest phone-book memorized (>= " + format_number(100 * threshold, "%.0f") + "% exact)",
+      "largest book memorized (entries)", by_total, by_active);
 
   // The verdict in numbers. Equal active parameters: within 10% (MoE models of one width differ
   // only by their routers). Without such a dense model, the dense model of the same width

@@ -174,18 +174,9 @@ int write_report(const RunContext& ctx, const std::vector<ModelSpec>& models, co
   }
   ctx.dir.write_text("accuracy.csv", csv.str());
 
-  std::vector<std::string> plot_notes;
-  for (const auto& [stem, which, points] : {std::tuple{"fig4b_total", "total (non-embedding) parameters", &by_total},
-                                            std::tuple{"fig4b_active", "active parameters", &by_active}}) {
-    const LinePlot p{.title = "Shortest path on unseen graphs: exact-match accuracy vs " + std::string(which),
-                     .xlabel = which,
-                     .ylabel = "test accuracy (%), mean over seeds",
-                     .log_x = true,
-                     .log_y = false,
-                     .series = series_by_family(*points)};
-    const PlotResult r = plot_lines(p, ctx.dir.path(), stem);
-    plot_notes.push_back(r.drawn ? r.png.string() : "(no PNG: " + r.message + ")");
-  }
+  const std::vector<std::string> plot_notes =
+      plot_against_parameters(ctx.dir.path(), "fig4b", "Shortest path on unseen graphs: exact-match accuracy",
+                              "test accuracy (%), mean over seeds", by_total, by_active);
 
   // The verdict: what experts add at a fixed width, against what width adds among dense models.
   std::ostringstream verdict;

@@ -1,0 +1,71 @@
+// tests/reference_fixture.h — reading the PyTorch reference fixtures (tests/reference/*.safetensors,
+// written by tests/reference/make_fixtures.py) and comparing tensors with them; shared by
+// tests/test_reference.cpp (dense decoder) and tests/test_reference_moe.cpp (MoE decoder).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "nn/decoder_config.h"
+#include "nn/io/safetensors.h"
+
+namespace moelab::testing {
+
+inline const std::string kReferenceDir = std::string(MOELAB_SOURCE_DIR) + "/tests/reference/";
+
+// A number from a fixture's __metadata__ (written as JSON by the script).
+inline double meta_number(const SafetensorsFile& file, const std::string& key) {
+  return std::stod(file.metadata.at(key));
+}
+
+// A JSON string from the metadata ("\"softmax-topk-renorm\"") without its quotes.
+inline std::string meta_string(const SafetensorsFile& file, const std::string& key) {
+  const std::string& s = file.metadata.at(key);
+  REQUIRE(s.size() >= 2);
+  REQUIRE(s.front() == '"');
+  REQUIRE(s.back() == '"');
+  return s.substr(1, s.size() - 2);
+}
+
+// The decoder configuration the script wrote into the weights file's metadata.
+inline DecoderConfig reference_decoder_config(const SafetensorsFile& weights) {
+  DecoderConfig c;
+  c.vocab = static_cast<std::int64_t>(meta_number(weights, "vocab"));
+  c.d = static_cast<std::int64_t>(meta_number(weights, "d"));
+  c.layers = static_cast<std::int64_t>(meta_number(weights, "layers"));
+  c.heads = static_cast<std::int64_t>(meta_number(weights, "heads"));
+  c.ffn = static_cast<std::int64_t>(meta_number(weights, "ffn"));
+  c.rope_theta = meta_number(weights, "rope_theta");
+  c.norm_eps = meta_number(weights, "norm_eps");
+  return c;
+}
+
+// Largest |a - b| over all elements (float32 tensors of one shape).
+inline double max_abs_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
+  double worst = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, double(std::abs(x[i] - y[i])));
+  return worst;
+}
+
+// max |a - b| / max |b|: the error relative to the tensor's scale. (Per element, a gradient entry
+// that is a near-cancelling sum of float32 terms, 1e-9 against a tensor of 1e-2, has no relative
+// accuracy in either engine, so an elementwise ratio would measure rounding, not correctness.)
+inline double max_rel_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
+  double scale = 0, worst = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    scale = std::max(scale, double(std::abs(y[i])));
+    worst = std::max(worst, std::abs(double(x[i]) - y[i]));
+  }
+  REQUIRE(scale > 0);
+  return worst / scale;
+}
+
+}  // namespace moelab::testing
