@@ -25,7 +25,8 @@ Settings phonebook_settings() {
   s.add_int_list("moe_widths", {64}, "widths d of the MoE models", 2, 1 << 16);
   s.add_int_list("experts", {4, 8, 16}, "expert counts E of the MoE models", 1, 4096);
   s.add_int("k", 2, "experts per token (top-k, Mixtral gates, no dropping)", 1, 4096);
-  s.add_int_list("book_sizes", {250, 500, 1000, 2000, 4000}, "phone-book sizes N to try, ascending", 1, 1e8);
+  s.add_int_list("book_sizes", {250, 500, 1000, 1500, 2000, 3000, 4000}, "phone-book sizes N to try, ascending", 1,
+                 1e8);
   s.add_int("steps", 1200, "optimizer steps per training run (when epochs = 0)", 1, 1e9);
   s.add_int_list("epochs", {0}, "passes over the book per run instead of a fixed step count (0: use steps)", 0, 1e6);
   s.add_int("batch", 128, "entries per optimizer step", 1, 1 << 20);
