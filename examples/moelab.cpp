@@ -24,12 +24,15 @@
 #include "tasks/common/experiment.h"
 #include "tasks/phonebook/phonebook_experiment.h"
 #include "tasks/shortest_path/shortest_path_experiment.h"
+#include "tasks/teacher_student/teacher_student_experiment.h"
 
 using namespace moelab;
 
 namespace {
 
-std::vector<Experiment> experiments() { return {phonebook_experiment(), shortest_path_experiment()}; }
+std::vector<Experiment> experiments() {
+  return {phonebook_experiment(), shortest_path_experiment(), teacher_student_experiment()};
+}
 
 struct Common {
   std::string preset, out, device = "cpu";

@@ -1,0 +1,150 @@
+// tasks/teacher_student/teacher_student.cpp — see teacher_student.h.
+#include "tasks/teacher_student/teacher_student.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "autograd/no_grad.h"
+#include "core/error.h"
+#include "core/factories.h"
+#include "core/kernels.h"
+#include "nn/loss.h"
+#include "nn/optim/adam.h"
+#include "nn/optim/schedule.h"
+#include "tasks/common/progress.h"
+
+namespace moelab::teacher_student {
+
+std::string MoESpec::name() const { return std::to_string(experts) + "e" + std::to_string(k) + "a"; }
+
+std::int64_t MoESpec::total_parameters() const {
+  const std::int64_t router = experts * d + (router_bias ? experts : 0);
+  const std::int64_t per_expert = 2 * d * width + width + d;
+  return router + experts * per_expert;
+}
+
+MoEConfig MoESpec::config() const {
+  MoEConfig c;
+  c.d = d;
+  c.experts = experts;
+  c.k = k;
+  c.ffn = width;
+  c.router = "topk";
+  c.router_options = {{"gates", gates}, {"bias", router_bias ? "true" : "false"}};
+  c.bias = true;  // ReLU experts with biases, as in the paper's code
+  return c;
+}
+
+MoESpec spec_for(std::int64_t k, std::int64_t ratio, std::int64_t active, std::int64_t d) {
+  MoESpec s;
+  s.k = k;
+  s.experts = ratio * k;
+  s.width = std::max<std::int64_t>(1, std::llround(static_cast<double>(active) / static_cast<double>(k)));
+  s.d = d;
+  return s;
+}
+
+std::uint64_t name_hash(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::unique_ptr<MoELayer> make_teacher(const MoESpec& spec, std::uint64_t seed) {
+  Generator gen(seed);
+  auto teacher = std::make_unique<MoELayer>(spec.config(), gen);
+  teacher->eval();
+  return teacher;
+}
+
+std::unique_ptr<MoELayer> make_student(const MoESpec& spec, Generator& gen) {
+  return std::make_unique<MoELayer>(spec.config(), gen);
+}
+
+void copy_parameters(const MoELayer& from, MoELayer& to) {
+  const auto src = from.named_parameters();
+  const auto dst = to.named_parameters();
+  if (src.size() != dst.size())
+    throw Error("teacher_student::copy_parameters: " + std::to_string(src.size()) + " parameters into " +
+                std::to_string(dst.size()));
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    if (src[i].first != dst[i].first || src[i].second.shape() != dst[i].second.shape())
+      throw Error("teacher_student::copy_parameters: '" + src[i].first + "' " + src[i].second.data().str() +
+                  " does not match '" + dst[i].first + "' " + dst[i].second.data().str());
+    Tensor target = dst[i].second.data();
+    kernels::copy(target, src[i].second.data());
+  }
+}
+
+Batch draw_batch(MoELayer& teacher, std::int64_t n, Generator& gen) {
+  const std::int64_t d = teacher.config().d;
+  Batch b;
+  b.x = normal({n, d}, 0.0, 1.0, gen);
+  NoGradGuard no_grad;
+  b.y = teacher.forward(Variable(b.x)).data();
+  return b;
+}
+
+namespace {
+
+double mean_square(const Tensor& t) {
+  double s = 0;
+  for (float v : t.to_vector<float>()) s += static_cast<double>(v) * v;
+  return s / static_cast<double>(t.numel());
+}
+
+}  // namespace
+
+double normalised_loss(MoELayer& student, const Batch& batch) {
+  NoGradGuard no_grad;
+  const double mse = nn::mse_loss(student.forward(Variable(batch.x)), Variable(batch.y)).data().item<float>();
+  return mse / mean_square(batch.y);
+}
+
+TrainResult train_student(MoELayer& student, MoELayer& teacher, const TrainOptions& o, Generator& data_gen) {
+  if (o.epochs < 1 || o.batch < 1 || o.samples_per_epoch < o.batch || o.test_samples < 1)
+    throw Error("teacher_student::train_student: need epochs >= 1, batch >= 1, samples_per_epoch >= batch, "
+                "test_samples >= 1");
+  const std::int64_t steps_per_epoch = o.samples_per_epoch / o.batch;  // whole batches only
+  AdamW opt(student.parameters(), AdamOptions{.lr = o.lr, .weight_decay = o.weight_decay});
+  const std::unique_ptr<Schedule> schedule = make_schedule("cosine", o.epochs);
+  std::unique_ptr<Progress> progress;
+  if (!o.label.empty()) progress = std::make_unique<Progress>(o.label, o.epochs * steps_per_epoch, o.batch);
+
+  const auto start = std::chrono::steady_clock::now();
+  TrainResult r;
+  r.best_test = INFINITY;
+  student.train();
+  for (std::int64_t e = 0; e < o.epochs; ++e) {
+    opt.set_lr_factor(schedule->factor(e));  // cosine decay stepped once per epoch
+    double train_sum = 0;
+    for (std::int64_t s = 0; s < steps_per_epoch; ++s) {
+      const Batch b = draw_batch(teacher, o.batch, data_gen);
+      opt.zero_grad();
+      Variable loss = nn::mse_loss(student.forward(Variable(b.x)), Variable(b.y));
+      loss.backward();
+      opt.step();
+      const double l = loss.data().item<float>();
+      train_sum += l / mean_square(b.y);
+      if (progress) progress->update(e * steps_per_epoch + s + 1, l);
+    }
+    const Batch test = draw_batch(teacher, o.test_samples, data_gen);
+    EpochRecord rec{e + 1, o.lr * schedule->factor(e), train_sum / static_cast<double>(steps_per_epoch),
+                    normalised_loss(student, test)};
+    if (!std::isfinite(rec.test)) rec.test = INFINITY;  // a diverged run never counts as the best
+    r.epochs.push_back(rec);
+    if (rec.test < r.best_test) r.best_test = rec.test, r.best_epoch = rec.epoch;
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (progress) {
+    char msg[128];
+    std::snprintf(msg, sizeof msg, "best normalised test loss %.4f (epoch %lld)", r.best_test,
+                  static_cast<long long>(r.best_epoch));
+    progress->finish(msg);
+  }
+  return r;
+}
+
+}  // namespace moelab::teacher_student

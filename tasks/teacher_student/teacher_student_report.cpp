@@ -1,0 +1,258 @@
+// tasks/teacher_student/teacher_student_report.cpp — see teacher_student_report.h.
+#include "tasks/teacher_student/teacher_student_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "tasks/common/plot.h"
+#include "tasks/common/report.h"
+#include "tasks/common/run_dir.h"
+
+namespace moelab::teacher_student {
+
+std::vector<GridPoint> grid(const Settings& s) {
+  const std::int64_t d = s.integer("d");
+  std::vector<GridPoint> out;
+  for (std::int64_t tk : s.ints("teacher_k"))
+    for (std::int64_t tr : s.ints("teacher_ratios")) {
+      MoESpec t = spec_for(tk, tr, s.integer("teacher_active"), d);
+      t.gates = s.text("teacher_gates");
+      t.router_bias = false;  // the teacher's router has no bias (the paper's code)
+      for (std::int64_t sk : s.ints("student_k"))
+        for (std::int64_t sr : s.ints("student_ratios")) {
+          MoESpec st = spec_for(sk, sr, s.integer("student_active"), d);
+          st.gates = s.text("student_gates");
+          st.router_bias = s.flag("student_router_bias");
+          out.push_back({t, st});
+        }
+    }
+  return out;
+}
+
+std::string point_file(const GridPoint& p) { return "points/" + p.name() + ".json"; }
+
+namespace {
+
+struct Done {
+  GridPoint p;
+  double loss = NAN, relative_size = 0, best_lr = 0, seconds = 0;
+  std::int64_t best_epoch = 0;
+};
+
+// Three decimals (two significant digits below 0.01, where fitted students sit); "diverged" for a
+// point whose every run diverged (its loss is stored as null), "-" for a missing one.
+std::string f3(double v) {
+  if (std::isfinite(v)) return format_number(v, std::fabs(v) < 0.01 && v != 0 ? "%.1e" : "%.3f");
+  return std::isinf(v) ? "diverged" : "-";
+}
+
+}  // namespace
+
+std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& points) {
+  std::vector<Done> done;
+  std::size_t missing = 0;
+  for (const GridPoint& p : points) {
+    const std::filesystem::path path = ctx.dir.file(point_file(p));
+    if (!std::filesystem::exists(path)) {
+      ++missing;
+      continue;
+    }
+    std::ifstream in(path);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    Done d{p};
+    d.loss = j.at("normalised_loss").is_number() ? j.at("normalised_loss").get<double>() : INFINITY;
+    d.relative_size = j.at("relative_size").get<double>();
+    d.best_lr = j.at("best_lr").get<double>();
+    d.seconds = j.at("seconds").get<double>();
+    for (const auto& r : j.at("runs"))
+      if (r.at("lr").get<double>() == d.best_lr) d.best_epoch = r.at("best_epoch").get<std::int64_t>();
+    done.push_back(d);
+  }
+
+  // results.csv (derived, rewritten whole).
+  std::ostringstream csv;
+  csv << "point,teacher,teacher_k,teacher_experts,teacher_width,teacher_parameters,student,student_k,"
+         "student_experts,student_width,student_router_bias,student_parameters,relative_size,normalised_loss,"
+         "best_lr,best_epoch,seconds\n";
+  for (const Done& d : done)
+    csv << d.p.name() << "," << d.p.teacher.name() << "," << d.p.teacher.k << "," << d.p.teacher.experts << ","
+        << d.p.teacher.width << "," << d.p.teacher.total_parameters() << "," << d.p.student.name() << ","
+        << d.p.student.k << "," << d.p.student.experts << "," << d.p.student.width << ","
+        << (d.p.student.router_bias ? "true" : "false") << "," << d.p.student.total_parameters() << ","
+        << cell(d.relative_size) << "," << cell(d.loss) << "," << cell(d.best_lr) << "," << d.best_epoch << ","
+        << cell(d.seconds) << "\n";
+  ctx.dir.write_text("results.csv", csv.str());
+
+  // Rows: teachers; columns: students (in grid order).
+  std::vector<std::string> teachers, students;
+  std::map<std::string, MoESpec> teacher_spec, student_spec;
+  for (const GridPoint& p : points) {
+    if (!teacher_spec.count(p.teacher.name())) teachers.push_back(p.teacher.name()), teacher_spec[p.teacher.name()] = p.teacher;
+    if (!student_spec.count(p.student.name())) students.push_back(p.student.name()), student_spec[p.student.name()] = p.student;
+  }
+  std::map<std::pair<std::string, std::string>, const Done*> at;
+  for (const Done& d : done) at[{d.p.teacher.name(), d.p.student.name()}] = &d;
+
+  std::ostringstream table;
+  table << "| teacher \\ student |";
+  for (const std::string& s : students) table << " " << s << " |";
+  table << "\n|---|";
+  for (std::size_t i = 0; i < students.size(); ++i) table << "---:|";
+  table << "\n";
+  for (const std::string& t : teachers) {
+    table << "| " << t << " |";
+    for (const std::string& s : students) {
+      const auto it = at.find({t, s});
+      table << " " << (it == at.end() ? "-" : f3(it->second->loss)) << " |";
+    }
+    table << "\n";
+  }
+
+  std::vector<std::string> plot_notes;
+  if (students.size() >= 2 && teachers.size() >= 2) {  // gnuplot draws no colours for a single row
+    HeatMap h{.title = "Normalised test loss (test MSE / zero predictor's MSE)",
+              .xlabel = "student architecture",
+              .ylabel = "teacher architecture",
+              .column_labels = students,
+              .row_labels = teachers,
+              .values = {}};
+    for (const std::string& t : teachers) {
+      std::vector<double> row;
+      for (const std::string& s : students) {
+        const auto it = at.find({t, s});
+        row.push_back(it == at.end() || !std::isfinite(it->second->loss) ? NAN : it->second->loss);
+      }
+      h.values.push_back(row);
+    }
+    const PlotResult r = plot_heat_map(h, ctx.dir.path(), "fig2_heat_map");
+    plot_notes.push_back(r.drawn ? r.png.string() : "(no PNG: " + r.message + ")");
+  }
+  std::map<std::int64_t, int> sizes_per_k;
+  for (const std::string& s : students) ++sizes_per_k[student_spec[s].k];
+  bool size_plot = false;
+  for (const auto& [k, n] : sizes_per_k) size_plot |= n >= 2;
+  if (size_plot && !done.empty()) {
+    std::vector<FamilyPoint> fp;
+    for (const Done& d : done)
+      if (std::isfinite(d.loss))
+        fp.push_back({(teachers.size() > 1 ? "teacher " + d.p.teacher.name() + ", " : std::string()) + "granularity " +
+                          std::to_string(d.p.student.k),
+                      d.relative_size, d.loss});
+    const LinePlot lp{.title = "Loss vs student size (teacher " + (teachers.size() == 1 ? teachers[0] : std::string("s")) + ")",
+                      .xlabel = "student total parameters / teacher total parameters",
+                      .ylabel = "normalised test loss",
+                      .log_x = true,
+                      .log_y = false,
+                      .series = series_by_family(fp)};
+    const PlotResult r = plot_lines(lp, ctx.dir.path(), "fig3_size");
+    plot_notes.push_back(r.drawn ? r.png.string() : "(no PNG: " + r.message + ")");
+  }
+
+  // The verdict: per teacher, students with k' >= k against students with k' < k.
+  std::ostringstream verdict;
+  int separated = 0, compared = 0;
+  std::vector<double> fine_all, coarse_all;
+  for (const std::string& t : teachers) {
+    const std::int64_t k = teacher_spec[t].k;
+    std::vector<double> fine, coarse;
+    std::string worst_fine, best_coarse;
+    double wf = -INFINITY, bc = INFINITY;
+    for (const std::string& s : students) {
+      const auto it = at.find({t, s});
+      if (it == at.end()) continue;
+      const double l = it->second->loss;
+      if (student_spec[s].k >= k) {
+        fine.push_back(l);
+        if (l > wf) wf = l, worst_fine = s;
+      } else {
+        coarse.push_back(l);
+        if (l < bc) bc = l, best_coarse = s;
+      }
+    }
+    if (fine.empty() || coarse.empty()) {
+      verdict << "- teacher " << t << ": " << fine.size() << " students with k' >= " << k << ", " << coarse.size()
+              << " with k' < " << k << " (nothing to compare).\n";
+      continue;
+    }
+    ++compared;  // the means below pool only teachers with students on both sides
+    fine_all.insert(fine_all.end(), fine.begin(), fine.end());
+    coarse_all.insert(coarse_all.end(), coarse.begin(), coarse.end());
+    const bool sep = wf < bc;
+    separated += sep;
+    verdict << "- teacher " << t << ": students with k' >= " << k << " reach " << f3(mean_std(fine).mean)
+            << " on average (worst " << worst_fine << " " << f3(wf) << "); students with k' < " << k << " reach "
+            << f3(mean_std(coarse).mean) << " (best " << best_coarse << " " << f3(bc) << ")"
+            << (sep ? " — every fine-enough student beats every coarser one.\n" : " — the groups overlap.\n");
+  }
+  std::string conclusion;
+  if (compared == 0) {
+    conclusion = "No teacher has finished students on both sides of its granularity yet (" + std::to_string(done.size()) +
+                 " of " + std::to_string(points.size()) + " points done).";
+  } else {
+    const double mf = mean_std(fine_all).mean, mc = mean_std(coarse_all).mean;
+    conclusion = std::string(separated == compared ? "The paper's effect shows: " : mf < mc ? "The effect shows only in part: "
+                                                                                               : "The effect does not show: ") +
+                 "for " + std::to_string(separated) + " of " + std::to_string(compared) +
+                 " teachers every student with granularity k' >= k has a lower normalised loss than every student "
+                 "with k' < k (mean over those teachers' students " + f3(mf) + " against " + f3(mc) + "; " + std::to_string(done.size()) + " of " +
+                 std::to_string(points.size()) + " points done).";
+  }
+
+  // Figure 3's reading: the largest too-coarse student against the smallest fine-enough one.
+  std::ostringstream sizes;
+  if (size_plot) {
+    sizes << "\n## Loss against student size\n\n| teacher | student | k' | relative size | normalised loss | best lr |\n"
+             "|---|---|---:|---:|---:|---:|\n";
+    std::vector<const Done*> sorted;
+    for (const Done& d : done) sorted.push_back(&d);
+    std::stable_sort(sorted.begin(), sorted.end(), [](const Done* a, const Done* b) {
+      return a->p.student.k != b->p.student.k ? a->p.student.k < b->p.student.k : a->relative_size < b->relative_size;
+    });
+    for (const Done* d : sorted)
+      sizes << "| " << d->p.teacher.name() << " | " << d->p.student.name() << " | " << d->p.student.k << " | "
+            << format_number(d->relative_size, "%.2f") << " | " << f3(d->loss) << " | " << cell(d->best_lr) << " |\n";
+    for (const std::string& t : teachers) {
+      const Done *largest_coarse = nullptr, *smallest_fine = nullptr;
+      for (const Done& d : done) {
+        if (d.p.teacher.name() != t) continue;
+        if (d.p.student.k < d.p.teacher.k && (!largest_coarse || d.relative_size > largest_coarse->relative_size ||
+                                              (d.relative_size == largest_coarse->relative_size && d.loss < largest_coarse->loss)))
+          largest_coarse = &d;
+        if (d.p.student.k >= d.p.teacher.k && (!smallest_fine || d.relative_size < smallest_fine->relative_size))
+          smallest_fine = &d;
+      }
+      if (largest_coarse && smallest_fine)
+        sizes << "\nTeacher " << t << ": the largest coarser student, " << largest_coarse->p.student.name() << " ("
+              << format_number(largest_coarse->relative_size, "%.1f") << "x the teacher's parameters), reaches "
+              << f3(largest_coarse->loss) << "; the smallest student with k' >= " << largest_coarse->p.teacher.k << ", "
+              << smallest_fine->p.student.name() << " (" << format_number(smallest_fine->relative_size, "%.1f")
+              << "x), reaches " << f3(smallest_fine->loss) << ".\n";
+    }
+  }
+
+  std::ostringstream summary;
+  summary << "# Teacher-student granularity (the granularity paper, Figures 2 and 3)\n\n"
+          << "Preset `" << ctx.preset << "`, seed " << ctx.seed
+          << ". Settings: config.json. One file per point: points/<name>.json (result) and points/<name>.csv "
+             "(curves); all points: results.csv.\n\n"
+          << "Normalised test loss = test MSE / MSE of the zero predictor, the minimum over epochs, the best "
+             "learning rate. 0 = the teacher is fitted; 1 = no better than predicting 0. Rows: teachers; columns: "
+             "students.\n\n"
+          << table.str() << "\n" << done.size() << " of " << points.size() << " points done"
+          << (missing ? " (missing cells: -; run the missing points, then --set mode=report)" : "") << ".\n"
+          << sizes.str() << "\n## Verdict\n\n" << conclusion << "\n\n" << verdict.str() << "\n## Plots\n\n";
+  for (const std::string& n : plot_notes) summary << "- " << n << "\n";
+  ctx.dir.write_text("summary.md", summary.str());
+
+  std::printf("\n%s\n%s%s\n", table.str().c_str(), sizes.str().c_str(), conclusion.c_str());
+  for (const std::string& n : plot_notes) std::printf("plot: %s\n", n.c_str());
+  std::printf("summary: %s\n", ctx.dir.file("summary.md").c_str());
+  return missing;
+}
+
+}  // namespace moelab::teacher_student

@@ -1,0 +1,41 @@
+// tasks/teacher_student/teacher_student_report.h — the grid of `moelab teacher-student` and its
+// report (see teacher_student_experiment.h for the experiment).
+//
+// The grid is teachers x students, both read from the settings (teacher_k x teacher_ratios,
+// student_k x student_ratios). The report reads the finished points (points/<name>.json in the
+// run folder) and writes:
+//   results.csv       one row per finished point (rewritten whole; it is derived)
+//   fig2_heat_map.png normalised test loss, one row per teacher, one column per student
+//                     (the paper's Figure 2; drawn when there are at least 2 teachers and
+//                     2 students)
+//   fig3_size.png     normalised test loss against the student's total parameters relative to the
+//                     teacher's, one line per (teacher, student granularity) (the paper's Figure 3;
+//                     drawn when some student granularity comes in at least 2 sizes)
+//   summary.md        the tables and the verdict in numbers: for every teacher, the students
+//                     with k' >= k against those with k' < k
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tasks/common/experiment.h"
+#include "tasks/teacher_student/teacher_student.h"
+
+namespace moelab::teacher_student {
+
+struct GridPoint {
+  MoESpec teacher, student;
+  std::string name() const { return "t" + teacher.name() + "-s" + student.name(); }
+};
+
+// Teachers (outer loop) x students, from the settings; every spec has its width and d filled in.
+std::vector<GridPoint> grid(const Settings& s);
+
+// The file of a finished point (the report and `mode` read it; train writes it).
+std::string point_file(const GridPoint& p);  // "points/<name>.json"
+
+// Gathers the finished points of `points` and writes the report into ctx.dir; prints the tables
+// and returns the number of points still missing.
+std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& points);
+
+}  // namespace moelab::teacher_student
