@@ -133,7 +133,8 @@ int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& 
   std::ostringstream summary;
   summary << "# Phone-book memorization (Mixture of Parrots, Figure 4a)\n\n"
           << "Preset `" << ctx.preset << "`, seed " << ctx.seed << ", " << ctx.threads
-          << " threads. Settings: config.json. Every job: results.csv; training curves: metrics.csv.\n\n"
+          << (ctx.threads == 1 ? " thread" : " threads")
+          << ". Settings: config.json. Every job: results.csv; training curves: metrics.csv.\n\n"
           << "Exact-match accuracy on the test names (best over learning rates and budgets); a book counts as "
              "memorized at >= "
           << format_number(100 * threshold, "%.0f") << "%.\n\n"

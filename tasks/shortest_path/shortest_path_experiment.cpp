@@ -216,13 +216,13 @@ int write_report(const RunContext& ctx, const std::vector<ModelSpec>& models, co
 
   std::ostringstream summary;
   summary << "# Shortest path on unseen graphs (Mixture of Parrots, Figure 4b)\n\n"
-          << "Preset `" << ctx.preset << "`, " << ctx.threads << " threads. Settings: config.json; every run: "
-             "results.csv; training curves: metrics.csv.\n\n"
+          << "Preset `" << ctx.preset << "`, " << ctx.threads << (ctx.threads == 1 ? " thread" : " threads")
+          << ". Settings: config.json; every run: results.csv; training curves: metrics.csv.\n\n"
           << "Graphs: n = " << ctx.settings.integer("n") << ", p = " << format_number(cal.p, "%.4f")
           << ", mean shortest-path length of the queries " << format_number(cal.mean_length, "%.3f") << " ("
           << (cal.reached_target ? "calibrated to the target " : "the largest reachable at this n; the target ")
           << format_number(ctx.settings.real("target_length"), "%.2f")
-          << (cal.reached_target ? ")" : " is not reachable") << ". Test set: "
+          << (cal.reached_target ? ")" : " is not reachable)") << ". Test set: "
           << ctx.settings.integer("test_examples") << " held-out graphs; answering with the single edge s -> d "
           << "is right on " << format_number(100 * baseline, "%.1f") << "% of them (the trivial baseline).\n\n"
           << "Exact match: the answer equals the lexicographically smallest shortest path. Valid shortest path: the "
