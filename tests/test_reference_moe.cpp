@@ -54,26 +54,9 @@ TEST_CASE("the MoE decoder's logits, loss and gradients agree with PyTorch's") {
   Generator gen(0);
   Decoder model(f.config(), gen, moe_feed_forward(f.moe()));
   load_parameters(f.weights, model);  // strict: every parameter, under the same names and shapes
-  const Tensor& tokens = f.expected.at("tokens");
-  const Tensor& targets = f.expected.at("targets");
-
-  Variable logits = model.forward(tokens);
-  CHECK(max_abs_diff(logits.data(), f.expected.at("logits")) <= 1e-5);
-  CHECK_FALSE(moe_aux_loss(model).defined());  // the reference has no aux loss
-  Variable loss = nn::cross_entropy(logits, targets);
-  CHECK(std::abs(loss.data().item<float>() - f.expected.at("loss").item<float>()) <= 1e-5);
-
-  model.zero_grad();
-  loss.backward();
-  int checked = 0;
-  for (const auto& [name, p] : model.named_parameters()) {
-    INFO("parameter ", name);
-    REQUIRE(p.grad().defined());
-    CHECK(max_rel_diff(p.grad(), f.expected.at("grad." + name)) <= 1e-4);
-    ++checked;
-  }
   // Per layer: 2 norms, q/k/v/o, router.weight, experts.w_in, experts.w_out; plus embed, norm, head.
-  CHECK(checked == 21);
+  CHECK(testing::check_forward_and_gradients(model, f.expected) == 21);
+  CHECK_FALSE(moe_aux_loss(model).defined());  // the reference has no aux loss
 }
 
 TEST_CASE("three AdamW steps of the MoE decoder give PyTorch's losses") {
@@ -81,27 +64,5 @@ TEST_CASE("three AdamW steps of the MoE decoder give PyTorch's losses") {
   Generator gen(0);
   Decoder model(f.config(), gen, moe_feed_forward(f.moe()));
   load_parameters(f.weights, model);
-  const Tensor& tokens = f.expected.at("tokens");
-  const Tensor& targets = f.expected.at("targets");
-  AdamOptions options;
-  options.lr = testing::meta_number(f.weights, "lr");
-  options.eps = testing::meta_number(f.weights, "eps");
-  options.weight_decay = testing::meta_number(f.weights, "weight_decay");
-  REQUIRE(f.weights.metadata.at("betas") == "[0.9, 0.999]");
-  options.beta1 = 0.9;
-  options.beta2 = 0.999;
-  AdamW opt(model.parameters(), options);
-  const std::vector<float> want = f.expected.at("adamw_losses").to_vector<float>();
-  REQUIRE(want.size() == 3);
-
-  model.zero_grad();
-  nn::cross_entropy(model.forward(tokens), targets).backward();
-  for (std::size_t step = 0; step < want.size(); ++step) {
-    opt.step();
-    model.zero_grad();
-    Variable loss = nn::cross_entropy(model.forward(tokens), targets);
-    loss.backward();
-    INFO("after AdamW step ", step + 1);
-    CHECK(std::abs(loss.data().item<float>() - want[step]) <= 1e-5);
-  }
+  testing::check_adamw_losses(model, f.weights, f.expected);
 }
