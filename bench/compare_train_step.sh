@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/compare_train_step.sh — the dense-decoder training step in moelab and in PyTorch eager,
 # same model, same number of cores; prints tokens/s and their ratio.
-#   bench/compare_train_step.sh [threads] [model options...]   (after ./test.sh or a build into build/)
+#   bench/compare_train_step.sh [threads] [model options...]   (after ./test.sh or a build into build/;
+#   MOELAB_BUILD=<folder> uses another build folder)
 #   e.g. bench/compare_train_step.sh 2 --experts 8 --k 2; bench/compare_train_step.sh 2 --experts 64 --k 2 --d 64
 # Needs Debian's python3-torch and libopenblas0-pthread (PyTorch's BLAS; without it the
 # comparison is meaningless). Run it on an idle machine.
@@ -16,7 +17,7 @@ threads=${1:-2}
 shift || true
 model=("$@")   # passed to both programs: --experts, --k, --d, ...
 mkdir -p bench-results
-build/train_step_bench --threads "$threads" "${model[@]}" --out bench-results/train_step_moelab.json
+${MOELAB_BUILD:-build}/train_step_bench --threads "$threads" "${model[@]}" --out bench-results/train_step_moelab.json
 py=bench/pytorch/train_step.py
 /usr/bin/python3 $py --threads "$threads" "${model[@]}" --out bench-results/train_step_pytorch_default.json
 OPENBLAS_NUM_THREADS=1 /usr/bin/python3 $py --threads "$threads" "${model[@]}" --out bench-results/train_step_pytorch_omp.json
