@@ -30,8 +30,10 @@ moelab_install_missing() {
   } || { echo "apt-get could not install: ${missing[*]}" >&2; exit 1; }
 }
 
+# moelab_build [target...]: configure, then build the named targets (default: everything).
 moelab_build() {
-  local jobs
+  local jobs targets=()
+  for t in "$@"; do targets+=(--target "$t"); done
   jobs=$(nproc 2>/dev/null || echo 2)
   echo "==> configuring (build/)"
   # shellcheck disable=SC2086
@@ -41,6 +43,6 @@ moelab_build() {
     exit 1
   }
   grep -E "moelab: " build-configure.log || true
-  echo "==> building with $jobs jobs"
-  cmake --build build -j "$jobs"
+  echo "==> building ${*:-everything} with $jobs jobs"
+  cmake --build build -j "$jobs" "${targets[@]}"
 }

@@ -47,9 +47,9 @@ std::vector<Preset> phonebook_presets() {
   return {
       {"demo",
        "what ./run.sh runs (about 2 minutes on 2 cores): a dense d 32 model with FFN width 2d (the active "
-       "parameters of a top-2 MoE) against MoE d 32 with 4 and 8 experts, books of 300 to 800 entries",
+       "parameters of a top-2 MoE) against MoE d 32 with 4 and 8 experts, books of 400 to 800 entries",
        {{"dense_widths", "32"}, {"dense_ffn_factors", "2"}, {"moe_widths", "32"}, {"experts", "4,8"},
-        {"book_sizes", "300,400,500,600,800"}, {"steps", "1000"}, {"batch", "64"}, {"lrs", "1e-2"},
+        {"book_sizes", "400,500,600,800"}, {"steps", "1000"}, {"batch", "64"}, {"lrs", "1e-2"},
         {"eval_every", "250"}, {"test_names", "300"}}},
       {"cpu",
        "EXPERIMENTS.md's CPU setting (within an hour on 2 cores): dense d 64/96/128, MoE d 64 with 4/8/16 "
