@@ -31,10 +31,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #if defined(__AVX__)
 #include <immintrin.h>
 #endif
 #include <omp.h>
+
 #include <vector>
 
 namespace moelab::cpu {
@@ -146,7 +148,11 @@ void gemm_f32(const float* a, const float* b, float* out, std::int64_t m, std::i
   const std::int64_t row_panels = (m + MR - 1) / MR;
   const int threads = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(omp_get_max_threads(), row_panels)));
   const std::int64_t nc_max = std::min(NC, (n + NR - 1) / NR * NR);
-  std::vector<float> packed_b(static_cast<std::size_t>(KC * nc_max) + 16);
+  const std::int64_t kc_max = std::min(KC, k);
+  // Packing buffers sized to this product, not to the blocking maxima, and not zero-filled (the
+  // packers write every element the kernels read, padding included): small products, like Soft
+  // MoE's per-example ones, would otherwise spend most of their time clearing 100 KiB buffers.
+  std::unique_ptr<float[]> packed_b(new float[static_cast<std::size_t>(kc_max * nc_max) + 16]);
 
 #pragma omp parallel num_threads(threads)
   {
@@ -155,7 +161,8 @@ void gemm_f32(const float* a, const float* b, float* out, std::int64_t m, std::i
     // This thread's rows of C: a contiguous range of whole MR-row panels.
     const std::int64_t first_panel = row_panels * t / team, last_panel = row_panels * (t + 1) / team;
     const std::int64_t row_begin = first_panel * MR, row_end = std::min(m, last_panel * MR);
-    std::vector<float> packed_a(static_cast<std::size_t>(MC * KC));
+    const std::int64_t mc_max = std::min(MC, (std::max<std::int64_t>(row_end - row_begin, 0) + MR - 1) / MR * MR);
+    std::unique_ptr<float[]> packed_a(new float[static_cast<std::size_t>(mc_max * kc_max) + 16]);
 
     for (std::int64_t jc = 0; jc < n; jc += NC) {
       const std::int64_t nc = std::min(NC, n - jc);
@@ -165,21 +172,21 @@ void gemm_f32(const float* a, const float* b, float* out, std::int64_t m, std::i
         // Pack B[pc:pc+kc, jc:jc+nc] together, one NR panel per iteration.
 #pragma omp for schedule(static)
         for (std::int64_t jr = 0; jr < nc; jr += NR)
-          pack_b_panel(op_b, pc, kc, jc + jr, std::min<std::int64_t>(NR, nc - jr), packed_b.data() + jr * kc);
+          pack_b_panel(op_b, pc, kc, jc + jr, std::min<std::int64_t>(NR, nc - jr), packed_b.get() + jr * kc);
         // (implicit barrier: B is packed before anyone reads it)
         for (std::int64_t ic = row_begin; ic < row_end; ic += MC) {
           const std::int64_t mc = std::min(MC, row_end - ic);
-          pack_a(op_a, ic, mc, pc, kc, packed_a.data());
+          pack_a(op_a, ic, mc, pc, kc, packed_a.get());
           for (std::int64_t ir = 0; ir < mc; ir += MR) {
             const std::int64_t rows = std::min<std::int64_t>(MR, mc - ir);
-            const float* a_panel = packed_a.data() + ir * kc;
+            const float* a_panel = packed_a.get() + ir * kc;
             for (std::int64_t jr = 0; jr < nc; jr += NR) {
               const std::int64_t cols = std::min<std::int64_t>(NR, nc - jr);
               float* c = out + (ic + ir) * n + jc + jr;
               if (rows == MR && cols == NR)
-                micro_kernel(kc, a_panel, packed_b.data() + jr * kc, c, n, accumulate);
+                micro_kernel(kc, a_panel, packed_b.get() + jr * kc, c, n, accumulate);
               else
-                edge_kernel(kc, a_panel, packed_b.data() + jr * kc, c, n, rows, cols, accumulate);
+                edge_kernel(kc, a_panel, packed_b.get() + jr * kc, c, n, rows, cols, accumulate);
             }
           }
         }
