@@ -8,6 +8,27 @@
 // E 64, K 2 with --d 64). bench/pytorch/train_step.py runs the same model in PyTorch
 // eager; bench/compare_train_step.sh runs both and prints the ratio.
 //
+// On a GPU (--device cuda): the model is moved there (Module::to) before the optimizer is built,
+// the batch is copied there once, and the clock is read only after Backend::synchronize() has
+// waited for every queued kernel. --preset gpu sets the GPU benchmark's scale (the issue's): d 512,
+// 8 layers, 8 heads, sequence 256, batch 64, with the CPU benchmark's vocabulary of 64 kept, so
+// that the time goes to the decoder blocks being compared, not to an LM head (--vocab 32768 gives a
+// realistic one); options given explicitly override the preset. bench/compare_gpu.sh runs it and
+// PyTorch eager for the dense, 8-expert and 64-expert (top-2) models on one GPU.
+//
+// Model FLOPs and the fraction of peak. Per token, a training step costs (forward + backward =
+// 3 x forward, every matrix product once forward and twice backward):
+//   6 * (N_active + V * d)      N_active = non-embedding parameters one token uses (attention,
+//                               norms, router and k experts; nn/moe/moe_decoder.h), V * d the LM head
+//   + 12 * L * T * d            attention scores q k^T and their use p v: 2 * 2 * T * d per token per
+//                               layer forward, the full T x T matrix (what both engines compute;
+//                               causal masking discards half of it)
+// model_flops_per_step = batch * T * that; achieved = model_flops_per_step / median step time;
+// fraction_of_peak = achieved / --peak-tflops. The default peak, 67 TFLOPS, is the H100 SXM's
+// (and H200's) float32 rate without tensor cores, which is what moelab's cuBLAS calls use (full
+// float32, no TF32: cuda/context.cu). For comparison: H100 PCIe float32 51; H100 SXM TF32 tensor
+// cores 495 (989 with 2:4 sparsity), BF16 989. On the CPU pass the machine's own peak.
+//
 // Method: 5 warm-up steps, then --steps timed steps; reports the median step time and
 // tokens/s = batch * seq / median. Writes JSON (default bench-results/train_step_moelab.json).
 // A benchmark, not a test: it asserts nothing about speed.
@@ -20,6 +41,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/backend.h"
 #include "core/factories.h"
 #include "core/parallel.h"
 #include "nn/decoder.h"
@@ -33,7 +55,21 @@ int main(int argc, char** argv) {
   CLI::App app{"train_step_bench: tokens/s of one dense-decoder training step (forward, backward, AdamW)"};
   int threads = 2, steps = 30;
   std::int64_t vocab = 64, seq = 64, batch = 32, d = 128, heads = 4, layers = 4, experts = 0, k = 2;
-  std::string out_path = "bench-results/train_step_moelab.json";
+  std::string out_path = "bench-results/train_step_moelab.json", device_name = "cpu", preset = "cpu";
+  double peak_tflops = 67.0;
+  app.add_option("--device", device_name, "where to run the step")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--preset", preset,
+                 "model scale: cpu (the defaults below) or gpu (seq 256, batch 64, d 512, 8 heads, 8 layers); "
+                 "options given explicitly win")
+      ->check(CLI::IsMember({"cpu", "gpu"}))
+      ->capture_default_str();
+  app.add_option("--peak-tflops", peak_tflops,
+                 "the device's peak in TFLOPS for fraction_of_peak (default: H100 SXM / H200 float32 without "
+                 "tensor cores)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--threads", threads, "CPU threads")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--steps", steps, "timed steps (after 5 warm-up steps)")->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--vocab", vocab, "vocabulary size")->check(CLI::Range(2, 1 << 20))->capture_default_str();
@@ -50,8 +86,30 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  if (preset == "gpu") {  // the GPU scale, where not given on the command line
+    auto unless_given = [&](const char* option, std::int64_t& value, std::int64_t preset_value) {
+      if (app.count(option) == 0) value = preset_value;
+    };
+    unless_given("--seq", seq, 256);
+    unless_given("--batch", batch, 64);
+    unless_given("--d", d, 512);
+    unless_given("--heads", heads, 8);
+    unless_given("--layers", layers, 8);
+  }
   try {
     set_num_threads(threads);
+    Device device = Device::cpu();
+    if (device_name == "cuda") {
+      if (!cuda_available()) {
+#ifdef MOELAB_HAVE_CUDA
+        std::fprintf(stderr, "train_step_bench: --device cuda: no GPU found (the CUDA driver reports none)\n");
+#else
+        std::fprintf(stderr, "train_step_bench: --device cuda: this build has no CUDA backend (-DMOELAB_CUDA=ON)\n");
+#endif
+        return 2;
+      }
+      device = Device::cuda();
+    }
     DecoderConfig config;
     config.vocab = vocab;
     config.d = d;
@@ -63,6 +121,7 @@ int main(int argc, char** argv) {
     moe.experts = experts;
     moe.k = k;
     Decoder model = experts > 0 ? Decoder(config, gen, moe_feed_forward(moe)) : Decoder(config, gen);
+    model.to(device);  // before the optimizer, whose state is made on the parameters' device
     AdamOptions options;
     options.weight_decay = 0.1;
     AdamW optimizer(model.parameters(), options);
@@ -76,7 +135,8 @@ int main(int argc, char** argv) {
         in.push_back(ids[static_cast<std::size_t>(b * (seq + 1) + t)]);
         target.push_back(ids[static_cast<std::size_t>(b * (seq + 1) + t + 1)]);
       }
-    const Tensor inputs = from_vector(in, {batch, seq}), targets = from_vector(target, {batch, seq});
+    const Tensor inputs = from_vector(in, {batch, seq}, device), targets = from_vector(target, {batch, seq}, device);
+    Backend& compute = backend(device);  // to wait for the device before reading the clock
 
     float last_loss = 0;
     auto step = [&] {
@@ -89,15 +149,26 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 5; ++i) step();  // (MoE aux losses are off: the router learns via its gates)
     std::vector<double> seconds;
     for (int i = 0; i < steps; ++i) {
+      compute.synchronize();  // (item() already waits for the step; this makes the bracket explicit)
       const auto start = std::chrono::steady_clock::now();
       step();
+      compute.synchronize();
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     std::sort(seconds.begin(), seconds.end());
     const double median = seconds[seconds.size() / 2];
-    const double tokens_per_second = static_cast<double>(batch * seq) / median;
+    const double tokens = static_cast<double>(batch * seq);
+    const double tokens_per_second = tokens / median;
+    // Model FLOPs (header comment): 6 (N_active + V d) + 12 L T d per token.
+    const MoECounts counts = moe_parameter_counts(model);
+    const double flops_per_token = 6.0 * static_cast<double>(counts.active + vocab * d) +
+                                   12.0 * static_cast<double>(layers * seq * d);
+    const double flops_per_step = flops_per_token * tokens;
+    const double achieved_tflops = flops_per_step / median / 1e12;
 
     nlohmann::json report = {{"engine", "moelab"},
+                             {"device", device_name},
+                             {"preset", preset},
                              {"threads", threads},
                              {"config", {{"vocab", vocab}, {"d", d}, {"heads", heads}, {"layers", layers}, {"ffn", d}, {"experts", experts}, {"k", k}}},
                              {"batch", batch},
@@ -107,13 +178,22 @@ int main(int argc, char** argv) {
                              {"min_step_seconds", seconds.front()},
                              {"tokens_per_second", tokens_per_second},
                              {"parameters", model.num_parameters()},
+                             {"non_embedding_parameters", counts.non_embedding},
+                             {"active_non_embedding_parameters", counts.active},
+                             {"model_flops_per_token", flops_per_token},
+                             {"model_flops_per_step", flops_per_step},
+                             {"achieved_tflops", achieved_tflops},
+                             {"peak_tflops", peak_tflops},
+                             {"fraction_of_peak", achieved_tflops / peak_tflops},
                              {"final_loss", last_loss}};
     const std::filesystem::path path(out_path);
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
     std::ofstream(path) << report.dump(2) << "\n";
-    std::printf("moelab: %.0f tokens/s (median step %.1f ms, %d threads, %lld parameters, loss %.3f) -> %s\n",
-                tokens_per_second, median * 1e3, threads, static_cast<long long>(model.num_parameters()), last_loss,
-                out_path.c_str());
+    std::printf("moelab (%s): %.0f tokens/s (median step %.1f ms, %d threads, %lld parameters, loss %.3f), "
+                "%.2f TFLOPS = %.1f%% of %.0f -> %s\n",
+                device_name.c_str(), tokens_per_second, median * 1e3, threads,
+                static_cast<long long>(model.num_parameters()), last_loss, achieved_tflops,
+                100.0 * achieved_tflops / peak_tflops, peak_tflops, out_path.c_str());
   } catch (const Error& e) {
     std::fprintf(stderr, "train_step_bench: %s\n", e.what());
     return 1;

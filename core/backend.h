@@ -28,10 +28,17 @@ class Backend {
   virtual void copy_from_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_on_device(void* dst, const void* src, std::size_t bytes) = 0;
+  // Waits until every kernel and copy issued so far has finished. Devices that run work
+  // asynchronously (CUDA: one stream) override it; on the CPU every call has already finished, so
+  // the default does nothing. Benchmarks call it before reading the clock.
+  virtual void synchronize() {}
 
   // Kernels: the same meaning as in core/kernels.h; outputs come last, preallocated.
   virtual void fill(Tensor& x, double value) = 0;
   virtual void cast(const Tensor& x, Tensor& out) = 0;
+  // Random fills of a float tensor (core/kernels.h); both advance gen's counter by the words used.
+  virtual void fill_uniform(Tensor& x, double low, double high, Generator& gen) = 0;
+  virtual void fill_normal(Tensor& x, double mean, double std, Generator& gen) = 0;
   // a: [B, M, K] or, when trans_a, [B, K, M]; b: [B, K, N] or [B, N, K]; out: [B, M, N].
   // 2-D products arrive as B == 1.
   virtual void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) = 0;

@@ -18,12 +18,28 @@
 
 #include "core/tensor.h"
 
+namespace moelab {
+class Generator;  // core/random.h
+}
+
 namespace moelab::kernels {
 
 // ---------------------------------------------------------------- copies and fills
 void fill(Tensor& x, double value);                 // every element := value
 void copy(Tensor& dst, const Tensor& src);          // same shape and dtype; may cross devices
 Tensor cast(const Tensor& x, DType dtype);          // element type conversion (float->int truncates)
+
+// ---------------------------------------------------------------- random fills (in place)
+// x: any shape, float32 or float64, any device. Element i (row-major) takes the next numbers of
+// `gen`, exactly as the factories uniform() / normal() (core/factories.h) draw them:
+//   fill_uniform: x[i] = low + (high - low) * u,   u uniform in [0, 1) from 1 word of gen
+//   fill_normal:  x[i] = mean + std * z,           z standard normal from 2 words (Box-Muller)
+// and gen's counter advances by the words consumed (numel or 2 * numel), so later draws never
+// repeat these. On a GPU the numbers are generated there (no host staging); they are the same
+// words of the same Philox stream, so a CUDA fill equals the CPU fill up to the last bits of the
+// float maths (core/cpu/random_fill.cpp, cuda/random_fill.cu).
+void fill_uniform(Tensor& x, double low, double high, Generator& gen);
+void fill_normal(Tensor& x, double mean, double std, Generator& gen);
 
 // ---------------------------------------------------------------- matrix products
 // a: [M, K] (stored [K, M] when trans_a), b: [K, N] (stored [N, K] when trans_b) -> [M, N].

@@ -85,6 +85,11 @@ Tensor Tensor::to(Device target) const {
   return out;
 }
 
+void Tensor::move_storage_to(Device target) {
+  check_defined(*this, "move_storage_to");
+  storage_->move_to(target);
+}
+
 Tensor Tensor::to(DType target) const {
   check_defined(*this, "to");
   if (target == dtype_) return *this;

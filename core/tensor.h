@@ -63,6 +63,12 @@ class Tensor {
   Tensor to(Device device) const;       // host <-> device copy (returns *this if already there)
   Tensor to(DType dtype) const;         // converts element type (returns *this if already it)
 
+  // Moves the storage itself to `device`, in place (Storage::move_to): every tensor sharing it
+  // (copies of this handle, views) then lives there too. to(device) instead returns a copy and
+  // leaves other handles where they were. Module::to moves parameters with it. Throws
+  // moelab::Error, changing nothing, when the device is unavailable.
+  void move_storage_to(Device device);
+
   // Reading values back (copies to the host when needed).
   template <class T>
   T item() const;

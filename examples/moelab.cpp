@@ -67,11 +67,18 @@ int run_experiment(const Experiment& e, const Common& c, const std::string& comm
   for (const std::string& s : c.sets) settings.set_assignment(s);
   if (e.validate) e.validate(settings);
 
+  // --device cuda needs both a build with the CUDA backend and a GPU the driver can see; which
+  // one is missing decides the message (exit 2 either way, before any work).
   Device device = Device::cpu();
   if (c.device == "cuda") {
+#ifdef MOELAB_HAVE_CUDA
     if (!cuda_available())
-      throw UsageError("--device cuda: this build has no usable CUDA backend (no GPU found, or moelab was built "
-                       "without nvcc; the CUDA kernels are issue 8)");
+      throw UsageError("--device cuda: no GPU found (this build has the CUDA backend, but the CUDA driver reports "
+                       "no usable device); use --device cpu");
+#else
+    throw UsageError("--device cuda: this build of moelab has no CUDA backend (reconfigure with nvcc present, "
+                     "or -DMOELAB_CUDA=ON, and rebuild); use --device cpu");
+#endif
     device = Device::cuda();
   }
   set_num_threads(c.threads);

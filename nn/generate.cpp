@@ -30,7 +30,7 @@ Generation decode(Decoder& model, const Tensor& prompts, std::int64_t new_tokens
   NoGradGuard no_grad;
   KVCache cache = model.make_cache();
   std::vector<Tensor> tokens, logits;  // per step: [B, 1] and [B, 1, V]
-  Tensor input = prompts;              // [B, T]: the prompt, then the last chosen tokens
+  Tensor input = prompts.to(model.device());  // [B, T]: the prompt, then the last chosen tokens
   for (std::int64_t step = 0; step < new_tokens; ++step) {
     const Variable h = model.hidden(input, &cache);                               // [B, T, d]
     const std::int64_t T = input.size(1);

@@ -19,7 +19,8 @@
 //
 //   Generation g = generate_greedy(model, prompts, 8);                   // g.tokens: [B, 8]
 //   Generation s = generate_sample(model, prompts, 8, 0.8, 10, gen);     // same seed, same tokens
-// P + N must not exceed the model's config().max_seq.
+// P + N must not exceed the model's config().max_seq. The prompts may be on any device (they are
+// copied to the model's, Module::device()); the tokens and logits come back on the model's device.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // nn/module.cpp — registration and recursive walks over parameters and children.
 #include "nn/module.h"
 
+#include "core/backend.h"
 #include "core/error.h"
 
 namespace moelab {
@@ -56,6 +57,41 @@ Variable Module::parameter(const std::string& dotted_name) const {
 void Module::train(bool on) {
   training_ = on;
   for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::to(Device device) {
+  try {
+    (void)backend(device);  // an unavailable device fails here, before anything moves
+  } catch (const Error& e) {
+    fail("Module::to", "cannot move the parameters to ", device, ": ", e.what());
+  }
+  // A parameter registered twice (tied weights) is found again already moved: a no-op then.
+  const auto params = named_parameters();
+  std::vector<std::pair<Variable, Device>> moved;  // to undo a move that fails part-way (out of memory)
+  try {
+    for (const auto& [name, p] : params) {
+      const Device from = p.device();
+      if (from == device) continue;
+      Tensor data = p.data();  // a handle: moving its storage moves the parameter's
+      data.move_storage_to(device);
+      moved.emplace_back(p, from);
+    }
+  } catch (...) {
+    for (auto& [p, from] : moved) {
+      Tensor data = p.data();
+      data.move_storage_to(from);
+    }
+    throw;
+  }
+  for (const auto& [name, p] : params) {
+    Variable handle = p;
+    handle.zero_grad();  // a gradient would be on the old device
+  }
+}
+
+Device Module::device() const {
+  const auto params = named_parameters();
+  return params.empty() ? Device::cpu() : params.front().second.device();
 }
 
 void Module::zero_grad() {

@@ -14,6 +14,17 @@
 // fixtures and tests all use. Modules are held by std::shared_ptr (children are shared with
 // whoever built them); parameters are Variable handles, so a copy of one sees updates made
 // through any other (optimizers write into Variable::data() in place).
+//
+// Devices. Modules are built on the CPU; to(device) then moves every parameter there in place:
+//
+//   auto model = std::make_unique<Decoder>(config, gen);   // parameters on the CPU
+//   model->to(Device::cuda());                              // now on the GPU; build the optimizer after
+//
+// "In place" means the parameter's Storage moves (core/storage.h), not the handle: layers keep
+// their own copies of their parameters' handles (Linear::weight_, ...) and all of them see the
+// new device. Parameters are all there is to move: the only other tensors modules keep are the
+// last forward's diagnostics (MoELayer's tokens per expert, SoftMoE's last expert mask), remade by
+// every forward, and caches such as nn/kv_cache.h are made per call on the inputs' device.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +57,15 @@ class Module {
   void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
+
+  // Moves every parameter (recursively) to `device`, in place, and drops their gradients. A
+  // no-op for parameters already there. Call it before building an optimizer: an optimizer's
+  // state (Adam's moments) is made on the parameters' device at its first step and is not moved.
+  // Throws moelab::Error naming the device when it is unavailable (no CUDA in this build, no GPU),
+  // with every parameter left where it was.
+  void to(Device device);
+  // Where the parameters live: the first parameter's device (the CPU for a module without any).
+  Device device() const;
 
   // Drops every parameter's accumulated gradient.
   void zero_grad();

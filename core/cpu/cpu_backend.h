@@ -1,8 +1,8 @@
 // core/cpu/cpu_backend.h — the host implementation of Backend (core/backend.h) on Eigen.
 //
 // One class, its methods defined one concept per file in core/cpu/: memory.cpp, copy.cpp,
-// matmul.cpp, elementwise.cpp, reduce.cpp, softmax.cpp, cross_entropy.cpp, index.cpp, sort.cpp,
-// shape_ops.cpp, mask.cpp, norm.cpp. cuda/ mirrors these files one for one.
+// random_fill.cpp, matmul.cpp, elementwise.cpp, reduce.cpp, softmax.cpp, cross_entropy.cpp,
+// index.cpp, sort.cpp, shape_ops.cpp, mask.cpp, norm.cpp. cuda/ mirrors these files one for one.
 // Inputs are already checked and contiguous (core/kernels/ does that); methods only compute.
 #pragma once
 
@@ -22,6 +22,8 @@ class CpuBackend final : public Backend {
 
   void fill(Tensor& x, double value) override;
   void cast(const Tensor& x, Tensor& out) override;
+  void fill_uniform(Tensor& x, double low, double high, Generator& gen) override;  // random_fill.cpp
+  void fill_normal(Tensor& x, double mean, double std, Generator& gen) override;   // random_fill.cpp
   void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) override;
   void grouped_matmul(const Tensor& x, const Tensor& w, const std::vector<std::int64_t>& offsets, bool trans_w,
                       Tensor& out) override;  // grouped_matmul.cpp

@@ -30,7 +30,7 @@ TrainReport train_decoder(Decoder& model, const TrainConfig& config, const Batch
   const auto schedule = make_schedule(config.schedule, config.steps,
                                       config.schedule == "constant" ? 0
                                                                     : warmup_steps_for(config.steps, config.warmup_fraction));
-  const Device device = params.front().device();
+  const Device device = model.device();  // batches are made on the host and copied there
 
   TrainReport report;
   std::deque<double> recent;  // losses of the last 10% of steps

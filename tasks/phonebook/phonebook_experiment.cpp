@@ -134,6 +134,7 @@ int run_phonebook(const RunContext& ctx) {
           }
           Generator init_gen(ctx.seed * 7919 + mi), data_gen(ctx.seed * 104729 + static_cast<std::uint64_t>(book_size));
           std::unique_ptr<Decoder> model = build_decoder(spec, phonebook::kVocab, phonebook::kSequenceLength, init_gen);
+          model->to(ctx.device);  // before train_decoder builds its optimizer
           const ModelSize size = model_size(*model);
           TrainConfig tc;
           tc.steps = epochs > 0 ? (epochs * book_size + batch - 1) / batch : s.integer("steps");

@@ -113,6 +113,7 @@ int run_shortest_path(const RunContext& ctx) {
       if (done.count(job_key(spec.name(), seed))) continue;
       Generator init_gen(static_cast<std::uint64_t>(seed) * 7919 + mi), data_gen(static_cast<std::uint64_t>(seed) * 104729 + 1);
       std::unique_ptr<Decoder> model = build_decoder(spec, vocab.size(), max_seq, init_gen);
+      model->to(ctx.device);  // before train_decoder builds its optimizer
       const ModelSize size = model_size(*model);
       TrainConfig tc;
       tc.steps = s.integer("steps"), tc.lr = s.real("lr"), tc.weight_decay = s.real("weight_decay");

@@ -81,7 +81,10 @@ void copy_parameters(const MoELayer& from, MoELayer& to) {
 Batch draw_batch(MoELayer& teacher, std::int64_t n, Generator& gen) {
   const std::int64_t d = teacher.config().d;
   Batch b;
-  b.x = normal({n, d}, 0.0, 1.0, gen);
+  // Drawn where the teacher lives (on a GPU without a host copy); on the CPU fill_normal draws
+  // exactly what normal({n, d}, 0, 1, gen) would (core/kernels.h).
+  b.x = Tensor::empty({n, d}, DType::Float32, teacher.device());
+  kernels::fill_normal(b.x, 0.0, 1.0, gen);
   NoGradGuard no_grad;
   b.y = teacher.forward(Variable(b.x)).data();
   return b;

@@ -72,7 +72,7 @@ std::unique_ptr<MoELayer> make_student(const MoESpec& spec, Generator& gen);
 void copy_parameters(const MoELayer& from, MoELayer& to);
 
 // A batch of the regression: x ~ N(0, I_d) [n, d] and the teacher's y = teacher(x) [n, d]
-// (computed without a graph).
+// (computed without a graph), both on the teacher's device (Module::device()).
 struct Batch {
   Tensor x, y;
 };

@@ -111,6 +111,7 @@ void run_point(const RunContext& ctx, const ts::GridPoint& p) {
   const std::string seed = std::to_string(ctx.seed);
   const std::uint64_t teacher_seed = ts::name_hash(seed + "/teacher/" + p.teacher.name());
   std::unique_ptr<MoELayer> teacher = ts::make_teacher(p.teacher, teacher_seed);
+  teacher->to(ctx.device);
 
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   std::ostringstream curves;
@@ -122,6 +123,7 @@ void run_point(const RunContext& ctx, const ts::GridPoint& p) {
     Generator init_gen(ts::name_hash(seed + "/student/" + p.name()));
     Generator data_gen(ts::name_hash(seed + "/data/" + p.teacher.name()));
     std::unique_ptr<MoELayer> student = ts::make_student(p.student, init_gen);
+    student->to(ctx.device);  // before train_student builds its optimizer
     ts::TrainOptions o;
     o.epochs = s.integer("epochs"), o.samples_per_epoch = s.integer("samples_per_epoch");
     o.test_samples = s.integer("test_samples"), o.batch = s.integer("batch");
@@ -204,7 +206,8 @@ int run_teacher_student(const RunContext& ctx) {
     std::size_t missing = 0;
     const std::string common = "moelab teacher-student --preset " + shell_word(ctx.preset) + differing_sets(ctx) +
                                " --out " + shell_word(ctx.dir.path().string()) + " --seed " +
-                               std::to_string(ctx.seed) + " --threads 1 --set mode=point --set point=";
+                               std::to_string(ctx.seed) + " --threads 1" +
+                               (ctx.device.is_cuda() ? " --device cuda" : "") + " --set mode=point --set point=";
     for (const ts::GridPoint& p : points)
       if (!done(p)) std::printf("%s%s\n", common.c_str(), p.name().c_str()), ++missing;
     std::fprintf(stderr, "teacher-student: %zu of %zu points missing in %s; afterwards gather them with "

@@ -1,0 +1,75 @@
+// cuda/cuda_backend.h — the GPU implementation of Backend (core/backend.h) on cuBLAS, cuRAND and
+// CUDA kernels of our own.
+//
+// One class, its methods defined one concept per file in cuda/, mirroring core/cpu/ file for file:
+// memory.cu, copy.cu, random_fill.cu, matmul.cu, grouped_matmul.cu, elementwise.cu, reduce.cu,
+// softmax.cu, cross_entropy.cu, index.cu, sort.cu, shape_ops.cu, mask.cu, norm.cu, rope.cu, optim.cu.
+// cuda/context.h holds what they share (stream, cuBLAS handle, cuRAND generator, error checks),
+// cuda/caching_allocator.h the device memory cache, cuda/device_utils.cuh dtype dispatch, device
+// maths and block reductions, cuda/gemm.cuh the row-major GEMM on cuBLAS. Inputs are already checked and contiguous (core/kernels/ does that);
+// methods only compute, enqueued on the one stream, so they run in program order.
+#pragma once
+
+#include "core/backend.h"
+
+namespace moelab {
+
+class CudaBackend final : public Backend {
+ public:
+  const char* name() const override { return "cuda"; }
+
+  void* allocate(std::size_t bytes) override;
+  void deallocate(void* ptr, std::size_t bytes) override;
+  void copy_from_host(void* dst, const void* src, std::size_t bytes) override;
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override;
+  void copy_on_device(void* dst, const void* src, std::size_t bytes) override;
+  void synchronize() override;  // memory.cu: waits for the stream (cuda::synchronize)
+
+  void fill(Tensor& x, double value) override;
+  void cast(const Tensor& x, Tensor& out) override;
+  void fill_uniform(Tensor& x, double low, double high, Generator& gen) override;  // random_fill.cu
+  void fill_normal(Tensor& x, double mean, double std, Generator& gen) override;   // random_fill.cu
+  void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) override;
+  void grouped_matmul(const Tensor& x, const Tensor& w, const std::vector<std::int64_t>& offsets, bool trans_w,
+                      Tensor& out) override;  // grouped_matmul.cpp
+  void grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<std::int64_t>& offsets,
+                                  Tensor& dw) override;  // grouped_matmul.cpp
+  void unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) override;
+  void binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override;
+  void binary_scalar(kernels::BinaryOp op, const Tensor& a, double b, bool scalar_first, Tensor& out) override;
+  void relu_backward(const Tensor& x, const Tensor& grad, Tensor& out) override;
+  void sum(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& out) override;
+  void max(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& values,
+           Tensor* indices) override;
+  void softmax(const Tensor& x, Tensor& y) override;
+  void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
+  void log_softmax(const Tensor& x, Tensor& y) override;
+  void log_softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
+  std::int64_t cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_index, Tensor& loss,
+                             Tensor& logsumexp) override;
+  void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& logsumexp, double scale,
+                              int ignore_index, Tensor& dlogits) override;
+  void index_select(const Tensor& src, const Tensor& index, Tensor& out) override;
+  void scatter_add_rows(const Tensor& src, const Tensor& index, Tensor& out) override;
+  void gather_last(const Tensor& src, const Tensor& index, Tensor& out) override;
+  void scatter_add_last(const Tensor& src, const Tensor& index, Tensor& out) override;
+  void topk(const Tensor& x, int k, Tensor& values, Tensor& indices) override;
+  void argsort(const Tensor& keys, Tensor& out) override;
+  void copy_block(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, std::int64_t start,
+                  std::int64_t len, Tensor& out, std::int64_t out_n, std::int64_t out_start) override;
+  void permute(const Tensor& x, const std::vector<int>& order, Tensor& out) override;
+  void causal_mask(const Tensor& scores, double fill, Tensor& out) override;
+  void rmsnorm(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) override;
+  void rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& dy, Tensor& dx,
+                        Tensor& dw) override;
+  void layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, Tensor& y, Tensor& mean,
+                 Tensor& rstd) override;
+  void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                          Tensor& dx, Tensor& dw, Tensor& db) override;
+  void rope(const Tensor& x, std::int64_t position_offset, double theta, bool inverse, Tensor& out) override;  // rope.cpp
+  void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                   const kernels::AdamHyper& h) override;  // optim.cpp
+  void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const kernels::SgdHyper& h) override;
+};
+
+}  // namespace moelab

@@ -1,0 +1,108 @@
+// cuda/device_utils.cuh — small pieces the kernel files of cuda/ share: dtype dispatch, the
+// float/double maths overloads, and a deterministic block-wide sum.
+//
+//   dispatch_float(dtype, [&]<class T>() { ... })   T = float or double (else moelab::Error)
+//   dispatch_all(dtype, ...)                        also T = int32
+//   DeviceMath<T>::exp(x) ...                       expf/exp, logf/log, ... picked by T
+//   block_sum(value, scratch)                       sum over the block, in a fixed tree order
+//
+// Determinism of block_sum: each thread's value enters a shared-memory tree whose shape depends
+// only on blockDim.x (a power of two, at most 1024), so for a given launch configuration the same
+// inputs give bitwise the same sum, run after run. No atomics.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace moelab::cuda {
+
+template <class Fn>
+void dispatch_float(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::Float32: fn.template operator()<float>(); return;
+    case DType::Float64: fn.template operator()<double>(); return;
+    default: fail("cuda", "dtype ", dtype, " is not a floating type");
+  }
+}
+
+template <class Fn>
+void dispatch_all(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::Float32: fn.template operator()<float>(); return;
+    case DType::Float64: fn.template operator()<double>(); return;
+    case DType::Int32: fn.template operator()<std::int32_t>(); return;
+  }
+}
+
+template <class T>
+struct DeviceMath;
+
+template <>
+struct DeviceMath<float> {
+  static __device__ float exp(float x) { return ::expf(x); }
+  static __device__ float log(float x) { return ::logf(x); }
+  static __device__ float sqrt(float x) { return ::sqrtf(x); }
+  static __device__ float abs(float x) { return ::fabsf(x); }
+  static __device__ float tanh(float x) { return ::tanhf(x); }
+  static __device__ float sin(float x) { return ::sinf(x); }
+  static __device__ float cos(float x) { return ::cosf(x); }
+  static __device__ float pow(float x, float y) { return ::powf(x, y); }
+};
+
+template <>
+struct DeviceMath<double> {
+  static __device__ double exp(double x) { return ::exp(x); }
+  static __device__ double log(double x) { return ::log(x); }
+  static __device__ double sqrt(double x) { return ::sqrt(x); }
+  static __device__ double abs(double x) { return ::fabs(x); }
+  static __device__ double tanh(double x) { return ::tanh(x); }
+  static __device__ double sin(double x) { return ::sin(x); }
+  static __device__ double cos(double x) { return ::cos(x); }
+  static __device__ double pow(double x, double y) { return ::pow(x, y); }
+};
+
+// Threads per block for row-wise kernels: the smallest power of two >= n, between 32 and 256.
+inline int row_threads(std::int64_t n) {
+  int threads = 32;
+  while (threads < 256 && threads < n) threads *= 2;
+  return threads;
+}
+
+// Sum of `value` over all threads of the block; every thread gets the result. scratch holds
+// blockDim.x doubles of shared memory; blockDim.x must be a power of two. Contains
+// __syncthreads(), so every thread of the block must call it.
+__device__ inline double block_sum(double value, double* scratch) {
+  const unsigned int tid = threadIdx.x;
+  scratch[tid] = value;
+  __syncthreads();
+  for (unsigned int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (tid < half) scratch[tid] += scratch[tid + half];
+    __syncthreads();
+  }
+  const double total = scratch[0];
+  __syncthreads();  // scratch may be reused right after
+  return total;
+}
+
+// Maximum of `value` over the block (NaN wins: a NaN anywhere gives NaN), as block_sum.
+template <class T>
+__device__ inline T block_max(T value, T* scratch) {
+  const unsigned int tid = threadIdx.x;
+  scratch[tid] = value;
+  __syncthreads();
+  for (unsigned int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (tid < half) {
+      const T other = scratch[tid + half];
+      const T mine = scratch[tid];
+      if (other > mine || other != other) scratch[tid] = other;
+    }
+    __syncthreads();
+  }
+  const T result = scratch[0];
+  __syncthreads();
+  return result;
+}
+
+}  // namespace moelab::cuda

@@ -1,0 +1,184 @@
+// cuda/elementwise.cu — elementwise maths on the GPU (mirrors core/cpu/elementwise.cpp).
+//
+//   unary:         x: [...] -> y: [...],  y[i] = f(x[i])
+//   binary:        a: [...], b -> out: a's shape, out[i] = a[i] op b[j] where
+//                    b.numel == a.numel   j = i            (same shape)
+//                    b.numel == 1         j = 0            (scalar tensor)
+//                    otherwise            j = i % b.numel  (b is a's trailing axes: a seen as
+//                                                           [rows, m], b: [m] repeats per row)
+//   binary_scalar: out[i] = a[i] op s, or s op a[i] when scalar_first
+//   relu_backward: out[i] = x[i] > 0 ? grad[i] : 0
+// float32 and float64, one thread per element in grid-stride loops. Each op is a small functor
+// (a device lambda would need nvcc's --extended-lambda); the op is chosen on the host, so each
+// kernel instantiation contains one op and no per-element switch.
+//
+// The same conventions as the CPU: sigmoid(x) = 1 / (1 + exp(-x)) (saturates to 0 and 1, no NaN),
+// relu keeps NaN (NaN < 0 is false), maximum/minimum propagate NaN from either side. Results are
+// per element, so independent of the launch shape; they match the CPU within a few ulps (CUDA's
+// expf/tanhf/... are not bitwise the same functions as Eigen's vectorised ones).
+#include "cuda/context.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/device_utils.cuh"
+
+namespace moelab {
+namespace {
+
+using kernels::BinaryOp;
+using kernels::UnaryOp;
+
+// ---------------------------------------------------------------- the ops as functors
+template <class T, UnaryOp Op>
+struct Unary {
+  __device__ T operator()(T x) const {
+    using M = cuda::DeviceMath<T>;
+    if constexpr (Op == UnaryOp::Neg) return -x;
+    else if constexpr (Op == UnaryOp::Exp) return M::exp(x);
+    else if constexpr (Op == UnaryOp::Log) return M::log(x);
+    else if constexpr (Op == UnaryOp::Sqrt) return M::sqrt(x);
+    else if constexpr (Op == UnaryOp::Abs) return M::abs(x);
+    else if constexpr (Op == UnaryOp::Square) return x * x;
+    else if constexpr (Op == UnaryOp::Relu) return x < T(0) ? T(0) : x;  // NaN < 0 is false: NaN stays
+    else if constexpr (Op == UnaryOp::Sigmoid) return T(1) / (T(1) + M::exp(-x));
+    else if constexpr (Op == UnaryOp::Tanh) return M::tanh(x);
+    else if constexpr (Op == UnaryOp::Sin) return M::sin(x);
+    else if constexpr (Op == UnaryOp::Cos) return M::cos(x);
+    else return T(1) / x;  // Reciprocal
+  }
+};
+
+template <class T, BinaryOp Op>
+struct Binary {
+  __device__ T operator()(T p, T q) const {
+    if constexpr (Op == BinaryOp::Add) return p + q;
+    else if constexpr (Op == BinaryOp::Sub) return p - q;
+    else if constexpr (Op == BinaryOp::Mul) return p * q;
+    else if constexpr (Op == BinaryOp::Div) return p / q;
+    else if constexpr (Op == BinaryOp::Maximum) return (p > q || p != p) ? p : q;
+    else if constexpr (Op == BinaryOp::Minimum) return (p < q || p != p) ? p : q;
+    else return cuda::DeviceMath<T>::pow(p, q);  // Pow
+  }
+};
+
+// Calls body(functor) with the functor of the runtime op (one template instance per op).
+template <class T, class Body>
+void with_unary_op(UnaryOp op, const Body& body) {
+  switch (op) {
+    case UnaryOp::Neg: body(Unary<T, UnaryOp::Neg>{}); return;
+    case UnaryOp::Exp: body(Unary<T, UnaryOp::Exp>{}); return;
+    case UnaryOp::Log: body(Unary<T, UnaryOp::Log>{}); return;
+    case UnaryOp::Sqrt: body(Unary<T, UnaryOp::Sqrt>{}); return;
+    case UnaryOp::Abs: body(Unary<T, UnaryOp::Abs>{}); return;
+    case UnaryOp::Square: body(Unary<T, UnaryOp::Square>{}); return;
+    case UnaryOp::Relu: body(Unary<T, UnaryOp::Relu>{}); return;
+    case UnaryOp::Sigmoid: body(Unary<T, UnaryOp::Sigmoid>{}); return;
+    case UnaryOp::Tanh: body(Unary<T, UnaryOp::Tanh>{}); return;
+    case UnaryOp::Sin: body(Unary<T, UnaryOp::Sin>{}); return;
+    case UnaryOp::Cos: body(Unary<T, UnaryOp::Cos>{}); return;
+    case UnaryOp::Reciprocal: body(Unary<T, UnaryOp::Reciprocal>{}); return;
+  }
+}
+
+template <class T, class Body>
+void with_binary_op(BinaryOp op, const Body& body) {
+  switch (op) {
+    case BinaryOp::Add: body(Binary<T, BinaryOp::Add>{}); return;
+    case BinaryOp::Sub: body(Binary<T, BinaryOp::Sub>{}); return;
+    case BinaryOp::Mul: body(Binary<T, BinaryOp::Mul>{}); return;
+    case BinaryOp::Div: body(Binary<T, BinaryOp::Div>{}); return;
+    case BinaryOp::Maximum: body(Binary<T, BinaryOp::Maximum>{}); return;
+    case BinaryOp::Minimum: body(Binary<T, BinaryOp::Minimum>{}); return;
+    case BinaryOp::Pow: body(Binary<T, BinaryOp::Pow>{}); return;
+  }
+}
+
+// ---------------------------------------------------------------- kernels
+#define MOELAB_GRID_STRIDE_LOOP(i, n)                                                    \
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < (n); \
+       i += std::int64_t{gridDim.x} * blockDim.x)
+
+template <class T, class F>
+__global__ void unary_kernel(F f, const T* x, T* y, std::int64_t n) {
+  MOELAB_GRID_STRIDE_LOOP(i, n) y[i] = f(x[i]);
+}
+
+template <class T, class F>
+__global__ void binary_same_kernel(F f, const T* a, const T* b, T* out, std::int64_t n) {
+  MOELAB_GRID_STRIDE_LOOP(i, n) out[i] = f(a[i], b[i]);
+}
+
+// b broadcast: b_numel == 1 is the scalar tensor, otherwise b repeats every b_numel elements.
+template <class T, class F>
+__global__ void binary_broadcast_kernel(F f, const T* a, const T* b, T* out, std::int64_t n, std::int64_t b_numel) {
+  if (b_numel == 1) {
+    const T s = b[0];
+    MOELAB_GRID_STRIDE_LOOP(i, n) out[i] = f(a[i], s);
+  } else {
+    MOELAB_GRID_STRIDE_LOOP(i, n) out[i] = f(a[i], b[i % b_numel]);
+  }
+}
+
+template <class T, class F>
+__global__ void binary_scalar_kernel(F f, const T* a, T s, bool scalar_first, T* out, std::int64_t n) {
+  if (scalar_first) {
+    MOELAB_GRID_STRIDE_LOOP(i, n) out[i] = f(s, a[i]);
+  } else {
+    MOELAB_GRID_STRIDE_LOOP(i, n) out[i] = f(a[i], s);
+  }
+}
+
+template <class T>
+__global__ void relu_backward_kernel(const T* x, const T* grad, T* out, std::int64_t n) {
+  MOELAB_GRID_STRIDE_LOOP(i, n) out[i] = x[i] > T(0) ? grad[i] : T(0);
+}
+
+#undef MOELAB_GRID_STRIDE_LOOP
+
+}  // namespace
+
+void CudaBackend::unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) {
+  const std::int64_t n = x.numel();
+  cuda::dispatch_float(x.dtype(), [&]<class T>() {
+    with_unary_op<T>(op, [&](auto f) {
+      unary_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(f, x.data<T>(), out.data<T>(), n);
+      MOELAB_CUDA_CHECK_LAUNCH();
+    });
+  });
+}
+
+void CudaBackend::binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
+  const std::int64_t n = a.numel(), m = b.numel();
+  if (n == 0) return;
+  cuda::dispatch_float(a.dtype(), [&]<class T>() {
+    with_binary_op<T>(op, [&](auto f) {
+      if (m == n)
+        binary_same_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(f, a.data<T>(), b.data<T>(),
+                                                                                           out.data<T>(), n);
+      else
+        binary_broadcast_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(
+            f, a.data<T>(), b.data<T>(), out.data<T>(), n, m);
+      MOELAB_CUDA_CHECK_LAUNCH();
+    });
+  });
+}
+
+void CudaBackend::binary_scalar(kernels::BinaryOp op, const Tensor& a, double b, bool scalar_first, Tensor& out) {
+  const std::int64_t n = a.numel();
+  cuda::dispatch_float(a.dtype(), [&]<class T>() {
+    with_binary_op<T>(op, [&](auto f) {
+      binary_scalar_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(
+          f, a.data<T>(), static_cast<T>(b), scalar_first, out.data<T>(), n);
+      MOELAB_CUDA_CHECK_LAUNCH();
+    });
+  });
+}
+
+void CudaBackend::relu_backward(const Tensor& x, const Tensor& grad, Tensor& out) {
+  const std::int64_t n = x.numel();
+  cuda::dispatch_float(x.dtype(), [&]<class T>() {
+    relu_backward_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(x.data<T>(), grad.data<T>(),
+                                                                                        out.data<T>(), n);
+    MOELAB_CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace moelab

@@ -1,0 +1,203 @@
+// cuda/index.cu — gathers and scatter-adds by int32 indices on the GPU (mirrors core/cpu/index.cpp).
+//
+//   index_select      src: [N, inner], index: [M]      -> out: [M, inner]  out[m] = src[index[m]]
+//   scatter_add_rows  src: [M, inner], index: [M]      -> out: [R, inner]  out[index[m]] += src[m]
+//   gather_last       src: [rows, K], index: [rows, J] -> out: [rows, J]   out[r, j] = src[r, index[r, j]]
+//   scatter_add_last  src: [rows, J], index: [rows, J] -> out: [rows, K]   out[r, index[r, j]] += src[r, j]
+// (embedding and embedding_backward are index_select and scatter_add_rows, called from
+// core/kernels/index.cpp.) Indices were range-checked by the front end.
+//
+// Gathers: one thread per output element, consecutive threads on consecutive elements, so the
+// writes are coalesced and each gathered row is read contiguously. They move bits, not numbers:
+// an element is copied as a 4- or 8-byte word, so every dtype (int32 included) works unchanged.
+//
+// Scatter-adds must be deterministic and agree with the CPU, which adds the sources of every
+// destination in ascending source order, starting from 0. Float atomics would add in whatever
+// order the threads arrive (a different rounding every run), so there are none here. Instead:
+//   scatter_add_rows  1. order = stable argsort of index (cuda/sort.cu): the source rows grouped
+//                        by destination, ascending m inside each group (CSR "sources" list);
+//                     2. offsets[r] = the first slot of group r, by binary search in the sorted
+//                        keys (offsets[R] = M);
+//                     3. one thread per output element (r, c) adds src[order[s], c] for
+//                        s = offsets[r] .. offsets[r+1]-1, in that order, into a register
+//                        that starts at 0, and stores it once.
+//                     Every output element sees exactly the CPU's sequence of additions, so the
+//                     result is bitwise the CPU's, and bitwise the same run after run.
+//   scatter_add_last  rows are independent. For short index rows (J <= kShortRow, the top-k
+//                     backward's J = k) one thread per output element (r, k) scans the J
+//                     indices of its row in ascending j and adds the matching sources; for long
+//                     index rows one thread per row zeroes its output row and adds in ascending j,
+//                     as the CPU does (slow for few long rows, but exact and ordered).
+#include <cstdint>
+#include <limits>
+
+#include "cuda/context.h"
+#include "cuda/cuda_backend.h"
+
+namespace moelab {
+namespace {
+
+// Grid-stride loop index helpers: the first element of this thread and the stride of the grid.
+__device__ inline std::int64_t first_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+
+// out[m, c] = src[index[m], c], element by element as raw words.
+template <class Word>
+__global__ void index_select_kernel(const Word* src, const std::int32_t* index, std::int64_t total,
+                                    std::int64_t inner, Word* out) {
+  for (std::int64_t i = first_index(); i < total; i += grid_stride()) {
+    const std::int64_t m = i / inner, c = i - m * inner;
+    out[i] = src[static_cast<std::int64_t>(index[m]) * inner + c];
+  }
+}
+
+// offsets[r] = the first s in [0, M) with index[order[s]] >= r, for r = 0..rows (so offsets[rows] = M).
+// order sorts index stably, hence the keys index[order[s]] are non-decreasing in s.
+__global__ void group_offsets_kernel(const std::int32_t* index, const std::int32_t* order, std::int64_t m_count,
+                                     std::int64_t rows, std::int32_t* offsets) {
+  for (std::int64_t r = first_index(); r <= rows; r += grid_stride()) {
+    std::int64_t lo = 0, hi = m_count;
+    while (lo < hi) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (static_cast<std::int64_t>(index[order[mid]]) < r) lo = mid + 1;
+      else hi = mid;
+    }
+    offsets[r] = static_cast<std::int32_t>(lo);
+  }
+}
+
+// out[r, c] = sum of src[order[s], c] over s = offsets[r] .. offsets[r+1]-1, added in that order.
+template <class T>
+__global__ void scatter_rows_kernel(const T* src, const std::int32_t* order, const std::int32_t* offsets,
+                                    std::int64_t total, std::int64_t inner, T* out) {
+  for (std::int64_t i = first_index(); i < total; i += grid_stride()) {
+    const std::int64_t r = i / inner, c = i - r * inner;
+    T acc = T(0);
+    for (std::int32_t s = offsets[r]; s < offsets[r + 1]; ++s)
+      acc += src[static_cast<std::int64_t>(order[s]) * inner + c];
+    out[i] = acc;
+  }
+}
+
+// out[r, j] = src[r, index[r, j]] as raw words; src: [rows, k], index and out: [rows, j_count].
+template <class Word>
+__global__ void gather_last_kernel(const Word* src, const std::int32_t* index, std::int64_t total, std::int64_t k,
+                                   std::int64_t j_count, Word* out) {
+  for (std::int64_t i = first_index(); i < total; i += grid_stride()) {
+    const std::int64_t r = i / j_count;
+    out[i] = src[r * k + index[i]];
+  }
+}
+
+// Short index rows: one thread per output element out[r, col], scanning the row's J indices.
+template <class T>
+__global__ void scatter_last_by_element_kernel(const T* src, const std::int32_t* index, std::int64_t total,
+                                               std::int64_t k, std::int64_t j_count, T* out) {
+  for (std::int64_t i = first_index(); i < total; i += grid_stride()) {
+    const std::int64_t r = i / k, col = i - r * k;
+    const std::int32_t* idx = index + r * j_count;
+    const T* s = src + r * j_count;
+    T acc = T(0);
+    for (std::int64_t j = 0; j < j_count; ++j)
+      if (idx[j] == col) acc += s[j];
+    out[i] = acc;
+  }
+}
+
+// Long index rows: one thread per row, the CPU's loop.
+template <class T>
+__global__ void scatter_last_by_row_kernel(const T* src, const std::int32_t* index, std::int64_t rows, std::int64_t k,
+                                           std::int64_t j_count, T* out) {
+  for (std::int64_t r = first_index(); r < rows; r += grid_stride()) {
+    T* dst = out + r * k;
+    for (std::int64_t c = 0; c < k; ++c) dst[c] = T(0);
+    for (std::int64_t j = 0; j < j_count; ++j) dst[index[r * j_count + j]] += src[r * j_count + j];
+  }
+}
+
+// Index rows up to this long use one thread per output element in scatter_add_last.
+constexpr std::int64_t kShortRow = 64;
+
+// Launches body.template operator()<Word>() with Word the unsigned integer of the element size.
+template <class Body>
+void with_word(DType dtype, Body&& body) {
+  if (dtype_size(dtype) == 8) body.template operator()<std::uint64_t>();
+  else body.template operator()<std::uint32_t>();
+}
+
+}  // namespace
+
+void CudaBackend::index_select(const Tensor& src, const Tensor& index, Tensor& out) {
+  const std::int64_t total = out.numel(), inner = src.shape().inner(0);
+  const std::int32_t* idx = index.data<std::int32_t>();
+  with_word(src.dtype(), [&]<class Word>() {
+    index_select_kernel<Word><<<cuda::blocks_for(total), cuda::kThreads, 0, cuda::stream()>>>(
+        static_cast<const Word*>(src.raw()), idx, total, inner, static_cast<Word*>(out.raw()));
+    MOELAB_CUDA_CHECK_LAUNCH();
+  });
+}
+
+namespace {
+
+template <class T>
+void scatter_add_rows_typed(CudaBackend& backend, const Tensor& src, const Tensor& index, Tensor& out) {
+  const std::int64_t m_count = src.size(0), rows = out.size(0), inner = src.shape().inner(0);
+  MOELAB_CHECK(m_count <= std::numeric_limits<std::int32_t>::max(), "scatter_add_rows",
+               "the CUDA backend handles at most 2^31 - 1 source rows, got ", m_count);
+  Tensor order = Tensor::empty({m_count}, DType::Int32, src.device());
+  backend.argsort(index, order);  // index is [M]: one row of M keys
+  Tensor offsets = Tensor::empty({rows + 1}, DType::Int32, src.device());
+  const std::int32_t* idx = index.data<std::int32_t>();
+  const std::int32_t* ord = order.data<std::int32_t>();
+  std::int32_t* off = offsets.data<std::int32_t>();
+  group_offsets_kernel<<<cuda::blocks_for(rows + 1), cuda::kThreads, 0, cuda::stream()>>>(idx, ord, m_count, rows,
+                                                                                             off);
+  MOELAB_CUDA_CHECK_LAUNCH();
+  const std::int64_t total = out.numel();
+  scatter_rows_kernel<T><<<cuda::blocks_for(total), cuda::kThreads, 0, cuda::stream()>>>(src.data<T>(), ord, off,
+                                                                                           total, inner, out.data<T>());
+  MOELAB_CUDA_CHECK_LAUNCH();
+  // order and offsets are freed when this returns, while the kernels may still be queued: the
+  // caching allocator hands memory out again only to work enqueued later on the same stream.
+}
+
+template <class T>
+void scatter_add_last_typed(const Tensor& src, const Tensor& index, Tensor& out) {
+  const std::int64_t k = out.size(-1), j_count = src.size(-1);
+  const std::int64_t rows = src.numel() / j_count;
+  if (j_count <= kShortRow) {
+    const std::int64_t total = out.numel();
+    scatter_last_by_element_kernel<T><<<cuda::blocks_for(total), cuda::kThreads, 0, cuda::stream()>>>(
+        src.data<T>(), index.data<std::int32_t>(), total, k, j_count, out.data<T>());
+  } else {
+    scatter_last_by_row_kernel<T><<<cuda::blocks_for(rows), cuda::kThreads, 0, cuda::stream()>>>(
+        src.data<T>(), index.data<std::int32_t>(), rows, k, j_count, out.data<T>());
+  }
+  MOELAB_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void CudaBackend::scatter_add_rows(const Tensor& src, const Tensor& index, Tensor& out) {
+  if (src.dtype() == DType::Float64) scatter_add_rows_typed<double>(*this, src, index, out);
+  else scatter_add_rows_typed<float>(*this, src, index, out);
+}
+
+void CudaBackend::gather_last(const Tensor& src, const Tensor& index, Tensor& out) {
+  const std::int64_t k = src.size(-1), j_count = index.size(-1), total = out.numel();
+  const std::int32_t* idx = index.data<std::int32_t>();
+  with_word(src.dtype(), [&]<class Word>() {
+    gather_last_kernel<Word><<<cuda::blocks_for(total), cuda::kThreads, 0, cuda::stream()>>>(
+        static_cast<const Word*>(src.raw()), idx, total, k, j_count, static_cast<Word*>(out.raw()));
+    MOELAB_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void CudaBackend::scatter_add_last(const Tensor& src, const Tensor& index, Tensor& out) {
+  if (src.dtype() == DType::Float64) scatter_add_last_typed<double>(src, index, out);
+  else scatter_add_last_typed<float>(src, index, out);
+}
+
+}  // namespace moelab

@@ -1,0 +1,75 @@
+// cuda/memory.cu — the CUDA backend object, device discovery, device memory and copies.
+//
+//   cuda_backend()     the one CudaBackend; throws moelab::Error when no GPU is usable
+//   cuda_available()   whether a GPU is usable; never throws
+//   allocate/deallocate  through the caching allocator (cuda/caching_allocator.h)
+//   copy_from_host     host -> device, enqueued on the stream, then the stream is synchronised
+//   copy_to_host       device -> host, enqueued on the stream, then the stream is synchronised
+//   copy_on_device     device -> device, enqueued on the stream (no synchronisation)
+//   synchronize        waits until everything enqueued on the stream has finished (benchmarks)
+//
+// Why both host copies synchronise. copy_to_host must: the caller reads the host buffer as soon
+// as we return, and the copy also has to wait for the kernels that produce the data, which stream
+// order guarantees. copy_from_host must not return while the DMA engine may still read the host
+// buffer, since the caller may free it at once (Tensor::to frees its host staging tensor right
+// after). For pageable memory (what CpuBackend::allocate returns) cudaMemcpyAsync already copies
+// into a driver staging buffer before returning, but for page-locked memory it is truly
+// asynchronous; synchronising after the copy makes the contract hold for any host buffer. The
+// cost is waiting for work queued before the upload, a few microseconds when the GPU is idle.
+//
+// Device index: everything runs on the CUDA runtime's current device (device 0 unless the program
+// calls cudaSetDevice before the first CUDA tensor). Device::cuda(i)'s index is not used to pick
+// a GPU yet.
+#include "core/error.h"
+#include "cuda/caching_allocator.h"
+#include "cuda/context.h"
+#include "cuda/cuda_backend.h"
+
+namespace moelab {
+
+bool cuda_available() {
+  static const bool available = [] {
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();  // no driver or no device: clear the error, answer false
+      return false;
+    }
+    return count > 0;
+  }();
+  return available;
+}
+
+Backend& cuda_backend() {
+  if (!cuda_available())
+    fail("cuda", "no usable CUDA device (cudaGetDeviceCount found none, or the driver is missing); use the CPU");
+  // Never destroyed: tensors in static variables release their memory through it during static
+  // destruction, possibly after a function-local static backend would already be gone.
+  static CudaBackend* instance = new CudaBackend();
+  return *instance;
+}
+
+void* CudaBackend::allocate(std::size_t bytes) { return cuda::CachingAllocator::instance().allocate(bytes); }
+
+void CudaBackend::deallocate(void* ptr, std::size_t) { cuda::CachingAllocator::instance().deallocate(ptr); }
+
+void CudaBackend::copy_from_host(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  MOELAB_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cuda::stream()));
+  MOELAB_CUDA_CHECK(cudaStreamSynchronize(cuda::stream()));
+}
+
+void CudaBackend::copy_to_host(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  MOELAB_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cuda::stream()));
+  MOELAB_CUDA_CHECK(cudaStreamSynchronize(cuda::stream()));
+}
+
+void CudaBackend::copy_on_device(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  MOELAB_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda::stream()));
+}
+
+void CudaBackend::synchronize() { cuda::synchronize(); }
+
+}  // namespace moelab

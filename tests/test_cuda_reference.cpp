@@ -1,0 +1,100 @@
+// tests/test_cuda_reference.cpp — the PyTorch reference fixtures (tests/test_reference.cpp,
+// tests/test_reference_moe.cpp) with the model on the GPU.
+//
+// The same dense and MoE decoders load the same PyTorch weights on the host, move to
+// Device::cuda(), and must meet the CPU tests' tolerances (tests/reference_fixture.h): logits and
+// loss within 1e-5, every gradient within 1e-4 relative, the losses after three AdamW steps
+// within 1e-5. The batch (tokens, targets) moves to the GPU too; results are read back to compare.
+//
+// Moving a model needs Module::to(Device) (every parameter's storage, seen by every handle to it,
+// moved to the device). Until nn/module.h has it, these cases fail on a GPU machine and say so;
+// without a GPU the executable is skipped (exit 77, tests/cuda_test_main.cpp).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "core/backend.h"
+#include "nn/decoder.h"
+#include "nn/io/checkpoint.h"
+#include "nn/io/safetensors.h"
+#include "nn/moe/moe_decoder.h"
+#include "reference_fixture.h"
+
+using namespace moelab;
+
+namespace {
+
+using testing::kReferenceDir;
+
+// Moves the model to the GPU; true when this build's nn/ can. (A template, so that the call is
+// only compiled when Module::to exists.)
+template <class M>
+bool move_to_cuda(M& model) {
+  if constexpr (requires { model.to(Device::cuda()); }) {
+    model.to(Device::cuda());
+    for (const auto& [name, p] : model.named_parameters()) {
+      INFO("parameter ", name);
+      REQUIRE(p.device().is_cuda());
+    }
+    return true;
+  } else {
+    FAIL_CHECK("models cannot be moved to CUDA: nn/module.h has no Module::to(Device) yet");
+    return false;
+  }
+}
+
+// The fixture's expected values with the batch (tokens, targets) on the GPU.
+SafetensorsFile batch_on_cuda(SafetensorsFile file) {
+  for (auto& [name, tensor] : file.tensors)
+    if (name == "tokens" || name == "targets") tensor = tensor.to(Device::cuda());
+  return file;
+}
+
+MoEConfig reference_moe(const SafetensorsFile& weights) {
+  MoEConfig m;
+  m.experts = static_cast<std::int64_t>(testing::meta_number(weights, "experts"));
+  m.k = static_cast<std::int64_t>(testing::meta_number(weights, "k"));
+  m.ffn = static_cast<std::int64_t>(testing::meta_number(weights, "ffn"));
+  m.router = "topk";
+  m.router_options = {{"gates", testing::meta_string(weights, "gates")}};
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("cuda: the decoder's logits, loss, gradients and AdamW losses agree with PyTorch's") {
+  const SafetensorsFile weights = read_safetensors(kReferenceDir + "decoder_weights.safetensors");
+  const SafetensorsFile expected = batch_on_cuda(read_safetensors(kReferenceDir + "decoder_expected.safetensors"));
+  const DecoderConfig config = testing::reference_decoder_config(weights);
+  {
+    Generator gen(0);
+    Decoder model(config, gen);
+    load_parameters(weights, model);
+    if (move_to_cuda(model)) CHECK(testing::check_forward_and_gradients(model, expected) == 19);
+  }
+  {
+    Generator gen(0);
+    Decoder model(config, gen);
+    load_parameters(weights, model);
+    if (move_to_cuda(model)) testing::check_adamw_losses(model, weights, expected);
+  }
+}
+
+TEST_CASE("cuda: the MoE decoder's logits, loss, gradients and AdamW losses agree with PyTorch's") {
+  const SafetensorsFile weights = read_safetensors(kReferenceDir + "moe_decoder_weights.safetensors");
+  const SafetensorsFile expected =
+      batch_on_cuda(read_safetensors(kReferenceDir + "moe_decoder_expected.safetensors"));
+  const DecoderConfig config = testing::reference_decoder_config(weights);
+  {
+    Generator gen(0);
+    Decoder model(config, gen, moe_feed_forward(reference_moe(weights)));
+    load_parameters(weights, model);
+    if (move_to_cuda(model)) CHECK(testing::check_forward_and_gradients(model, expected) == 21);
+  }
+  {
+    Generator gen(0);
+    Decoder model(config, gen, moe_feed_forward(reference_moe(weights)));
+    load_parameters(weights, model);
+    if (move_to_cuda(model)) testing::check_adamw_losses(model, weights, expected);
+  }
+}
