@@ -24,6 +24,8 @@
 #include "tasks/common/experiment.h"
 #include "tasks/phonebook/phonebook_experiment.h"
 #include "tasks/shortest_path/shortest_path_experiment.h"
+#include "tasks/softmoe_l2norm/l2norm_experiment.h"
+#include "tasks/softmoe_mnist/softmoe_mnist_experiment.h"
 #include "tasks/teacher_student/teacher_student_experiment.h"
 
 using namespace moelab;
@@ -31,7 +33,8 @@ using namespace moelab;
 namespace {
 
 std::vector<Experiment> experiments() {
-  return {phonebook_experiment(), shortest_path_experiment(), teacher_student_experiment()};
+  return {phonebook_experiment(), shortest_path_experiment(), teacher_student_experiment(), softmoe_mnist_experiment(),
+          softmoe_l2norm_experiment()};
 }
 
 struct Common {

@@ -7,7 +7,7 @@
 # more options to CMake, e.g. MOELAB_CMAKE_ARGS="-DMOELAB_CUDA=OFF".
 
 MOELAB_PACKAGES=(cmake make g++ libeigen3-dev doctest-dev zlib1g-dev nlohmann-json3-dev libcli11-dev
-                 libopenblas-dev gnuplot-nox)
+                 libopenblas-dev gnuplot-nox dataset-fashion-mnist)
 
 moelab_install_missing() {
   local missing=()

@@ -1,0 +1,31 @@
+// tasks/softmoe_l2norm/l2norm_experiment.h — `moelab softmoe-l2norm`: Appendix C (Figure 4) of the
+// implicit-bias paper (../shared/papers/soft-moe-implicit-bias.md): a Soft MoE layer with a fixed
+// summation head learns t(x) = ||x||_2, x ~ N(0, 5 I_10), for n in {1, 2, 5, 10} experts with the
+// same 20 d^2 expert parameters, and tokenisations 5 x 2 and 2 x 5 (the model and data:
+// tasks/softmoe_l2norm/l2norm.h). The claim: n = 1 cannot lower the loss (Theorem 1) — it stays
+// at about the best constant's loss Var||x|| = 2.435 — and more experts do better and better.
+//
+// Jobs: one per (tokenisation, n, seed), each a training run on fresh batches. Files:
+//   metrics.csv  tokenisation, experts, seed, step, loss: the mean training loss of the steps since
+//                the previous row (every `log_every` steps), flushed row by row
+//   results.csv  one row per finished job: sizes, first / final loss (final: the mean of the last
+//                `final_fraction` of the steps), the constant predictor's loss, the ratio, seconds
+//   summary.md   per tokenisation and n: final loss mean +- std over seeds, ratio to the
+//                constant's loss, and the verdict in numbers
+//   loss_<m>x<d>.png  loss curves (mean over seeds), one line per n, log y, with the constant's loss
+// Running again with the same folder skips the jobs in results.csv (and first drops metrics rows
+// of jobs that did not finish); a folder holding results of other steps / batch / lr / variance
+// is refused (a UsageError) rather than mixed.
+//
+// Presets: paper (500 steps of batch 10,000, the paper's "500 epochs" read as 500 fresh batches;
+// about 2 minutes per job, 8 jobs per seed, on one core), cpu (default: 1000 steps of batch 1000, seeds
+// 0 and 1; about 4 CPU-minutes on one core), toy (seconds, to try the command).
+#pragma once
+
+#include "tasks/common/experiment.h"
+
+namespace moelab {
+
+Experiment softmoe_l2norm_experiment();
+
+}  // namespace moelab

@@ -1,0 +1,29 @@
+// tasks/softmoe_mnist/softmoe_mnist_experiment.h — `moelab softmoe-mnist`: expert specialisation
+// in Soft MoE on MNIST (../shared/papers/soft-moe-implicit-bias.md, Sections 4.2-4.5: Table 1,
+// Figure 2's MNIST panel, Table 10, and Table 3's question at this scale).
+//
+// What it does, in a run folder (runs/softmoe-mnist/<preset> unless --out says otherwise):
+//  1. train: one network per (n, training seed) (tasks/softmoe_mnist/mnist_model.h), saved as
+//     checkpoints/n<n>-seed<s>.safetensors, with train.csv (loss and test accuracy as training
+//     goes) and models.csv (one row per finished network). A second run skips every network whose
+//     row and checkpoint exist, so the evaluation can be redone without retraining (mode=evaluate
+//     only evaluates, and fails if a checkpoint is missing).
+//  2. evaluate (tasks/softmoe_mnist/softmoe_mnist_report.h), from the checkpoints:
+//     table1.csv    n in table1_experts, k = n/4: best k-subset accuracy per test image (exhaustive
+//                   search using the label) and random k-subsets (mean, std over random_seeds)
+//     subsets.csv   Algorithm 1 vs random subsets for k = n/2, n/4, n/8 across n, and the number of
+//                   standard deviations by which Algorithm 1 beats random (Table 10)
+//     fig2_<dataset>.png   the accuracies against n (Figure 2's MNIST panel)
+//     timing.csv    Soft MoE layer forward time with Algorithm 1 keeping k of n experts,
+//                   k in {n, 3n/4, n/2, n/4}, batches of 1 and 100, and the slot rows computed
+//     summary.md    all of it in tables, next to the paper's numbers, with the data source named
+// The data: MNIST IDX files (scripts/get-mnist.sh), or Fashion-MNIST with dataset=fashion-mnist.
+#pragma once
+
+#include "tasks/common/experiment.h"
+
+namespace moelab {
+
+Experiment softmoe_mnist_experiment();
+
+}  // namespace moelab

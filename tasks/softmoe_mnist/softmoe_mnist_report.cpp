@@ -1,0 +1,276 @@
+// tasks/softmoe_mnist/softmoe_mnist_report.cpp — Table 1, Algorithm 1 against random subsets
+// (Figure 2, Table 10), inference timings and summary.md, all from saved networks.
+#include "tasks/softmoe_mnist/softmoe_mnist_report.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "autograd/no_grad.h"
+#include "core/factories.h"
+#include "nn/io/checkpoint.h"
+#include "tasks/common/plot.h"
+#include "tasks/common/progress.h"
+#include "tasks/common/report.h"
+#include "tasks/softmoe_mnist/subset_eval.h"
+
+namespace moelab::softmoe_mnist {
+
+namespace {
+
+// The paper's MNIST numbers (Table 1 and Table 10's k = n/2 row, n = 2, 4, ..., 512).
+struct PaperTable1 {
+  std::int64_t n;
+  double best, random_mean, random_std;
+};
+constexpr PaperTable1 kPaperTable1[] = {{4, 94.69, 46.57, 0.44}, {8, 99.90, 51.95, 0.46}, {16, 100.00, 58.94, 0.34}};
+const std::map<std::int64_t, double> kPaperTable10Half = {{2, 25.79},  {4, 33.61},  {8, 22.95},
+                                                           {16, 25.39}, {32, 23.33}, {64, 26.47},
+                                                           {128, 22.98}, {256, 10.19}, {512, 18.70}};
+
+std::string pct(double share) { return format_number(100 * share, "%.2f"); }
+
+// One (network, k) row of Algorithm 1 against random subsets.
+struct SubsetRow {
+  std::int64_t experts = 0, seed = 0, k = 0, divisor = 0;
+  double all = 0, algorithm1 = 0;
+  MeanStd random;
+  double stds_above() const { return random.std > 0 ? (algorithm1 - random.mean) / random.std : NAN; }
+};
+
+struct Table1Row {
+  std::int64_t experts = 0, seed = 0, k = 0, distinct = 0;
+  double all = 0, best = 0, algorithm1 = 0;
+  MeanStd random;
+};
+
+struct TimingRow {
+  std::string layer;  // "trained" or "untrained-wide"
+  std::int64_t experts = 0, hidden = 0, k = 0, batch = 0, computed_slots = 0, trials = 0;
+  MeanStd ms;
+};
+
+// Random k-subsets, one draw per image; accuracies of `draws` independent draws.
+MeanStd random_subsets(SoftMoEClassifier& model, const ImageDataset& test, std::int64_t k, std::int64_t draws,
+                       std::uint64_t seed) {
+  std::vector<double> acc;
+  for (std::int64_t r = 0; r < draws; ++r) {
+    Generator gen(mix_seed(seed, static_cast<std::uint64_t>(model.experts()), static_cast<std::uint64_t>(k),
+                           1000 + static_cast<std::uint64_t>(r)));
+    const ExpertSubset random = ExpertSubset::random(k, gen);
+    acc.push_back(accuracy(model, test, &random));
+  }
+  return mean_std(acc);
+}
+
+// Mean and std of the forward time of the Soft MoE layer with Algorithm 1 keeping k experts.
+TimingRow time_layer(SoftMoE& layer, const Tensor& x, std::int64_t k, std::int64_t trials) {
+  NoGradGuard no_grad;
+  const Variable input(x.to(layer.device()));
+  const ExpertSubset subset = ExpertSubset::top_k(k);
+  for (int w = 0; w < 5; ++w) layer.forward(input, subset);
+  std::vector<double> ms;
+  for (std::int64_t t = 0; t < trials; ++t) {
+    const auto start = std::chrono::steady_clock::now();
+    const Variable y = layer.forward(input, subset);
+    (void)y.data().to(Device::cpu());  // the result is ready (a no-op on the CPU)
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  TimingRow row;
+  row.experts = layer.config().experts, row.hidden = layer.config().hidden_width(), row.k = k;
+  row.batch = x.shape()[0], row.computed_slots = layer.last_computed_slots(), row.trials = trials;
+  row.ms = mean_std(ms);
+  return row;
+}
+
+// The first `batch` test images (cycled when there are fewer) as [batch, 4, 196].
+Tensor timing_input(const ImageDataset& test, std::int64_t batch) {
+  std::vector<std::int64_t> idx;
+  for (std::int64_t i = 0; i < batch; ++i) idx.push_back(i % test.size());
+  return patch_images(test, idx);
+}
+
+std::vector<std::int64_t> timing_ks(std::int64_t n) { return {n, 3 * n / 4, n / 2, n / 4}; }
+
+}  // namespace
+
+std::unique_ptr<SoftMoEClassifier> load_model(const TrainedModel& m) {
+  Generator unused(0);
+  auto model = std::make_unique<SoftMoEClassifier>(m.experts, unused);
+  load_checkpoint(m.checkpoint, *model, nullptr, nullptr);
+  model->eval();
+  return model;
+}
+
+void evaluate_and_report(const RunContext& ctx, const MnistSplit& data, const std::vector<TrainedModel>& models) {
+  const Settings& s = ctx.settings;
+  const ImageDataset& test = data.test;
+  const std::int64_t draws = s.integer("random_seeds"), trials = s.integer("timing_trials");
+  const std::vector<std::int64_t> table1_n = s.ints("table1_experts"), timing_n = s.ints("timing_experts");
+  auto contains = [](const std::vector<std::int64_t>& v, std::int64_t x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+
+  std::vector<SubsetRow> subset_rows;
+  std::vector<Table1Row> table1_rows;
+  std::vector<TimingRow> timing_rows;
+  for (const TrainedModel& m : models) {
+    std::unique_ptr<SoftMoEClassifier> model = load_model(m);
+    model->to(ctx.device);
+    const double all = accuracy(*model, test);
+    std::printf("n = %lld, seed %lld: test accuracy %s%% with all experts\n", static_cast<long long>(m.experts),
+                static_cast<long long>(m.seed), pct(all).c_str());
+    for (std::int64_t divisor : s.ints("k_divisors")) {
+      if (m.experts % divisor != 0) continue;
+      SubsetRow row;
+      row.experts = m.experts, row.seed = m.seed, row.divisor = divisor, row.k = m.experts / divisor, row.all = all;
+      const ExpertSubset top = ExpertSubset::top_k(row.k);
+      row.algorithm1 = accuracy(*model, test, &top);
+      row.random = random_subsets(*model, test, row.k, draws, static_cast<std::uint64_t>(m.seed));
+      std::printf("  k = n/%lld = %lld: Algorithm 1 %s%%, random %s +- %s%% (%s std above)\n",
+                  static_cast<long long>(divisor), static_cast<long long>(row.k), pct(row.algorithm1).c_str(),
+                  pct(row.random.mean).c_str(), pct(row.random.std).c_str(),
+                  format_number(row.stds_above(), "%.2f").c_str());
+      subset_rows.push_back(row);
+    }
+    if (contains(table1_n, m.experts)) {
+      Table1Row row;
+      row.experts = m.experts, row.seed = m.seed, row.k = m.experts / 4, row.all = all;
+      const BestSubsetResult best = best_subset_accuracy(expert_logits(*model, test), row.k);
+      row.best = best.accuracy, row.distinct = best.distinct_subsets;
+      const ExpertSubset top = ExpertSubset::top_k(row.k);
+      row.algorithm1 = accuracy(*model, test, &top);
+      row.random = random_subsets(*model, test, row.k, draws, static_cast<std::uint64_t>(m.seed));
+      std::printf("  Table 1, k = %lld: best subset %s%% (%lld distinct subsets), random %s +- %s%%\n",
+                  static_cast<long long>(row.k), pct(row.best).c_str(), static_cast<long long>(row.distinct),
+                  pct(row.random.mean).c_str(), pct(row.random.std).c_str());
+      table1_rows.push_back(row);
+    }
+    if (m.seed == models.front().seed && contains(timing_n, m.experts))
+      for (std::int64_t batch : s.ints("timing_batches")) {
+        const Tensor x = timing_input(test, batch);
+        for (std::int64_t k : timing_ks(m.experts)) {
+          TimingRow row = time_layer(model->moe(), x, k, trials);
+          row.layer = "trained";
+          timing_rows.push_back(row);
+        }
+      }
+  }
+  if (const std::int64_t wide = s.integer("timing_wide_hidden"); wide > 0) {
+    Generator gen(mix_seed(ctx.seed, 0, 8, 99));
+    SoftMoEConfig c;
+    c.d = kTokenWidth, c.experts = 8, c.hidden = wide;
+    SoftMoE layer(c, gen);
+    layer.to(ctx.device);
+    for (std::int64_t batch : s.ints("timing_batches")) {
+      const Tensor x = normal({batch, kTokens, kTokenWidth}, 0, 1, gen);
+      for (std::int64_t k : timing_ks(8)) {
+        TimingRow row = time_layer(layer, x, k, trials);
+        row.layer = "untrained-wide";
+        timing_rows.push_back(row);
+      }
+    }
+  }
+
+  // ---- CSV files (rewritten whole: they are derived from the checkpoints)
+  std::ostringstream csv;
+  csv << "experts,seed,k,divisor,all_experts_accuracy,algorithm1_accuracy,random_mean,random_std,random_draws,"
+         "stds_above_random\n";
+  for (const SubsetRow& r : subset_rows)
+    csv << r.experts << "," << r.seed << "," << r.k << "," << r.divisor << "," << cell(r.all) << ","
+        << cell(r.algorithm1) << "," << cell(r.random.mean) << "," << cell(r.random.std) << "," << draws << ","
+        << cell(r.stds_above()) << "\n";
+  ctx.dir.write_text("subsets.csv", csv.str());
+  csv.str("");
+  csv << "experts,seed,k,all_experts_accuracy,best_subset_accuracy,distinct_best_subsets,algorithm1_accuracy,"
+         "random_mean,random_std,random_draws\n";
+  for (const Table1Row& r : table1_rows)
+    csv << r.experts << "," << r.seed << "," << r.k << "," << cell(r.all) << "," << cell(r.best) << "," << r.distinct
+        << "," << cell(r.algorithm1) << "," << cell(r.random.mean) << "," << cell(r.random.std) << "," << draws << "\n";
+  ctx.dir.write_text("table1.csv", csv.str());
+  csv.str("");
+  csv << "layer,experts,hidden,k,batch,mean_ms,std_ms,trials,computed_slots,slots_of_all_experts\n";
+  for (const TimingRow& r : timing_rows)
+    csv << r.layer << "," << r.experts << "," << r.hidden << "," << r.k << "," << r.batch << "," << cell(r.ms.mean)
+        << "," << cell(r.ms.std) << "," << r.trials << "," << r.computed_slots << "," << r.batch * r.experts << "\n";
+  ctx.dir.write_text("timing.csv", csv.str());
+
+  // ---- Figure 2 (MNIST panel): accuracy against n, mean over training seeds
+  LinePlot plot;
+  plot.title = "Soft MoE on " + s.text("dataset") + ": k of n experts (mean over training seeds)";
+  plot.xlabel = "n (experts)", plot.ylabel = "test accuracy (%)", plot.log_x = true;
+  auto add_series = [&](const std::string& title, std::int64_t divisor, auto value) {
+    std::map<std::int64_t, std::vector<double>> by_n;
+    for (const SubsetRow& r : subset_rows)
+      if (divisor == 0 || r.divisor == divisor) by_n[r.experts].push_back(value(r));
+    Series series{title, {}, {}};
+    for (const auto& [n, values] : by_n) series.x.push_back(static_cast<double>(n)), series.y.push_back(100 * mean_std(values).mean);
+    if (!series.x.empty()) plot.series.push_back(series);
+  };
+  add_series("all experts", 0, [](const SubsetRow& r) { return r.all; });
+  for (std::int64_t divisor : s.ints("k_divisors")) {
+    const std::string k = "k = n/" + std::to_string(divisor);
+    add_series("Algorithm 1, " + k, divisor, [](const SubsetRow& r) { return r.algorithm1; });
+    add_series("random, " + k, divisor, [](const SubsetRow& r) { return r.random.mean; });
+  }
+  const PlotResult fig2 = plot_lines(plot, ctx.dir.path(), "fig2_" + s.text("dataset"));
+  if (!fig2.drawn) std::printf("%s\n", fig2.message.c_str());
+
+  // ---- summary.md
+  std::ostringstream md;
+  md << "# softmoe-mnist (" << ctx.preset << ")\n\n";
+  md << "Data: " << data.source << ".\n\n";
+  md << "Training: " << s.integer("steps") << " Adam steps of " << s.integer("batch") << " images, lr "
+     << cell(s.real("lr")) << " (" << format_number(static_cast<double>(s.integer("steps") * s.integer("batch")) /
+                                                         static_cast<double>(data.train.size()), "%.1f")
+     << " epochs of these " << data.train.size() << " training images; the paper: 15 epochs of 60,000 = 3525 steps). "
+     << "Accuracies are on the " << test.size() << " test images; random subsets are drawn per image, "
+     << draws << " draws, sample std (n - 1).\n\n";
+  md << "## Networks\n\n| n | seed | expert hidden | expert params | total params | steps | test accuracy | train time |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const TrainedModel& m : models)
+    md << "| " << m.experts << " | " << m.seed << " | " << m.hidden << " | " << m.expert_parameters << " | "
+       << m.total_parameters << " | " << m.steps << " | " << pct(m.test_accuracy) << "% | " << clock_text(m.seconds)
+       << " |\n";
+  md << "\n## Table 1: k = n/4 experts per image\n\n"
+        "| n | seed | k | all experts | best k-subset (label used) | distinct best subsets | Algorithm 1 | random k-subset | "
+        "paper best | paper random |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const Table1Row& r : table1_rows) {
+    std::string paper_best = "-", paper_random = "-";
+    for (const PaperTable1& p : kPaperTable1)
+      if (p.n == r.experts)
+        paper_best = format_number(p.best, "%.2f"),
+        paper_random = format_number(p.random_mean, "%.2f") + " ± " + format_number(p.random_std, "%.2f");
+    md << "| " << r.experts << " | " << r.seed << " | " << r.k << " | " << pct(r.all) << " | " << pct(r.best) << " | "
+       << r.distinct << " | " << pct(r.algorithm1) << " | " << pct(r.random.mean) << " ± " << pct(r.random.std) << " | "
+       << paper_best << " | " << paper_random << " |\n";
+  }
+  md << "\n## Figure 2 / Table 10: Algorithm 1 against random k-subsets\n\n"
+        "| n | seed | k | all experts | Algorithm 1 | random | std above random | paper (k = n/2) |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::int64_t wins = 0;
+  for (const SubsetRow& r : subset_rows) {
+    wins += r.algorithm1 > r.random.mean;
+    std::string paper = "-";
+    if (r.divisor == 2 && kPaperTable10Half.count(r.experts))
+      paper = format_number(kPaperTable10Half.at(r.experts), "%.2f");
+    md << "| " << r.experts << " | " << r.seed << " | n/" << r.divisor << " = " << r.k << " | " << pct(r.all) << " | "
+       << pct(r.algorithm1) << " | " << pct(r.random.mean) << " ± " << pct(r.random.std) << " | "
+       << format_number(r.stds_above(), "%.2f") << " | " << paper << " |\n";
+  }
+  md << "\nAlgorithm 1 beats the mean random subset in " << wins << " of " << subset_rows.size() << " (n, k, seed) "
+     << "cells. Plot: " << (fig2.drawn ? fig2.png.filename().string() : "not drawn (" + fig2.message + ")") << ".\n";
+  md << "\n## Inference: the Soft MoE layer's forward time when Algorithm 1 keeps k of n experts\n\n"
+        "Mean ± std over " << trials << " passes (after 5 warm-up passes), " << ctx.threads << " thread(s). "
+        "\"slots computed\" counts the slot rows the experts ran on (of batch x n): dropped experts are not computed.\n\n"
+        "| layer | n | hidden | k | batch | ms | slots computed |\n|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const TimingRow& r : timing_rows)
+    md << "| " << r.layer << " | " << r.experts << " | " << r.hidden << " | " << r.k << " | " << r.batch << " | "
+       << format_number(r.ms.mean, "%.3f") << " ± " << format_number(r.ms.std, "%.3f") << " | " << r.computed_slots
+       << " / " << r.batch * r.experts << " |\n";
+  ctx.dir.write_text("summary.md", md.str());
+  std::printf("wrote %s\n", ctx.dir.file("summary.md").string().c_str());
+}
+
+}  // namespace moelab::softmoe_mnist
