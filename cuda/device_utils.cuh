@@ -5,6 +5,7 @@
 //   dispatch_all(dtype, ...)                        also T = int32
 //   DeviceMath<T>::exp(x) ...                       expf/exp, logf/log, ... picked by T
 //   block_sum(value, scratch)                       sum over the block, in a fixed tree order
+//   first_index(), grid_stride()                    a grid-stride loop: for (i = first_index(); i < n; i += grid_stride())
 //
 // Determinism of block_sum: each thread's value enters a shared-memory tree whose shape depends
 // only on blockDim.x (a power of two, at most 1024), so for a given launch configuration the same
@@ -17,6 +18,12 @@
 #include "core/error.h"
 
 namespace moelab::cuda {
+
+// Grid-stride loops: this thread's first element and the number of threads in the whole grid.
+__device__ inline std::int64_t first_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 template <class Fn>
 void dispatch_float(DType dtype, Fn&& fn) {

@@ -33,15 +33,13 @@
 
 #include "cuda/context.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/device_utils.cuh"
 
 namespace moelab {
 namespace {
 
-// Grid-stride loop index helpers: the first element of this thread and the stride of the grid.
-__device__ inline std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ inline std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+using cuda::first_index;
+using cuda::grid_stride;
 
 // out[m, c] = src[index[m], c], element by element as raw words.
 template <class Word>

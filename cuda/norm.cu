@@ -34,6 +34,7 @@
 
 #include "cuda/context.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/rounded_math.cuh"
 
 namespace moelab {
 namespace {
@@ -42,13 +43,7 @@ constexpr unsigned kFullMask = 0xffffffffu;
 constexpr std::int64_t kRowChunk = 64;   // rows per partial sum of dw/db
 constexpr int kColumnThreads = 256;      // columns per block of the dw/db kernels
 
-// One IEEE operation each, never contracted into an FMA.
-__device__ inline float mul(float a, float b) { return __fmul_rn(a, b); }
-__device__ inline double mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ inline float add(float a, float b) { return __fadd_rn(a, b); }
-__device__ inline double add(double a, double b) { return __dadd_rn(a, b); }
-__device__ inline float sub(float a, float b) { return __fsub_rn(a, b); }
-__device__ inline double sub(double a, double b) { return __dsub_rn(a, b); }
+using namespace cuda::rounded;  // mul, add, ...: no FMA contraction (cuda/rounded_math.cuh)
 
 // Sum over the 32 lanes of a warp, the same bits on every lane.
 __device__ inline double warp_sum(double v) {

@@ -31,18 +31,12 @@
 
 #include "cuda/context.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/rounded_math.cuh"
 
 namespace moelab {
 namespace {
 
-__device__ inline float mul(float a, float b) { return __fmul_rn(a, b); }
-__device__ inline double mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ inline float add(float a, float b) { return __fadd_rn(a, b); }
-__device__ inline double add(double a, double b) { return __dadd_rn(a, b); }
-__device__ inline float div(float a, float b) { return __fdiv_rn(a, b); }
-__device__ inline double div(double a, double b) { return __ddiv_rn(a, b); }
-__device__ inline float sqrt_rn(float a) { return __fsqrt_rn(a); }
-__device__ inline double sqrt_rn(double a) { return __dsqrt_rn(a); }
+using namespace cuda::rounded;  // mul, add, ...: no FMA contraction (cuda/rounded_math.cuh)
 __device__ inline float fma_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 __device__ inline double fma_rn(double a, double b, double c) { return __fma_rn(a, b, c); }
 

@@ -21,16 +21,12 @@
 
 #include "cuda/context.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/rounded_math.cuh"
 
 namespace moelab {
 namespace {
 
-__device__ inline float mul(float a, float b) { return __fmul_rn(a, b); }
-__device__ inline double mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ inline float add(float a, float b) { return __fadd_rn(a, b); }
-__device__ inline double add(double a, double b) { return __dadd_rn(a, b); }
-__device__ inline float sub(float a, float b) { return __fsub_rn(a, b); }
-__device__ inline double sub(double a, double b) { return __dsub_rn(a, b); }
+using namespace cuda::rounded;  // mul, add, ...: no FMA contraction (cuda/rounded_math.cuh)
 
 // table[(t * half + i) * 2 + {0, 1}] = {cos a, +-sin a}.
 template <class T>

@@ -24,14 +24,13 @@
 
 #include "cuda/context.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/device_utils.cuh"
 
 namespace moelab {
 namespace {
 
-__device__ inline std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ inline std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+using cuda::first_index;
+using cuda::grid_stride;
 
 template <class Word>
 __global__ void copy_block_kernel(const Word* x, std::int64_t n, std::int64_t inner, std::int64_t start,

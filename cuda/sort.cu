@@ -37,6 +37,7 @@
 
 #include "cuda/context.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/device_utils.cuh"
 
 namespace moelab {
 namespace {
@@ -47,10 +48,8 @@ constexpr int kTileThreads = 512;   // one compare-exchange pair per thread
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr std::int32_t kNoPosition = 0x7fffffff;  // a lane with no candidate left
 
-__device__ inline std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ inline std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+using cuda::first_index;
+using cuda::grid_stride;
 
 // a > b with NaN above every number and NaNs equal to each other.
 template <class T>
