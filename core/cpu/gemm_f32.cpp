@@ -30,6 +30,7 @@
 #include "core/cpu/gemm_f32.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #if defined(__AVX__)
@@ -139,12 +140,42 @@ void pack_b_panel(const Operand& b, std::int64_t p0, std::int64_t kc, std::int64
   }
 }
 
+// Products too small for packing to pay off (Soft MoE's per-example ones: [8, 4] @ [4, 196],
+// [4, 8] @ [8, 196] and their gradients, 256 of them per batch): a direct loop, no packing, no
+// OpenMP region. Each element of C is the same chain of fused multiply-adds over p = 0, 1, ...,
+// k-1 starting from 0 as in the micro-kernel, so for k <= KC (one slice) the result is bitwise
+// the blocked path's.
+constexpr std::int64_t kSmallProduct = 64 * 1024;  // m * n * k at most
+
+void small_gemm(const Operand& a, const Operand& b, float* c, std::int64_t m, std::int64_t k, std::int64_t n) {
+  if (b.col_stride == 1) {  // B's rows are contiguous: C row i = sum over p of A[i, p] * B row p
+    for (std::int64_t i = 0; i < m; ++i) {
+      float* ci = c + i * n;
+      std::fill(ci, ci + n, 0.0f);
+      for (std::int64_t p = 0; p < k; ++p) {
+        const float aip = a.at(i, p);
+        const float* bp = b.data + p * b.row_stride;
+        for (std::int64_t j = 0; j < n; ++j) ci[j] += aip * bp[j];
+      }
+    }
+  } else {  // B transposed: its columns are contiguous, so each C element is one dot product
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        float acc = 0.0f;
+        // std::fma spelled out: GCC leaves this scalar chain as a multiply and an add otherwise.
+        for (std::int64_t p = 0; p < k; ++p) acc = std::fma(a.at(i, p), b.at(p, j), acc);
+        c[i * n + j] = acc;
+      }
+  }
+}
+
 }  // namespace
 
 void gemm_f32(const float* a, const float* b, float* out, std::int64_t m, std::int64_t k, std::int64_t n,
               bool trans_a, bool trans_b) {
   const Operand op_a = trans_a ? Operand{a, 1, m} : Operand{a, k, 1};
   const Operand op_b = trans_b ? Operand{b, 1, k} : Operand{b, n, 1};
+  if (k <= KC && m * n * k <= kSmallProduct) return small_gemm(op_a, op_b, out, m, k, n);
   const std::int64_t row_panels = (m + MR - 1) / MR;
   const int threads = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(omp_get_max_threads(), row_panels)));
   const std::int64_t nc_max = std::min(NC, (n + NR - 1) / NR * NR);
