@@ -341,7 +341,7 @@ int run_l2norm(const RunContext& ctx) {
   CsvFile metrics = ctx.dir.csv("metrics.csv", kMetricsHeader);
   CsvFile results = ctx.dir.csv("results.csv", kResultsHeader);
 
-  std::vector<std::pair<l2norm::ModelSpec, std::int64_t>> todo;
+  std::vector<std::pair<l2norm::ModelSpec, std::int64_t>> pending;
   std::size_t total = 0;
   for (std::int64_t d : s.ints("token_dims"))
     for (std::int64_t n : s.ints("experts"))
@@ -349,14 +349,14 @@ int run_l2norm(const RunContext& ctx) {
         const l2norm::ModelSpec spec = spec_for(s, d, n);
         ++total;
         if (!done.count(job_key(spec.tokenisation(), std::to_string(n), std::to_string(seed))))
-          todo.push_back({spec, seed});
+          pending.push_back({spec, seed});
       }
   std::printf("softmoe-l2norm: %zu jobs (%zu to run), %lld steps of %lld samples each, %d thread%s -> %s; "
               "best constant's loss %.4f\n",
-              total, todo.size(), static_cast<long long>(s.integer("steps")),
+              total, pending.size(), static_cast<long long>(s.integer("steps")),
               static_cast<long long>(s.integer("batch")), ctx.threads, ctx.threads == 1 ? "" : "s",
               ctx.dir.path().c_str(), l2norm::constant_predictor_loss(s.integer("input_dim"), s.real("variance")));
-  for (const auto& [spec, seed] : todo) run_job(ctx, spec, seed, metrics, results);
+  for (const auto& [spec, seed] : pending) run_job(ctx, spec, seed, metrics, results);
   write_report(ctx, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return 0;
 }
