@@ -32,7 +32,7 @@ __global__ void cast_kernel(const From* x, To* out, std::int64_t n) {
 void CudaBackend::fill(Tensor& x, double value) {
   const std::int64_t n = x.numel();
   if (n == 0) return;
-  cuda::dispatch_all(x.dtype(), [&]<class T>() {
+  dispatch_all(x.dtype(), [&]<class T>() {
     fill_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(x.data<T>(), n, static_cast<T>(value));
     MOELAB_CUDA_CHECK_LAUNCH();
   });
@@ -41,8 +41,8 @@ void CudaBackend::fill(Tensor& x, double value) {
 void CudaBackend::cast(const Tensor& x, Tensor& out) {
   const std::int64_t n = x.numel();
   if (n == 0) return;
-  cuda::dispatch_all(x.dtype(), [&]<class From>() {
-    cuda::dispatch_all(out.dtype(), [&]<class To>() {
+  dispatch_all(x.dtype(), [&]<class From>() {
+    dispatch_all(out.dtype(), [&]<class To>() {
       cast_kernel<From, To><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(x.data<From>(),
                                                                                          out.data<To>(), n);
       MOELAB_CUDA_CHECK_LAUNCH();

@@ -93,7 +93,7 @@ std::int64_t CudaBackend::cross_entropy(const Tensor& logits, const Tensor& targ
   const std::int32_t* target = targets.data<std::int32_t>();
   cuda::DeviceBuffer<double> row_loss(static_cast<std::size_t>(rows));
   cuda::DeviceBuffer<long long> kept_device(1);
-  cuda::dispatch_float(logits.dtype(), [&]<class T>() {
+  dispatch_float(logits.dtype(), [&]<class T>() {
     const int threads = cuda::row_threads(vocab);
     const std::size_t shared = threads * sizeof(double);
     cross_entropy_rows_kernel<T><<<static_cast<unsigned int>(rows), threads, shared, cuda::stream()>>>(
@@ -112,7 +112,7 @@ std::int64_t CudaBackend::cross_entropy(const Tensor& logits, const Tensor& targ
 void CudaBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& logsumexp,
                                          double scale, int ignore_index, Tensor& dlogits) {
   const std::int64_t rows = logits.size(0), vocab = logits.size(1);
-  cuda::dispatch_float(logits.dtype(), [&]<class T>() {
+  dispatch_float(logits.dtype(), [&]<class T>() {
     cross_entropy_backward_kernel<T><<<cuda::blocks_for(rows * vocab), cuda::kThreads, 0, cuda::stream()>>>(
         logits.data<T>(), targets.data<std::int32_t>(), logsumexp.data<T>(), rows, vocab, static_cast<T>(scale),
         ignore_index, dlogits.data<T>());

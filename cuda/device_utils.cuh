@@ -1,8 +1,7 @@
 // cuda/device_utils.cuh — small pieces the kernel files of cuda/ share: dtype dispatch, the
 // float/double maths overloads, and a deterministic block-wide sum.
 //
-//   dispatch_float(dtype, [&]<class T>() { ... })   T = float or double (else moelab::Error)
-//   dispatch_all(dtype, ...)                        also T = int32
+//   dispatch_float / dispatch_all                   from core/dtype_dispatch.h (shared with the CPU)
 //   DeviceMath<T>::exp(x) ...                       expf/exp, logf/log, ... picked by T
 //   block_sum(value, scratch)                       sum over the block, in a fixed tree order
 //   first_index(), grid_stride()                    a grid-stride loop: for (i = first_index(); i < n; i += grid_stride())
@@ -15,6 +14,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/dtype_dispatch.h"  // dispatch_float, dispatch_all
 #include "core/error.h"
 
 namespace moelab::cuda {
@@ -24,24 +24,6 @@ __device__ inline std::int64_t first_index() {
   return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
 __device__ inline std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
-
-template <class Fn>
-void dispatch_float(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::Float32: fn.template operator()<float>(); return;
-    case DType::Float64: fn.template operator()<double>(); return;
-    default: fail("cuda", "dtype ", dtype, " is not a floating type");
-  }
-}
-
-template <class Fn>
-void dispatch_all(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::Float32: fn.template operator()<float>(); return;
-    case DType::Float64: fn.template operator()<double>(); return;
-    case DType::Int32: fn.template operator()<std::int32_t>(); return;
-  }
-}
 
 template <class T>
 struct DeviceMath;

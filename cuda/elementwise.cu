@@ -137,7 +137,7 @@ __global__ void relu_backward_kernel(const T* x, const T* grad, T* out, std::int
 
 void CudaBackend::unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) {
   const std::int64_t n = x.numel();
-  cuda::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     with_unary_op<T>(op, [&](auto f) {
       unary_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(f, x.data<T>(), out.data<T>(), n);
       MOELAB_CUDA_CHECK_LAUNCH();
@@ -148,7 +148,7 @@ void CudaBackend::unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) {
 void CudaBackend::binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   const std::int64_t n = a.numel(), m = b.numel();
   if (n == 0) return;
-  cuda::dispatch_float(a.dtype(), [&]<class T>() {
+  dispatch_float(a.dtype(), [&]<class T>() {
     with_binary_op<T>(op, [&](auto f) {
       if (m == n)
         binary_same_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(f, a.data<T>(), b.data<T>(),
@@ -163,7 +163,7 @@ void CudaBackend::binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b,
 
 void CudaBackend::binary_scalar(kernels::BinaryOp op, const Tensor& a, double b, bool scalar_first, Tensor& out) {
   const std::int64_t n = a.numel();
-  cuda::dispatch_float(a.dtype(), [&]<class T>() {
+  dispatch_float(a.dtype(), [&]<class T>() {
     with_binary_op<T>(op, [&](auto f) {
       binary_scalar_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(
           f, a.data<T>(), static_cast<T>(b), scalar_first, out.data<T>(), n);
@@ -174,7 +174,7 @@ void CudaBackend::binary_scalar(kernels::BinaryOp op, const Tensor& a, double b,
 
 void CudaBackend::relu_backward(const Tensor& x, const Tensor& grad, Tensor& out) {
   const std::int64_t n = x.numel();
-  cuda::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     relu_backward_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(x.data<T>(), grad.data<T>(),
                                                                                         out.data<T>(), n);
     MOELAB_CUDA_CHECK_LAUNCH();

@@ -28,7 +28,7 @@ void CudaBackend::grouped_matmul(const Tensor& x, const Tensor& w, const std::ve
                                  bool trans_w, Tensor& out) {
   // x: [N, in], w: [E, in, out] or [E, out, in], out: [N, out]; in >= 1 (checked by the front end).
   const std::int64_t groups = w.size(0), in = x.size(1), n_out = out.size(1);
-  cuda::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     const T* pw = w.data<T>();
     T* po = out.data<T>();
@@ -47,7 +47,7 @@ void CudaBackend::grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy,
                                              const std::vector<std::int64_t>& offsets, Tensor& dw) {
   // x: [N, in], dy: [N, out], dw: [E, in, out]; dw[e] = x_e^T @ dy_e with k = rows of group e.
   const std::int64_t groups = dw.size(0), in = x.size(1), n_out = dy.size(1);
-  cuda::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     const T* pdy = dy.data<T>();
     T* pdw = dw.data<T>();

@@ -16,7 +16,7 @@ namespace moelab {
 void CudaBackend::matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) {
   const std::int64_t batch = out.size(0), m = out.size(1), n = out.size(2);
   const std::int64_t k = trans_a ? a.size(1) : a.size(2);
-  cuda::dispatch_float(a.dtype(), [&]<class T>() {
+  dispatch_float(a.dtype(), [&]<class T>() {
     cuda::gemm_row_major<T>(trans_a, trans_b, m, n, k, a.data<T>(), m * k, b.data<T>(), k * n, out.data<T>(), m * n,
                             batch);
   });

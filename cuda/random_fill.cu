@@ -93,7 +93,7 @@ __global__ void normal_kernel(T* x, std::int64_t n, std::uint64_t seed, std::uin
 void CudaBackend::fill_uniform(Tensor& x, double low, double high, Generator& gen) {
   const std::int64_t n = x.numel();
   if (n == 0) return;
-  cuda::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     uniform_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(x.data<T>(), n, gen.seed(),
                                                                                   gen.counter(), low, high - low);
     MOELAB_CUDA_CHECK_LAUNCH();
@@ -104,7 +104,7 @@ void CudaBackend::fill_uniform(Tensor& x, double low, double high, Generator& ge
 void CudaBackend::fill_normal(Tensor& x, double mean, double std, Generator& gen) {
   const std::int64_t n = x.numel();
   if (n == 0) return;
-  cuda::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     normal_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(x.data<T>(), n, gen.seed(),
                                                                                  gen.counter(), mean, std);
     MOELAB_CUDA_CHECK_LAUNCH();

@@ -160,7 +160,7 @@ __global__ void max_strided_kernel(const T* x, std::int64_t n, std::int64_t inne
 }  // namespace
 
 void CudaBackend::sum(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& out) {
-  cuda::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* po = out.data<T>();
     if (inner == 1) {
@@ -197,7 +197,7 @@ void CudaBackend::sum(const Tensor& x, std::int64_t outer, std::int64_t n, std::
 
 void CudaBackend::max(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& values,
                       Tensor* indices) {
-  cuda::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* pv = values.data<T>();
     std::int32_t* pi = indices ? indices->data<std::int32_t>() : nullptr;

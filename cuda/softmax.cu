@@ -95,21 +95,21 @@ void launch_rows(const Tensor& shape_of, Kernel kernel, Args... args) {
 }  // namespace
 
 void CudaBackend::softmax(const Tensor& x, Tensor& y) {
-  cuda::dispatch_float(x.dtype(), [&]<class T>() { launch_rows(x, softmax_kernel<T>, x.data<T>(), y.data<T>()); });
+  dispatch_float(x.dtype(), [&]<class T>() { launch_rows(x, softmax_kernel<T>, x.data<T>(), y.data<T>()); });
 }
 
 void CudaBackend::log_softmax(const Tensor& x, Tensor& y) {
-  cuda::dispatch_float(x.dtype(), [&]<class T>() { launch_rows(x, log_softmax_kernel<T>, x.data<T>(), y.data<T>()); });
+  dispatch_float(x.dtype(), [&]<class T>() { launch_rows(x, log_softmax_kernel<T>, x.data<T>(), y.data<T>()); });
 }
 
 void CudaBackend::softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
-  cuda::dispatch_float(y.dtype(), [&]<class T>() {
+  dispatch_float(y.dtype(), [&]<class T>() {
     launch_rows(y, softmax_backward_kernel<T>, y.data<T>(), dy.data<T>(), dx.data<T>());
   });
 }
 
 void CudaBackend::log_softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
-  cuda::dispatch_float(y.dtype(), [&]<class T>() {
+  dispatch_float(y.dtype(), [&]<class T>() {
     launch_rows(y, log_softmax_backward_kernel<T>, y.data<T>(), dy.data<T>(), dx.data<T>());
   });
 }

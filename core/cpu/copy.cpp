@@ -2,17 +2,17 @@
 #include <algorithm>
 
 #include "core/cpu/cpu_backend.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 
 namespace moelab {
 
 void CpuBackend::fill(Tensor& x, double value) {
-  cpu::dispatch_all(x.dtype(), [&]<class T>() { std::fill_n(x.data<T>(), x.numel(), static_cast<T>(value)); });
+  dispatch_all(x.dtype(), [&]<class T>() { std::fill_n(x.data<T>(), x.numel(), static_cast<T>(value)); });
 }
 
 void CpuBackend::cast(const Tensor& x, Tensor& out) {
-  cpu::dispatch_all(x.dtype(), [&]<class From>() {
-    cpu::dispatch_all(out.dtype(), [&]<class To>() {
+  dispatch_all(x.dtype(), [&]<class From>() {
+    dispatch_all(out.dtype(), [&]<class To>() {
       const From* src = x.data<From>();
       To* dst = out.data<To>();
       for (std::int64_t i = 0; i < x.numel(); ++i) dst[i] = static_cast<To>(src[i]);

@@ -22,7 +22,7 @@
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 
 namespace moelab {
 namespace {
@@ -41,7 +41,7 @@ std::int64_t CpuBackend::cross_entropy(const Tensor& logits, const Tensor& targe
   std::int64_t kept = 0;
   for (std::int64_t r = 0; r < rows; ++r) kept += target[r] != ignore_index;
   std::vector<double> row_loss(static_cast<std::size_t>(rows), 0.0);
-  cpu::dispatch_float(logits.dtype(), [&]<class T>() {
+  dispatch_float(logits.dtype(), [&]<class T>() {
     const T* px = logits.data<T>();
     T* plse = logsumexp.data<T>();
 #pragma omp parallel if (rows * vocab > cpu::kParallelMinElements && rows > 1)
@@ -75,7 +75,7 @@ void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targ
                                         double scale, int ignore_index, Tensor& dlogits) {
   const std::int64_t rows = logits.size(0), vocab = logits.size(1);
   const std::int32_t* target = targets.data<std::int32_t>();
-  cpu::dispatch_float(logits.dtype(), [&]<class T>() {
+  dispatch_float(logits.dtype(), [&]<class T>() {
     const T* px = logits.data<T>();
     const T* plse = logsumexp.data<T>();
     T* pd = dlogits.data<T>();

@@ -31,7 +31,7 @@
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/chunks.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 
 namespace moelab {
 namespace {
@@ -82,7 +82,7 @@ void with_binary_op(BinaryOp op, const Body& body) {
 }  // namespace
 
 void CpuBackend::unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) {
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* py = out.data<T>();
     cpu::for_chunks(x.numel(), [&](std::int64_t b, std::int64_t e) { unary_range(op, px + b, py + b, e - b); });
@@ -92,7 +92,7 @@ void CpuBackend::unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) {
 void CpuBackend::binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
   const std::int64_t n = a.numel(), m = b.numel();
   if (n == 0) return;
-  cpu::dispatch_float(a.dtype(), [&]<class T>() {
+  dispatch_float(a.dtype(), [&]<class T>() {
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* po = out.data<T>();
@@ -120,7 +120,7 @@ void CpuBackend::binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, 
 }
 
 void CpuBackend::binary_scalar(kernels::BinaryOp op, const Tensor& a, double b, bool scalar_first, Tensor& out) {
-  cpu::dispatch_float(a.dtype(), [&]<class T>() {
+  dispatch_float(a.dtype(), [&]<class T>() {
     const T* pa = a.data<T>();
     T* po = out.data<T>();
     const T s0 = static_cast<T>(b);
@@ -139,7 +139,7 @@ void CpuBackend::binary_scalar(kernels::BinaryOp op, const Tensor& a, double b, 
 }
 
 void CpuBackend::relu_backward(const Tensor& x, const Tensor& grad, Tensor& out) {
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     const T* pg = grad.data<T>();
     T* po = out.data<T>();

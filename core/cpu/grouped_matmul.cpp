@@ -17,7 +17,7 @@
 #include <omp.h>
 
 #include "core/cpu/cpu_backend.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 #include "core/cpu/gemm.h"
 
 namespace moelab {
@@ -43,7 +43,7 @@ void CpuBackend::grouped_matmul(const Tensor& x, const Tensor& w, const std::vec
   // x: [N, in], w: [E, in, out] or [E, out, in], out: [N, out]; in >= 1 (checked by the front end).
   const std::int64_t groups = w.size(0), in = x.size(1), n_out = out.size(1);
   const double flops = 2.0 * static_cast<double>(x.size(0)) * static_cast<double>(in) * static_cast<double>(n_out);
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     const T* pw = w.data<T>();
     T* po = out.data<T>();
@@ -60,7 +60,7 @@ void CpuBackend::grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, c
   // x: [N, in], dy: [N, out], dw: [E, in, out]; dw[e] = x_e^T @ dy_e with k = rows of group e.
   const std::int64_t groups = dw.size(0), in = x.size(1), n_out = dy.size(1);
   const double flops = 2.0 * static_cast<double>(x.size(0)) * static_cast<double>(in) * static_cast<double>(n_out);
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     const T* pdy = dy.data<T>();
     T* pdw = dw.data<T>();

@@ -21,7 +21,7 @@
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 
 namespace moelab {
 namespace {
@@ -63,7 +63,7 @@ void CpuBackend::index_select(const Tensor& src, const Tensor& index, Tensor& ou
 void CpuBackend::scatter_add_rows(const Tensor& src, const Tensor& index, Tensor& out) {
   const std::int64_t m_count = src.size(0), rows = out.size(0), inner = src.shape().inner(0);
   const std::int32_t* idx = index.data<std::int32_t>();
-  cpu::dispatch_float(src.dtype(), [&]<class T>() {
+  dispatch_float(src.dtype(), [&]<class T>() {
     const T* s = src.data<T>();
     T* o = out.data<T>();
     std::fill_n(o, out.numel(), T(0));
@@ -83,7 +83,7 @@ void CpuBackend::gather_last(const Tensor& src, const Tensor& index, Tensor& out
   const std::int64_t k = src.size(-1), j_count = index.size(-1);
   const std::int64_t rows = index.numel() / j_count;
   const std::int32_t* idx = index.data<std::int32_t>();
-  cpu::dispatch_all(src.dtype(), [&]<class T>() {
+  dispatch_all(src.dtype(), [&]<class T>() {
     const T* s = src.data<T>();
     T* o = out.data<T>();
 #pragma omp parallel for schedule(static) if (out.numel() > cpu::kParallelMinElements)
@@ -96,7 +96,7 @@ void CpuBackend::scatter_add_last(const Tensor& src, const Tensor& index, Tensor
   const std::int64_t k = out.size(-1), j_count = src.size(-1);
   const std::int64_t rows = src.numel() / j_count;
   const std::int32_t* idx = index.data<std::int32_t>();
-  cpu::dispatch_float(src.dtype(), [&]<class T>() {
+  dispatch_float(src.dtype(), [&]<class T>() {
     const T* s = src.data<T>();
     T* o = out.data<T>();
     // Each row is its own scatter (ascending j), so rows can run on any thread.

@@ -10,14 +10,14 @@
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 
 namespace moelab {
 
 void CpuBackend::causal_mask(const Tensor& scores, double fill, Tensor& out) {
   const std::int64_t t = scores.size(-2), s = scores.size(-1);
   const std::int64_t rows = scores.numel() / s;  // B * T
-  cpu::dispatch_float(scores.dtype(), [&]<class T>() {
+  dispatch_float(scores.dtype(), [&]<class T>() {
     const T* in = scores.data<T>();
     T* o = out.data<T>();
     const T value = static_cast<T>(fill);

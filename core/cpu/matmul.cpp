@@ -10,7 +10,7 @@
 #include <omp.h>
 
 #include "core/cpu/cpu_backend.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 #include "core/cpu/gemm.h"
 
 namespace moelab {
@@ -18,7 +18,7 @@ namespace moelab {
 void CpuBackend::matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) {
   const std::int64_t batch = out.size(0), m = out.size(1), n = out.size(2);
   const std::int64_t k = trans_a ? a.size(1) : a.size(2);
-  cpu::dispatch_float(a.dtype(), [&]<class T>() {
+  dispatch_float(a.dtype(), [&]<class T>() {
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     T* pc = out.data<T>();

@@ -28,7 +28,7 @@
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 
 namespace moelab {
 namespace {
@@ -71,7 +71,7 @@ void sum_weight_grads(const T* x, const T* mean, const T* rstd, const T* dy, std
 
 void CpuBackend::rmsnorm(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) {
   const std::int64_t d = x.size(-1), n = x.numel() / d;
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
     T* prstd = rstd.data<T>();
@@ -93,7 +93,7 @@ void CpuBackend::rmsnorm(const Tensor& x, const Tensor& w, double eps, Tensor& y
 void CpuBackend::rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& dy, Tensor& dx,
                                   Tensor& dw) {
   const std::int64_t d = x.size(-1), n = x.numel() / d;
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     const T* pdy = dy.data<T>();
     const T* prstd = rstd.data<T>();
@@ -117,7 +117,7 @@ void CpuBackend::rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor
 void CpuBackend::layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, Tensor& y, Tensor& mean,
                            Tensor& rstd) {
   const std::int64_t d = x.size(-1), n = x.numel() / d;
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
     T* pmean = mean.data<T>();
@@ -142,7 +142,7 @@ void CpuBackend::layernorm(const Tensor& x, const Tensor& w, const Tensor& b, do
 void CpuBackend::layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
                                     const Tensor& dy, Tensor& dx, Tensor& dw, Tensor& db) {
   const std::int64_t d = x.size(-1), n = x.numel() / d;
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     const T* pdy = dy.data<T>();
     const T* pmean = mean.data<T>();

@@ -34,7 +34,7 @@
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/chunks.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 
 namespace moelab {
 namespace {
@@ -91,7 +91,7 @@ void sgd_range(T* p, const T* g, T* buf, std::int64_t begin, std::int64_t end, c
 
 void CpuBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                              const kernels::AdamHyper& h) {
-  cpu::dispatch_float(param.dtype(), [&]<class T>() {
+  dispatch_float(param.dtype(), [&]<class T>() {
     T* p = param.data<T>();
     const T* g = grad.data<T>();
     T* m = exp_avg.data<T>();
@@ -101,7 +101,7 @@ void CpuBackend::adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg,
 }
 
 void CpuBackend::sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const kernels::SgdHyper& h) {
-  cpu::dispatch_float(param.dtype(), [&]<class T>() {
+  dispatch_float(param.dtype(), [&]<class T>() {
     T* p = param.data<T>();
     const T* g = grad.data<T>();
     T* buf = h.momentum != 0 ? momentum_buffer.data<T>() : nullptr;

@@ -7,20 +7,20 @@
 // state give the same tensor. One thread: the Generator is a sequential stream (parallel
 // drawing would be possible, Philox being counter-based, but initialisation is not a hot path).
 #include "core/cpu/cpu_backend.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 #include "core/random.h"
 
 namespace moelab {
 
 void CpuBackend::fill_uniform(Tensor& x, double low, double high, Generator& gen) {
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     T* p = x.data<T>();
     for (std::int64_t i = 0; i < x.numel(); ++i) p[i] = static_cast<T>(low + (high - low) * gen.next_uniform());
   });
 }
 
 void CpuBackend::fill_normal(Tensor& x, double mean, double std, Generator& gen) {
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     T* p = x.data<T>();
     for (std::int64_t i = 0; i < x.numel(); ++i) p[i] = static_cast<T>(mean + std * gen.next_normal());
   });

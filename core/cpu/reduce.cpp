@@ -27,7 +27,7 @@
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 
 namespace moelab {
 namespace {
@@ -45,7 +45,7 @@ inline bool beats(T v, T best) {
 }  // namespace
 
 void CpuBackend::sum(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& out) {
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* po = out.data<T>();
     const bool parallel = outer * n * inner > cpu::kParallelMinElements;
@@ -82,7 +82,7 @@ void CpuBackend::sum(const Tensor& x, std::int64_t outer, std::int64_t n, std::i
 
 void CpuBackend::max(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& values,
                      Tensor* indices) {
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* pv = values.data<T>();
     std::int32_t* pi = indices ? indices->data<std::int32_t>() : nullptr;

@@ -12,13 +12,13 @@
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 
 namespace moelab {
 
 void CpuBackend::rope(const Tensor& x, std::int64_t position_offset, double theta, bool inverse, Tensor& out) {
   const std::int64_t batch = x.size(0), seq = x.size(1), heads = x.size(2), hd = x.size(3), half = hd / 2;
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     // cos_sin[(t * half + i) * 2 + {0, 1}] = {cos a, +-sin a}
     std::vector<T> cos_sin(static_cast<std::size_t>(seq * half * 2));
     for (std::int64_t i = 0; i < half; ++i) {

@@ -20,7 +20,7 @@
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 
 namespace moelab {
 namespace {
@@ -98,7 +98,7 @@ void CpuBackend::copy_block(const Tensor& x, std::int64_t outer, std::int64_t n,
 
 void CpuBackend::permute(const Tensor& x, const std::vector<int>& order, Tensor& out) {
   const Walk walk = coalesce(x.shape(), order);
-  cpu::dispatch_all(x.dtype(), [&]<class T>() { permute_typed(x.data<T>(), walk, x.numel(), out.data<T>()); });
+  dispatch_all(x.dtype(), [&]<class T>() { permute_typed(x.data<T>(), walk, x.numel(), out.data<T>()); });
 }
 
 }  // namespace moelab

@@ -20,7 +20,7 @@
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 
 namespace moelab {
 namespace {
@@ -48,7 +48,7 @@ double sum_of(const T* v, std::int64_t n) {
 }  // namespace
 
 void CpuBackend::softmax(const Tensor& x, Tensor& y) {
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
     for_each_row(x, [&](std::int64_t r, std::int64_t n) {
@@ -62,7 +62,7 @@ void CpuBackend::softmax(const Tensor& x, Tensor& y) {
 }
 
 void CpuBackend::log_softmax(const Tensor& x, Tensor& y) {
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
     for_each_row(x, [&](std::int64_t r, std::int64_t n) {
@@ -77,7 +77,7 @@ void CpuBackend::log_softmax(const Tensor& x, Tensor& y) {
 }
 
 void CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
-  cpu::dispatch_float(y.dtype(), [&]<class T>() {
+  dispatch_float(y.dtype(), [&]<class T>() {
     const T* py = y.data<T>();
     const T* pdy = dy.data<T>();
     T* pdx = dx.data<T>();
@@ -91,7 +91,7 @@ void CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx)
 }
 
 void CpuBackend::log_softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
-  cpu::dispatch_float(y.dtype(), [&]<class T>() {
+  dispatch_float(y.dtype(), [&]<class T>() {
     const T* py = y.data<T>();
     const T* pdy = dy.data<T>();
     T* pdx = dx.data<T>();

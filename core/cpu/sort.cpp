@@ -25,7 +25,7 @@
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
-#include "core/cpu/dispatch.h"
+#include "core/dtype_dispatch.h"
 
 namespace moelab {
 namespace {
@@ -80,7 +80,7 @@ void argsort_row(const std::int32_t* keys, std::int64_t n, std::vector<std::int6
 
 void CpuBackend::topk(const Tensor& x, int k, Tensor& values, Tensor& indices) {
   const std::int64_t n = x.size(-1), rows = x.numel() / n;
-  cpu::dispatch_float(x.dtype(), [&]<class T>() {
+  dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* pv = values.data<T>();
     std::int32_t* pi = indices.data<std::int32_t>();

@@ -1,7 +1,9 @@
-// core/cpu/dispatch.h — run a templated lambda with the C++ type of a tensor's dtype.
+// core/dtype_dispatch.h — run a templated lambda with the C++ type of a tensor's dtype.
 //
 //   dispatch_float(x.dtype(), [&]<class T>() { ... x.data<T>() ... });
-// calls the lambda with T = float or double. dispatch_all also covers int32.
+// calls the lambda with T = float or double (anything else is a moelab::Error); dispatch_all also
+// covers int32. Both backends use it: core/cpu/ around Eigen and loops, cuda/ around kernel
+// launches (it is host code, so nvcc compiles it too).
 #pragma once
 
 #include <cstdint>
@@ -9,14 +11,14 @@
 #include "core/dtype.h"
 #include "core/error.h"
 
-namespace moelab::cpu {
+namespace moelab {
 
 template <class Fn>
 void dispatch_float(DType dtype, Fn&& fn) {
   switch (dtype) {
     case DType::Float32: fn.template operator()<float>(); return;
     case DType::Float64: fn.template operator()<double>(); return;
-    default: fail("cpu", "dtype ", dtype, " is not a floating type");
+    default: fail("dispatch_float", "dtype ", dtype, " is not a floating type");
   }
 }
 
@@ -29,4 +31,4 @@ void dispatch_all(DType dtype, Fn&& fn) {
   }
 }
 
-}  // namespace moelab::cpu
+}  // namespace moelab
