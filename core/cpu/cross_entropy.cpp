@@ -22,6 +22,7 @@
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
+#include "core/cpu/exact_math.h"
 #include "core/dtype_dispatch.h"
 
 namespace moelab {
@@ -56,7 +57,7 @@ std::int64_t CpuBackend::cross_entropy(const Tensor& logits, const Tensor& targe
         ConstRow<T> xr(px + r * vocab, vocab);
         Row<T> e(scratch.data(), vocab);
         const T m = xr.maxCoeff();
-        e = (xr - m).exp();
+        e = cpu::exact_exp(xr - m);  // core/cpu/exact_math.h: exact underflow to 0
         const double sum_exp = cpu::pairwise_sum(0, vocab, [&](std::int64_t j) { return double(e[j]); });
         const double lse = double(m) + std::log(sum_exp);
         plse[r] = static_cast<T>(lse);
@@ -90,7 +91,7 @@ void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targ
       }
       ConstRow<T> xr(px + r * vocab, vocab);
       const T lse = plse[r];
-      d = (xr - lse).exp() * s;                   // softmax * scale
+      d = cpu::exact_exp(xr - lse) * s;          // softmax * scale
       d[t] = (std::exp(xr[t] - lse) - T(1)) * s;  // minus the one-hot, without a second rounding
     }
   });

@@ -11,14 +11,15 @@
 //   relu_backward: out[i] = x[i] > 0 ? grad[i] : 0
 //
 // Unary ops go through Eigen array expressions, which vectorise exp, log, tanh, sin, ... with
-// SIMD polynomial approximations (a plain loop calling std::exp does not vectorise). Binary ops
+// SIMD polynomial approximations (a plain loop calling std::exp does not vectorise); exp and log
+// through core/cpu/exact_math.h, which makes them exact at the extremes on every instruction set. Binary ops
 // are plain loops over a small functor per op, which the compiler vectorises (pow excepted).
 // Large tensors are cut into fixed chunks of kChunk elements that OpenMP threads share; every
 // element is computed by the same code wherever the chunk boundaries fall, so results do not
 // depend on the thread count.
 //
-// Conventions: sigmoid(x) = 1 / (1 + exp(-x)), which saturates cleanly to 0 and 1 (exp overflowing
-// to inf gives 1/inf = 0, no NaN). relu and maximum/minimum propagate NaN, as PyTorch does.
+// Conventions: sigmoid(x) = 1 / (1 + exp(-x)), which saturates to exactly 0 and 1 (exp overflowing
+// to inf gives 1/inf = 0, no NaN; exp underflowing to 0 gives 1). relu and maximum/minimum propagate NaN, as PyTorch does.
 // GCC 12 reports a false "used uninitialized" inside its own AVX-512 intrinsics header when Eigen's
 // vectorised sin/cos are inlined (GCC bug 105593); silence it for the intrinsics headers only.
 #pragma GCC diagnostic push
@@ -31,6 +32,7 @@
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/chunks.h"
+#include "core/cpu/exact_math.h"
 #include "core/dtype_dispatch.h"
 
 namespace moelab {
@@ -50,13 +52,13 @@ void unary_range(UnaryOp op, const T* x, T* y, std::int64_t n) {
   ArrayMap<T> out(y, n);
   switch (op) {
     case UnaryOp::Neg: out = -in; return;
-    case UnaryOp::Exp: out = in.exp(); return;
-    case UnaryOp::Log: out = in.log(); return;
+    case UnaryOp::Exp: out = cpu::exact_exp(in); return;
+    case UnaryOp::Log: out = cpu::exact_log(in); return;
     case UnaryOp::Sqrt: out = in.sqrt(); return;
     case UnaryOp::Abs: out = in.abs(); return;
     case UnaryOp::Square: out = in.square(); return;
     case UnaryOp::Relu: out = (in < T(0)).select(T(0), in); return;  // NaN < 0 is false: NaN stays
-    case UnaryOp::Sigmoid: out = (T(1) + (-in).exp()).inverse(); return;
+    case UnaryOp::Sigmoid: out = (T(1) + cpu::exact_exp(-in)).inverse(); return;
     case UnaryOp::Tanh: out = in.tanh(); return;
     case UnaryOp::Sin: out = in.sin(); return;
     case UnaryOp::Cos: out = in.cos(); return;

@@ -14,12 +14,13 @@
 // Row sums (s, sum(dy * y), sum(dy)) are pairwise sums in double (core/cpu/accumulate.h):
 // accurate, and in a fixed order. Rows are independent, so they are shared among OpenMP threads
 // when the tensor is large, with no effect on the results. exp runs through Eigen's vectorised
-// implementation. A row that is entirely -inf has no defined softmax and gives NaN (as PyTorch).
+// implementation, made exact at the extremes (core/cpu/exact_math.h: exp(-2000) is exactly 0). A row that is entirely -inf has no defined softmax and gives NaN (as PyTorch).
 #include <Eigen/Core>
 #include <cmath>
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
+#include "core/cpu/exact_math.h"
 #include "core/dtype_dispatch.h"
 
 namespace moelab {
@@ -55,7 +56,7 @@ void CpuBackend::softmax(const Tensor& x, Tensor& y) {
       ConstRow<T> xr(px + r * n, n);
       Row<T> yr(py + r * n, n);
       const T m = xr.maxCoeff();
-      yr = (xr - m).exp();
+      yr = cpu::exact_exp(xr - m);
       yr *= static_cast<T>(1.0 / sum_of(yr.data(), n));
     });
   });
@@ -69,7 +70,7 @@ void CpuBackend::log_softmax(const Tensor& x, Tensor& y) {
       ConstRow<T> xr(px + r * n, n);
       Row<T> yr(py + r * n, n);
       const T m = xr.maxCoeff();
-      yr = (xr - m).exp();  // scratch: the exponentials, summed then overwritten
+      yr = cpu::exact_exp(xr - m);  // scratch: the exponentials, summed then overwritten
       const double log_s = std::log(sum_of(yr.data(), n));
       yr = (xr - m) - static_cast<T>(log_s);
     });
@@ -98,7 +99,7 @@ void CpuBackend::log_softmax_backward(const Tensor& y, const Tensor& dy, Tensor&
     for_each_row(y, [&](std::int64_t r, std::int64_t n) {
       const T* dyrow = pdy + r * n;
       const T total = static_cast<T>(sum_of(dyrow, n));
-      Row<T>(pdx + r * n, n) = ConstRow<T>(dyrow, n) - ConstRow<T>(py + r * n, n).exp() * total;
+      Row<T>(pdx + r * n, n) = ConstRow<T>(dyrow, n) - cpu::exact_exp(ConstRow<T>(py + r * n, n)) * total;
     });
   });
 }

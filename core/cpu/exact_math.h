@@ -1,0 +1,103 @@
+// core/cpu/exact_math.h — Eigen's vectorised exp and log, with IEEE-exact results at the extremes.
+//
+// Eigen evaluates exp and log on whole vectors with polynomial approximations, several times
+// faster than calling std::exp per element. Their range handling differs by instruction set, and
+// some of it is wrong at the extremes (Eigen 3.4):
+//   - float exp clamps its input to about [-88.4, 88.4] (AVX-512) or [-88.7, 88.7] (SSE, AVX2), so
+//     exp(-100) gives 0 on one machine and 2.9e-39 on another, where IEEE says 3.8e-44, and
+//     exp(-1000) is not always 0;
+//   - double exp on AVX2 returns 5.56e-309 for exp(-1000), not 0;
+//   - float and double log clamp subnormal inputs to the smallest normal number.
+// A softmax entry that should underflow to 0 then is a tiny positive number, and results differ
+// between an AVX2 and an AVX-512 machine.
+//
+// The fix, here and nowhere else: ExactExp and ExactLog are Eigen functors that run Eigen's
+// vector code and then check, for the whole vector at once, whether any input lies outside the
+// range where that code is exact to its usual accuracy:
+//
+//   exp:  float [-87, 88]   double [-708, 709]   (results stay normal numbers, no overflow)
+//   log:  [smallest normal, largest finite]
+//
+// Lanes outside it (and NaN) are recomputed with std::exp / std::log, which underflow to exactly
+// 0, overflow to inf, give subnormals where IEEE does, and propagate NaN. In-range inputs, nearly
+// all of them in practice, cost one compare per vector. Scalar elements (Eigen's head and tail)
+// already use std::exp / std::log.
+//
+//   y = x.unaryExpr(ExactExp<float>());     or   y = exact_exp(x - m);
+#pragma once
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC bug 105593, see core/cpu/elementwise.cpp
+#include <Eigen/Core>
+#pragma GCC diagnostic pop
+#include <cmath>
+#include <limits>
+
+namespace moelab::cpu {
+
+namespace exact_math_detail {
+
+// y = fast(x) on a packet, then y[i] = slow(x[i]) for every lane with x[i] outside [lo, hi] or NaN.
+template <class Packet, class Scalar, class Slow>
+Packet fix_out_of_range(const Packet& x, Packet y, Scalar lo, Scalar hi, Slow slow) {
+  using namespace Eigen::internal;
+  const Packet outside = por(pcmp_lt_or_nan(x, pset1<Packet>(lo)), pcmp_lt(pset1<Packet>(hi), x));
+  if (!predux_any(outside)) return y;
+  constexpr int n = unpacket_traits<Packet>::size;
+  Scalar xs[n], ys[n];
+  pstoreu(xs, x);
+  pstoreu(ys, y);
+  for (int i = 0; i < n; ++i)
+    if (!(xs[i] >= lo && xs[i] <= hi)) ys[i] = slow(xs[i]);
+  return ploadu<Packet>(ys);
+}
+
+}  // namespace exact_math_detail
+
+template <class T>
+struct ExactExp {
+  static constexpr T lo = sizeof(T) == 4 ? T(-87) : T(-708);
+  static constexpr T hi = sizeof(T) == 4 ? T(88) : T(709);
+  T operator()(const T& x) const { return std::exp(x); }
+  template <class Packet>
+  Packet packetOp(const Packet& x) const {
+    return exact_math_detail::fix_out_of_range(x, Eigen::internal::pexp(x), lo, hi, [](T v) { return std::exp(v); });
+  }
+};
+
+template <class T>
+struct ExactLog {
+  static constexpr T lo = std::numeric_limits<T>::min();  // smallest normal
+  static constexpr T hi = std::numeric_limits<T>::max();
+  T operator()(const T& x) const { return std::log(x); }
+  template <class Packet>
+  Packet packetOp(const Packet& x) const {
+    return exact_math_detail::fix_out_of_range(x, Eigen::internal::plog(x), lo, hi, [](T v) { return std::log(v); });
+  }
+};
+
+template <class Derived>
+auto exact_exp(const Eigen::ArrayBase<Derived>& x) {
+  return x.unaryExpr(ExactExp<typename Derived::Scalar>());
+}
+
+template <class Derived>
+auto exact_log(const Eigen::ArrayBase<Derived>& x) {
+  return x.unaryExpr(ExactLog<typename Derived::Scalar>());
+}
+
+}  // namespace moelab::cpu
+
+namespace Eigen::internal {
+
+// Vectorised like Eigen's own exp and log, at a little more cost for the range check.
+template <class T>
+struct functor_traits<moelab::cpu::ExactExp<T>> {
+  enum { Cost = functor_traits<scalar_exp_op<T>>::Cost + 2 * NumTraits<T>::AddCost, PacketAccess = packet_traits<T>::HasExp };
+};
+template <class T>
+struct functor_traits<moelab::cpu::ExactLog<T>> {
+  enum { Cost = functor_traits<scalar_log_op<T>>::Cost + 2 * NumTraits<T>::AddCost, PacketAccess = packet_traits<T>::HasLog };
+};
+
+}  // namespace Eigen::internal

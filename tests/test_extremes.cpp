@@ -1,0 +1,160 @@
+// tests/test_extremes.cpp — exp, log, sigmoid, tanh, softmax, log-softmax and cross-entropy at the
+// ends of the floating-point range, in float32 and float64, exactly as IEEE arithmetic says.
+//
+// The CPU kernels evaluate these on whole vectors (Eigen's SIMD approximations, whose range
+// handling differs between SSE, AVX2 and AVX-512: core/cpu/exact_math.h), and on single elements
+// with std::exp at the unaligned ends of an array. Every input below therefore appears at every
+// position modulo 16 of a long array, so each one goes through the vector code of whatever
+// instruction set this binary was built for, and through the scalar code too. Expected values:
+// exactly std::exp / std::log in the same precision outside the vector code's exact range (0 on
+// underflow, inf on overflow, subnormals where IEEE has them, NaN in, NaN out), and within a few
+// ulps inside it.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/factories.h"
+#include "core/kernels.h"
+#include "tests/test_util.h"
+
+using namespace moelab;
+using moelab::testing::to_doubles;
+using kernels::UnaryOp;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// values repeated to `copies * values.size()` elements; with values.size() odd, every value
+// lands at every offset modulo 16 (the widest vector) once copies >= 16.
+std::vector<double> spread(const std::vector<double>& values, int copies = 17) {
+  std::vector<double> out;
+  for (int c = 0; c < copies; ++c) out.insert(out.end(), values.begin(), values.end());
+  return out;
+}
+
+template <class T>
+bool same(T got, T want) {
+  return (std::isnan(got) && std::isnan(want)) || (got == want && std::signbit(got) == std::signbit(want));
+}
+
+// Every element of f applied elementwise by the kernel equals `want(v)` bitwise when `exact(v)`,
+// and is within `ulps` relative error otherwise.
+template <class T, class Want, class Exact>
+void check_unary(UnaryOp op, const std::vector<double>& values, Want want, Exact exact, double rel) {
+  const std::vector<double> xs = spread(values);
+  const DType dtype = sizeof(T) == 4 ? DType::Float32 : DType::Float64;
+  Tensor x = from_vector(xs, {static_cast<std::int64_t>(xs.size())}).to(dtype);
+  const std::vector<double> got = to_doubles(kernels::unary(op, x));
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const T v = static_cast<T>(xs[i]);
+    const T w = want(v), g = static_cast<T>(got[i]);
+    INFO(std::string(kernels::op_name(op)), " ", std::string(dtype_name(dtype)), " x = ", double(v), " at ", i, ": got ", double(g), ", want ", double(w));
+    if (exact(v)) CHECK(same(g, w));
+    else CHECK(std::abs(double(g) - double(w)) <= rel * std::abs(double(w)));
+  }
+}
+
+template <class T>
+void check_exp_log_sigmoid_tanh() {
+  const bool f32 = sizeof(T) == 4;
+  // exp: every kind of extreme; inside (-87, 88) / (-708, 709) the vector code's accuracy.
+  const std::vector<double> exp_inputs{-kInf, -1e6, -1000, -760, -745.2, -740, -708.5, -200, -104, -103.9, -100, -88.5,
+                                       -87.5, -50, -1, 0, 1, 50, 88.5, 88.8, 100, 708.5, 709.5, 709.9, 710, 1000, kInf, kNaN,
+                                       -0.0};
+  const T exp_lo = f32 ? T(-87) : T(-708), exp_hi = f32 ? T(88) : T(709);
+  check_unary<T>(
+      UnaryOp::Exp, exp_inputs, [](T v) { return std::exp(v); },
+      [&](T v) { return !(v >= exp_lo && v <= exp_hi) || v == T(0); }, f32 ? 4e-7 : 1e-15);
+
+  // The cases the issue named, spelled out.
+  const std::vector<double> e = to_doubles(kernels::unary(UnaryOp::Exp, from_vector(spread({-1000, 1000, -kInf, kInf}), {68}).to(
+                                                                             f32 ? DType::Float32 : DType::Float64)));
+  for (std::size_t i = 0; i < e.size(); i += 4) {
+    CHECK(e[i] == 0.0);
+    CHECK(!std::signbit(e[i]));
+    CHECK(e[i + 1] == kInf);
+    CHECK(e[i + 2] == 0.0);
+    CHECK(e[i + 3] == kInf);
+  }
+
+  // log: zero, negatives, subnormals, the largest finite, infinity, NaN.
+  const double tiny = f32 ? double(std::numeric_limits<float>::denorm_min()) : std::numeric_limits<double>::denorm_min();
+  const double smallest_normal = f32 ? double(std::numeric_limits<float>::min()) : std::numeric_limits<double>::min();
+  const double largest = f32 ? double(std::numeric_limits<float>::max()) : std::numeric_limits<double>::max();
+  const std::vector<double> log_inputs{0.0, -0.0, -1, -kInf, tiny, 1000 * tiny, smallest_normal / 2, smallest_normal, 1e-30,
+                                       0.5, 1, 2, 1e30, largest, kInf, kNaN, 3};
+  check_unary<T>(
+      UnaryOp::Log, log_inputs, [](T v) { return std::log(v); },
+      [&](T v) { return !(v >= T(smallest_normal) && v <= T(largest)) || v == T(1); }, f32 ? 4e-7 : 1e-15);
+
+  // sigmoid = 1 / (1 + exp(-x)) saturates to exactly 0 and 1; NaN stays NaN. Where it does not
+  // saturate (double at -200: 1.4e-87) it is within the accuracy of exp.
+  const std::vector<double> sig_inputs{-kInf, -1e6, -1000, -200, 0, 200, 1000, 1e6, kInf, kNaN, 40, -40};
+  check_unary<T>(
+      UnaryOp::Sigmoid, sig_inputs, [](T v) { return T(1) / (T(1) + std::exp(-v)); },
+      [&](T v) { return std::isnan(v) || v == 0 || v >= 40 || v < -exp_hi; }, f32 ? 4e-7 : 1e-15);
+  const std::vector<double> s = to_doubles(kernels::unary(
+      UnaryOp::Sigmoid, from_vector(spread({-1000, 1000, -kInf, kInf}), {68}).to(f32 ? DType::Float32 : DType::Float64)));
+  for (std::size_t i = 0; i < s.size(); i += 4) {
+    CHECK(s[i] == 0.0);
+    CHECK(s[i + 1] == 1.0);
+    CHECK(s[i + 2] == 0.0);
+    CHECK(s[i + 3] == 1.0);
+  }
+
+  // tanh saturates to exactly -1 and 1.
+  const std::vector<double> tanh_inputs{-kInf, -1e6, -1000, -30, 0, 30, 1000, 1e6, kInf, kNaN, 0.5};
+  check_unary<T>(
+      UnaryOp::Tanh, tanh_inputs, [](T v) { return std::isnan(v) || std::abs(v) < 1 ? std::tanh(v) : std::copysign(T(1), v); },
+      [](T v) { return std::abs(v) > 1 || std::isnan(v) || v == 0; }, f32 ? 4e-7 : 1e-15);
+}
+
+}  // namespace
+
+TEST_CASE("exp, log, sigmoid and tanh are exact at the extremes (float32)") { check_exp_log_sigmoid_tanh<float>(); }
+TEST_CASE("exp, log, sigmoid and tanh are exact at the extremes (float64)") { check_exp_log_sigmoid_tanh<double>(); }
+
+TEST_CASE("softmax, log_softmax and cross-entropy underflow to exactly 0 at every position of a row") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (std::int64_t n : {5, 16, 37, 64, 131}) {
+      // Row r has 1000 at position r % n and -1000 elsewhere: every position is the winner once,
+      // the losers' exp(-2000) must be exactly 0 and the winner's softmax exactly 1.
+      const std::int64_t rows = std::min<std::int64_t>(n, 17);
+      std::vector<double> v(static_cast<std::size_t>(rows * n), -1000.0);
+      std::vector<std::int32_t> winner(static_cast<std::size_t>(rows)), loser(static_cast<std::size_t>(rows));
+      for (std::int64_t r = 0; r < rows; ++r) {
+        v[static_cast<std::size_t>(r * n + r % n)] = 1000.0;
+        winner[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(r % n);
+        loser[static_cast<std::size_t>(r)] = static_cast<std::int32_t>((r + 1) % n);
+      }
+      Tensor x = from_vector(v, {rows, n}).to(dtype);
+      const std::vector<double> y = to_doubles(kernels::softmax(x));
+      const std::vector<double> ly = to_doubles(kernels::log_softmax(x));
+      INFO(std::string(dtype_name(dtype)), " n = ", n);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const bool win = v[i] > 0;
+        CHECK(y[i] == (win ? 1.0 : 0.0));
+        CHECK(ly[i] == (win ? 0.0 : -2000.0));
+      }
+      // Cross-entropy: the winner as target costs exactly 0 with a zero gradient; a loser as
+      // target costs exactly 2000 with gradient -1 there, +1 at the winner, 0 elsewhere.
+      for (bool target_wins : {true, false}) {
+        Tensor t = from_vector(target_wins ? winner : loser, {rows});
+        kernels::CrossEntropyResult ce = kernels::cross_entropy(x, t);
+        CHECK(to_doubles(ce.loss)[0] == (target_wins ? 0.0 : 2000.0));
+        const std::vector<double> d =
+            to_doubles(kernels::cross_entropy_backward(x, t, ce.logsumexp, double(rows), ce.kept));
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::int64_t j = 0; j < n; ++j) {
+            const double want = target_wins ? 0.0 : j == r % n ? 1.0 : j == (r + 1) % n ? -1.0 : 0.0;
+            CHECK(d[static_cast<std::size_t>(r * n + j)] == want);
+          }
+      }
+    }
+  }
+}
