@@ -1,12 +1,66 @@
 #!/usr/bin/env bash
-# test.sh — install what is missing, build, and run every test (ctest).
+# test.sh — install what is missing, build, and run every test (ctest), on every instruction set
+# this CPU can run.
 #
-# CUDA tests report themselves skipped where no GPU is present. Extra arguments go to ctest,
-# e.g. ./test.sh -R gradcheck.
-set -euo pipefail
+# The default build compiles the engine for x86-64-v3 (AVX2, FMA) and picks the GEMM kernels at
+# run time (core/cpu/cpu_features.h). The tests labelled `isa` (kernels, gradchecks, PyTorch
+# reference fixtures, determinism) then run up to three times:
+#   1. every test, with the kernels this CPU picks (AVX-512 where it exists);
+#   2. the `isa` tests with MOELAB_CPU_ISA=avx2: the AVX2 kernels, what an AVX2-only machine runs
+#      (only on an AVX-512 CPU; elsewhere run 1 already is that);
+#   3. the `isa` tests linked with the CPU kernels compiled for the other x86-64 level (x86-64-v4,
+#      i.e. Eigen's AVX-512 code; label alt-isa), where this CPU can run it.
+# CUDA tests report themselves skipped where no GPU is present. Extra arguments go to every
+# ctest call, e.g. ./test.sh -R gradcheck.
+set -uo pipefail
 cd "$(dirname "$0")"
+set -e
 source scripts/setup.sh
 moelab_install_missing
 moelab_build
-echo "==> running the test suite"
-ctest --test-dir build --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" "$@"
+set +e
+
+jobs=$(nproc 2>/dev/null || echo 2)
+cpu=$(grep -m1 "model name" /proc/cpuinfo 2>/dev/null | sed 's/.*: //')
+flags=$(grep -m1 "^flags" /proc/cpuinfo 2>/dev/null)
+has() { [[ " $flags " == *" $1 "* ]]; }
+# The x86-64 level of the alt-isa tests, from their names (test_softmax@x86-64-v4); empty if none.
+alt_arch=$(ctest --test-dir build -N -L alt-isa 2>/dev/null | sed -n 's/.*Test *#[0-9]*: [^@]*@//p' | head -n 1)
+summary=()
+failed=0
+
+# run_pass TITLE [env assignments...] -- ctest arguments...
+run_pass() {
+  local title=$1 log
+  shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  log=$(mktemp)
+  echo "==> $title"
+  env "${envs[@]}" ctest --test-dir build --output-on-failure -j "$jobs" "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || failed=1
+  summary+=("$title: $(grep -E 'tests passed|No tests were found' "$log" | tail -n 1)")
+  rm -f "$log"
+}
+
+echo "==> CPU: ${cpu:-unknown}"
+run_pass "run 1, every test, kernels chosen for this CPU" -- -LE alt-isa "$@"
+if has avx512f; then
+  run_pass "run 2, instruction-set tests with the AVX2 GEMM kernels (MOELAB_CPU_ISA=avx2)" MOELAB_CPU_ISA=avx2 -- -L '^isa$' "$@"
+else
+  summary+=("run 2 (AVX2 kernels) not needed: this CPU has no AVX-512, run 1 used AVX2")
+fi
+if [ -z "$alt_arch" ]; then
+  summary+=("run 3 (other instruction set) not built: not x86-64, or a sanitizer build")
+elif [ "$alt_arch" = x86-64-v4 ] && ! { has avx512f && has avx512bw && has avx512dq && has avx512vl; }; then
+  summary+=("run 3 ($alt_arch) skipped: this CPU has no AVX-512, so it cannot run that code")
+else
+  run_pass "run 3, instruction-set tests with the CPU kernels compiled for $alt_arch" -- -L alt-isa "$@"
+fi
+
+echo
+echo "==> summary (CPU: ${cpu:-unknown})"
+printf '    %s\n' "${summary[@]}"
+exit "$failed"

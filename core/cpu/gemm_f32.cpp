@@ -16,96 +16,42 @@
 // Packing copies the operands into the exact order the micro-kernel reads them (contiguous, zero
 // padded at the edges), which also makes transposed operands free: only the packing loop knows
 // the layout. The micro-kernel keeps the whole MR x NR tile of C in vector registers and, for
-// each k, loads one row of the B panel (NR floats = NR/16 vectors), broadcasts each of the MR
-// values of the A panel, and does MR * NR/16 fused multiply-adds. With AVX-512 the tile is
-// 12 x 32 (24 accumulator registers of 32); with AVX2 it is 6 x 16 (12 of 16).
-//
-// The vectors are GCC/Clang vector extensions (`float __attribute__((vector_size(...)))`): the
-// compiler turns `acc += a * b` into FMA instructions (this file is compiled with
-// -ffp-contract=fast) for whatever the target supports, so there are no intrinsics to read.
+// each k, does MR * NR fused multiply-adds (core/cpu/gemm_micro_kernel.h). Its arithmetic depends
+// on the vector width, so it is compiled once per instruction set (core/cpu/gemm_kernels_*.cpp)
+// and the widest the CPU supports is chosen at run time (core/cpu/cpu_features.h): 12 x 32 tiles
+// with AVX-512, 6 x 16 with AVX2. This file, the blocking, the packing and the threads, is the
+// same for all of them.
 //
 // Threads split the rows of C into contiguous ranges (whole MR panels) and share the packed B.
 // Every element of C is summed over k in the same order whatever the thread count, so results are
 // bitwise identical for 1, 2 or 16 threads.
 #include "core/cpu/gemm_f32.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <memory>
-#if defined(__AVX__)
-#include <immintrin.h>
-#endif
 #include <omp.h>
 
-#include <vector>
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "core/cpu/gemm_kernels.h"
+#include "core/error.h"
 
 namespace moelab::cpu {
 namespace {
 
-#if defined(__AVX512F__)
-constexpr int kLanes = 16;  // floats per vector register
-constexpr int MR = 12;      // rows of the C tile
-constexpr int NR = 32;      // columns of the C tile (2 vectors)
-#else
-constexpr int kLanes = 8;
-constexpr int MR = 6;
-constexpr int NR = 16;
-#endif
-constexpr int kVectorsPerRow = NR / kLanes;
 constexpr std::int64_t KC = 256;   // inner-dimension slice: an A panel (MR x KC) fits in L1
 constexpr std::int64_t NC = 1024;  // columns per packed B block (KC x NC floats = 1 MiB, in L2/L3)
-constexpr std::int64_t MC = 96;    // rows per packed A block (MC x KC floats = 96 KiB, in L2)
+constexpr std::int64_t MC = 96;    // rows per packed A block (MC x KC floats = 96 KiB, in L2); a multiple of every MR
 
-typedef float Vec __attribute__((vector_size(kLanes * sizeof(float))));
-
-inline Vec load(const float* p) {
-  Vec v;
-  std::memcpy(&v, p, sizeof(Vec));
-  return v;
-}
-inline void store(float* p, Vec v) { std::memcpy(p, &v, sizeof(Vec)); }
-// Every lane = x: one vbroadcastss from memory. (The portable spelling `Vec{} + x` makes GCC add
-// 0.0f first and broadcast from a register, which costs a shuffle-port slot per row.)
-inline Vec broadcast(float x) {
-#if defined(__AVX512F__)
-  return reinterpret_cast<Vec>(_mm512_set1_ps(x));
-#elif defined(__AVX__)
-  return reinterpret_cast<Vec>(_mm256_set1_ps(x));
-#else
-  return Vec{} + x;
-#endif
-}
-
-// C tile (MR x NR at c, row stride ldc) = or += A panel [kc][MR] @ B panel [kc][NR].
-void micro_kernel(std::int64_t kc, const float* a_panel, const float* b_panel, float* c, std::int64_t ldc,
-                  bool accumulate) {
-  Vec acc[MR][kVectorsPerRow] = {};
-  for (std::int64_t p = 0; p < kc; ++p) {
-    Vec b[kVectorsPerRow];
-    for (int v = 0; v < kVectorsPerRow; ++v) b[v] = load(b_panel + v * kLanes);
-    for (int r = 0; r < MR; ++r) {
-      const Vec a = broadcast(a_panel[r]);  // A[r, p] in every lane
-      for (int v = 0; v < kVectorsPerRow; ++v) acc[r][v] += a * b[v];
-    }
-    a_panel += MR;
-    b_panel += NR;
-  }
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < kVectorsPerRow; ++v) {
-      float* dst = c + r * ldc + v * kLanes;
-      store(dst, accumulate ? load(dst) + acc[r][v] : acc[r][v]);
-    }
-}
-
-// The same for a partial tile at the right or bottom edge: compute a full tile into a scratch
-// buffer, then copy (or add) its valid rows x cols into C.
-void edge_kernel(std::int64_t kc, const float* a_panel, const float* b_panel, float* c, std::int64_t ldc,
-                 std::int64_t rows, std::int64_t cols, bool accumulate) {
-  alignas(64) float tile[MR * NR];
-  micro_kernel(kc, a_panel, b_panel, tile, NR, false);
+// The same as the micro-kernel for a partial tile at the right or bottom edge: compute a full
+// tile into a scratch buffer, then copy (or add) its valid rows x cols into C.
+void edge_kernel(const GemmKernels& kern, std::int64_t kc, const float* a_panel, const float* b_panel, float* c,
+                 std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool accumulate) {
+  alignas(64) float tile[kMaxMR * kMaxNR];
+  kern.tile(kc, a_panel, b_panel, tile, kern.nr, false);
   for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t j = 0; j < cols; ++j) c[r * ldc + j] = (accumulate ? c[r * ldc + j] : 0.0f) + tile[r * NR + j];
+    for (std::int64_t j = 0; j < cols; ++j)
+      c[r * ldc + j] = (accumulate ? c[r * ldc + j] : 0.0f) + tile[r * kern.nr + j];
 }
 
 // Element (i, p) of op(A) and (p, j) of op(B), whatever the storage.
@@ -115,67 +61,64 @@ struct Operand {
   float at(std::int64_t i, std::int64_t j) const { return data[i * row_stride + j * col_stride]; }
 };
 
-// Packs rows [i0, i0+mc) x inner [p0, p0+kc) of op(A) as panels of MR rows: panel[p][r].
-void pack_a(const Operand& a, std::int64_t i0, std::int64_t mc, std::int64_t p0, std::int64_t kc, float* out) {
-  for (std::int64_t panel = 0; panel < mc; panel += MR) {
-    const std::int64_t rows = std::min<std::int64_t>(MR, mc - panel);
+// Packs rows [i0, i0+mc) x inner [p0, p0+kc) of op(A) as panels of mr rows: panel[p][r].
+void pack_a(const Operand& a, int mr, std::int64_t i0, std::int64_t mc, std::int64_t p0, std::int64_t kc,
+            float* out) {
+  for (std::int64_t panel = 0; panel < mc; panel += mr) {
+    const std::int64_t rows = std::min<std::int64_t>(mr, mc - panel);
     for (std::int64_t p = 0; p < kc; ++p) {
       for (std::int64_t r = 0; r < rows; ++r) out[r] = a.at(i0 + panel + r, p0 + p);
-      for (std::int64_t r = rows; r < MR; ++r) out[r] = 0.0f;
-      out += MR;
+      for (std::int64_t r = rows; r < mr; ++r) out[r] = 0.0f;
+      out += mr;
     }
   }
 }
 
-// Packs one NR-wide column panel of op(B): columns [j0, j0+cols) x inner [p0, p0+kc) as panel[p][c].
-void pack_b_panel(const Operand& b, std::int64_t p0, std::int64_t kc, std::int64_t j0, std::int64_t cols, float* out) {
+// Packs one nr-wide column panel of op(B): columns [j0, j0+cols) x inner [p0, p0+kc) as panel[p][c].
+void pack_b_panel(const Operand& b, int nr, std::int64_t p0, std::int64_t kc, std::int64_t j0, std::int64_t cols,
+                  float* out) {
   for (std::int64_t p = 0; p < kc; ++p) {
-    if (cols == NR && b.col_stride == 1) {
-      std::memcpy(out, b.data + (p0 + p) * b.row_stride + j0, NR * sizeof(float));
+    if (cols == nr && b.col_stride == 1) {
+      std::memcpy(out, b.data + (p0 + p) * b.row_stride + j0, nr * sizeof(float));
     } else {
       for (std::int64_t c = 0; c < cols; ++c) out[c] = b.at(p0 + p, j0 + c);
-      for (std::int64_t c = cols; c < NR; ++c) out[c] = 0.0f;
+      for (std::int64_t c = cols; c < nr; ++c) out[c] = 0.0f;
     }
-    out += NR;
+    out += nr;
   }
 }
 
-// Products too small for packing to pay off (Soft MoE's per-example ones: [8, 4] @ [4, 196],
-// [4, 8] @ [8, 196] and their gradients, 256 of them per batch): a direct loop, no packing, no
-// OpenMP region. Each element of C is the same chain of fused multiply-adds over p = 0, 1, ...,
-// k-1 starting from 0 as in the micro-kernel, so for k <= KC (one slice) the result is bitwise
-// the blocked path's.
-constexpr std::int64_t kSmallProduct = 64 * 1024;  // m * n * k at most
-
-void small_gemm(const Operand& a, const Operand& b, float* c, std::int64_t m, std::int64_t k, std::int64_t n) {
-  if (b.col_stride == 1) {  // B's rows are contiguous: C row i = sum over p of A[i, p] * B row p
-    for (std::int64_t i = 0; i < m; ++i) {
-      float* ci = c + i * n;
-      std::fill(ci, ci + n, 0.0f);
-      for (std::int64_t p = 0; p < k; ++p) {
-        const float aip = a.at(i, p);
-        const float* bp = b.data + p * b.row_stride;
-        for (std::int64_t j = 0; j < n; ++j) ci[j] += aip * bp[j];
-      }
-    }
-  } else {  // B transposed: its columns are contiguous, so each C element is one dot product
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < n; ++j) {
-        float acc = 0.0f;
-        // std::fma spelled out: GCC leaves this scalar chain as a multiply and an add otherwise.
-        for (std::int64_t p = 0; p < k; ++p) acc = std::fma(a.at(i, p), b.at(p, j), acc);
-        c[i * n + j] = acc;
-      }
-  }
-}
+// Products with m * n * k at most this and k <= KC skip packing (GemmKernels::small).
+constexpr std::int64_t kSmallProduct = 64 * 1024;
 
 }  // namespace
 
+const GemmKernels& gemm_kernels(CpuIsa isa) {
+  MOELAB_CHECK(isa <= detected_isa(), "gemm_f32", "the ", isa_name(isa), " kernels need a CPU with ", isa_name(isa),
+               "; this one has ", isa_name(detected_isa()));
+  switch (isa) {
+#if defined(__x86_64__)
+    case CpuIsa::Avx512: return gemm_kernels_avx512();
+    case CpuIsa::Avx2: return gemm_kernels_avx2();
+#endif
+    case CpuIsa::Generic: return gemm_kernels_generic();
+    default: fail("gemm_f32", "this build has no ", isa_name(isa), " kernels");
+  }
+}
+
 void gemm_f32(const float* a, const float* b, float* out, std::int64_t m, std::int64_t k, std::int64_t n,
               bool trans_a, bool trans_b) {
+  static const GemmKernels& active = gemm_kernels(active_isa());
+  gemm_f32(active, a, b, out, m, k, n, trans_a, trans_b);
+}
+
+void gemm_f32(const GemmKernels& kern, const float* a, const float* b, float* out, std::int64_t m, std::int64_t k,
+              std::int64_t n, bool trans_a, bool trans_b) {
   const Operand op_a = trans_a ? Operand{a, 1, m} : Operand{a, k, 1};
   const Operand op_b = trans_b ? Operand{b, 1, k} : Operand{b, n, 1};
-  if (k <= KC && m * n * k <= kSmallProduct) return small_gemm(op_a, op_b, out, m, k, n);
+  if (k <= KC && m * n * k <= kSmallProduct)
+    return kern.small(a, op_a.row_stride, op_a.col_stride, b, op_b.row_stride, op_b.col_stride, out, m, k, n);
+  const int MR = kern.mr, NR = kern.nr;
   const std::int64_t row_panels = (m + MR - 1) / MR;
   const int threads = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(omp_get_max_threads(), row_panels)));
   const std::int64_t nc_max = std::min(NC, (n + NR - 1) / NR * NR);
@@ -203,11 +146,11 @@ void gemm_f32(const float* a, const float* b, float* out, std::int64_t m, std::i
         // Pack B[pc:pc+kc, jc:jc+nc] together, one NR panel per iteration.
 #pragma omp for schedule(static)
         for (std::int64_t jr = 0; jr < nc; jr += NR)
-          pack_b_panel(op_b, pc, kc, jc + jr, std::min<std::int64_t>(NR, nc - jr), packed_b.get() + jr * kc);
+          pack_b_panel(op_b, NR, pc, kc, jc + jr, std::min<std::int64_t>(NR, nc - jr), packed_b.get() + jr * kc);
         // (implicit barrier: B is packed before anyone reads it)
         for (std::int64_t ic = row_begin; ic < row_end; ic += MC) {
           const std::int64_t mc = std::min(MC, row_end - ic);
-          pack_a(op_a, ic, mc, pc, kc, packed_a.get());
+          pack_a(op_a, MR, ic, mc, pc, kc, packed_a.get());
           for (std::int64_t ir = 0; ir < mc; ir += MR) {
             const std::int64_t rows = std::min<std::int64_t>(MR, mc - ir);
             const float* a_panel = packed_a.get() + ir * kc;
@@ -215,9 +158,9 @@ void gemm_f32(const float* a, const float* b, float* out, std::int64_t m, std::i
               const std::int64_t cols = std::min<std::int64_t>(NR, nc - jr);
               float* c = out + (ic + ir) * n + jc + jr;
               if (rows == MR && cols == NR)
-                micro_kernel(kc, a_panel, packed_b.get() + jr * kc, c, n, accumulate);
+                kern.tile(kc, a_panel, packed_b.get() + jr * kc, c, n, accumulate);
               else
-                edge_kernel(kc, a_panel, packed_b.get() + jr * kc, c, n, rows, cols, accumulate);
+                edge_kernel(kern, kc, a_panel, packed_b.get() + jr * kc, c, n, rows, cols, accumulate);
             }
           }
         }

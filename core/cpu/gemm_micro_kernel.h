@@ -1,0 +1,104 @@
+// core/cpu/gemm_micro_kernel.h — the GEMM's two inner kernels as one template over the
+// instruction set; included only by core/cpu/gemm_kernels_<isa>.cpp, each compiled for its set.
+//
+// An instruction set is described by a small traits struct, defined in the anonymous namespace of
+// its .cpp file:
+//
+//   struct Avx512 {
+//     static constexpr CpuIsa isa = CpuIsa::Avx512;
+//     static constexpr int lanes = 16, mr = 12, nr = 32;   // floats per vector; the C tile
+//     typedef float Vec __attribute__((vector_size(64)));  // one vector register
+//     static Vec broadcast(float x);                       // x in every lane
+//     static float fma(float a, float b, float c);         // a * b + c, as the tile rounds it
+//   };
+//
+// Because that struct has internal linkage, so has every function below instantiated with it:
+// the avx512, avx2 and generic copies of a kernel are separate functions that the linker never
+// merges (had they been ordinary inline functions, it could keep the AVX-512 copy for everyone,
+// and an AVX2 machine would crash on it).
+//
+// The micro-kernel keeps the whole mr x nr tile of C in vector registers and, for each p, loads
+// one row of the B panel (nr floats = nr / lanes vectors), broadcasts each of the mr values of
+// the A panel, and does mr * nr / lanes fused multiply-adds: `acc += a * b` on vector types, which
+// the compiler turns into FMA instructions (the .cpp files are compiled with -ffp-contract=fast).
+// With AVX-512 the tile is 12 x 32 (24 accumulator registers of 32); with AVX2 6 x 16 (12 of 16).
+#pragma once
+
+#include <cstdint>
+
+#include "core/cpu/gemm_kernels.h"
+
+namespace moelab::cpu::gemm_detail {
+
+template <class Isa>
+inline typename Isa::Vec load(const float* p) {
+  typename Isa::Vec v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+template <class Isa>
+inline void store(float* p, typename Isa::Vec v) {
+  __builtin_memcpy(p, &v, sizeof(v));
+}
+
+// C tile [mr, nr] (row stride ldc) = or += A panel [kc][mr] @ B panel [kc][nr].
+template <class Isa>
+void micro_kernel(std::int64_t kc, const float* a_panel, const float* b_panel, float* c, std::int64_t ldc,
+                  bool accumulate) {
+  using Vec = typename Isa::Vec;
+  constexpr int MR = Isa::mr, V = Isa::nr / Isa::lanes;  // V vectors per tile row
+  Vec acc[MR][V] = {};
+  for (std::int64_t p = 0; p < kc; ++p) {
+    Vec b[V];
+    for (int v = 0; v < V; ++v) b[v] = load<Isa>(b_panel + v * Isa::lanes);
+    for (int r = 0; r < MR; ++r) {
+      const Vec a = Isa::broadcast(a_panel[r]);  // A[r, p] in every lane
+      for (int v = 0; v < V; ++v) acc[r][v] += a * b[v];
+    }
+    a_panel += MR;
+    b_panel += Isa::nr;
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < V; ++v) {
+      float* dst = c + r * ldc + v * Isa::lanes;
+      store<Isa>(dst, accumulate ? load<Isa>(dst) + acc[r][v] : acc[r][v]);
+    }
+}
+
+// Products too small for packing to pay off (Soft MoE's per-example ones: [8, 4] @ [4, 196],
+// [4, 8] @ [8, 196] and their gradients, 256 of them per batch): a direct loop, no packing. Each
+// element of C is the same chain of fused multiply-adds over p = 0, 1, ..., k-1 from 0 as in the
+// micro-kernel, so for k <= KC (one slice of the blocked path) the result is bitwise the blocked
+// path's.
+template <class Isa>
+void small_gemm(const float* a, std::int64_t a_rs, std::int64_t a_cs, const float* b, std::int64_t b_rs,
+                std::int64_t b_cs, float* c, std::int64_t m, std::int64_t k, std::int64_t n) {
+  if (b_cs == 1) {  // B's rows are contiguous: C row i = sum over p of A[i, p] * B row p
+    for (std::int64_t i = 0; i < m; ++i) {
+      float* ci = c + i * n;
+      for (std::int64_t j = 0; j < n; ++j) ci[j] = 0.0f;
+      for (std::int64_t p = 0; p < k; ++p) {
+        const float aip = a[i * a_rs + p * a_cs];
+        const float* bp = b + p * b_rs;
+        for (std::int64_t j = 0; j < n; ++j) ci[j] = Isa::fma(aip, bp[j], ci[j]);
+      }
+    }
+  } else {  // B transposed: its columns are contiguous, so each C element is one dot product
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        float acc = 0.0f;
+        for (std::int64_t p = 0; p < k; ++p) acc = Isa::fma(a[i * a_rs + p * a_cs], b[p * b_rs + j * b_cs], acc);
+        c[i * n + j] = acc;
+      }
+  }
+}
+
+template <class Isa>
+const GemmKernels& kernels_for() {
+  static_assert(Isa::mr <= kMaxMR && Isa::nr <= kMaxNR && Isa::nr % Isa::lanes == 0);
+  static const GemmKernels kernels{Isa::isa, Isa::mr, Isa::nr, &micro_kernel<Isa>, &small_gemm<Isa>};
+  return kernels;
+}
+
+}  // namespace moelab::cpu::gemm_detail

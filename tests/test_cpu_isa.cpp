@@ -1,0 +1,132 @@
+// tests/test_cpu_isa.cpp — the run-time choice of instruction set, and the promise that it changes
+// the GEMM's speed but not its bits.
+//
+// Every GEMM kernel set this CPU can run (core/cpu/gemm_kernels.h: generic, avx2, avx512) is
+// run on the same products: shapes that take the small-product path, the blocked path with full
+// and edge tiles, several KC slices, transposed operands. avx2 and avx512 must agree bitwise (both
+// compute each element as one FMA chain in the same order); generic must agree bitwise too when
+// the baseline it is compiled for has FMA, and to rounding otherwise. On a CPU without AVX-512
+// the avx512 comparison is skipped, and said so.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/cpu/cpu_features.h"
+#include "core/cpu/gemm_f32.h"
+#include "core/cpu/gemm_kernels.h"
+#include "core/error.h"
+
+using namespace moelab;
+using namespace moelab::cpu;
+
+namespace {
+
+struct Product {
+  std::int64_t m, k, n;
+  bool trans_a, trans_b;
+};
+
+std::vector<float> random_values(std::int64_t count, std::uint64_t seed) {
+  // A small LCG is enough here: the values only need to be varied and reproducible.
+  std::vector<float> v(static_cast<std::size_t>(count));
+  std::uint64_t state = seed * 6364136223846793005ull + 1442695040888963407ull;
+  for (float& x : v) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    x = static_cast<float>(static_cast<double>(state >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+  }
+  return v;
+}
+
+std::vector<float> run(const GemmKernels& kernels, const Product& p, std::uint64_t seed) {
+  const std::vector<float> a = random_values(p.m * p.k, seed), b = random_values(p.k * p.n, seed + 1);
+  std::vector<float> c(static_cast<std::size_t>(p.m * p.n), std::nanf(""));
+  gemm_f32(kernels, a.data(), b.data(), c.data(), p.m, p.k, p.n, p.trans_a, p.trans_b);
+  return c;
+}
+
+std::vector<Product> products() {
+  std::vector<Product> out;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      out.push_back({8, 4, 196, ta, tb});       // small path (Soft MoE's per-example product)
+      out.push_back({1, 7, 1, ta, tb});         // small path, degenerate
+      out.push_back({37, 300, 53, ta, tb});     // blocked: two KC slices, edge tiles both ways
+      out.push_back({96, 64, 128, ta, tb});     // blocked: full tiles of both kernels
+      out.push_back({130, 513, 70, ta, tb});    // blocked: three KC slices, partial everything
+      out.push_back({1030, 20, 33, ta, tb});    // blocked: many row panels, threads share them
+      out.push_back({25, 40, 1100, ta, tb});    // blocked: two NC blocks
+    }
+  return out;
+}
+
+bool bitwise_equal(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("the active instruction set is the detected one unless MOELAB_CPU_ISA lowers it") {
+  const char* requested = std::getenv("MOELAB_CPU_ISA");
+  MESSAGE("CPU: ", cpu_description(), "; detected ", isa_name(detected_isa()));
+  if (requested == nullptr || *requested == '\0') CHECK(active_isa() == detected_isa());
+  else CHECK(std::string(isa_name(active_isa())) == requested);
+  CHECK(active_isa() <= detected_isa());
+  CHECK(cpu_description().find(isa_name(active_isa())) != std::string::npos);
+}
+
+TEST_CASE("asking for kernels the CPU cannot run is an error, not a crash") {
+  if (detected_isa() == CpuIsa::Avx512) {
+    MESSAGE("this CPU has AVX-512: every kernel set runs here, nothing to refuse");
+    return;
+  }
+  CHECK_THROWS_AS(gemm_kernels(CpuIsa::Avx512), Error);
+}
+
+TEST_CASE("every kernel set this CPU runs gives the same products, bitwise for the FMA ones") {
+  const GemmKernels& generic = gemm_kernels(CpuIsa::Generic);
+  CHECK(generic.isa == CpuIsa::Generic);
+  if (detected_isa() < CpuIsa::Avx2) {
+    MESSAGE("SKIPPED the avx2/avx512 comparisons: this CPU has neither");
+    return;
+  }
+  const GemmKernels& avx2 = gemm_kernels(CpuIsa::Avx2);
+  CHECK(avx2.mr == 6);
+  CHECK(avx2.nr == 16);
+  const bool have_avx512 = detected_isa() == CpuIsa::Avx512;
+  if (!have_avx512) MESSAGE("SKIPPED the avx512 comparison: this CPU has no AVX-512");
+#if defined(__FMA__)
+  const bool generic_fuses = true;  // the baseline has FMA, so the generic kernels fuse too
+#else
+  const bool generic_fuses = false;
+#endif
+  std::uint64_t seed = 1;
+  for (const Product& p : products()) {
+    INFO("m=", p.m, " k=", p.k, " n=", p.n, " trans_a=", p.trans_a, " trans_b=", p.trans_b);
+    const std::vector<float> reference = run(avx2, p, seed);
+    // Against a double-precision sum: the kernels are right, not only equal.
+    const std::vector<float> a = random_values(p.m * p.k, seed), b = random_values(p.k * p.n, seed + 1);
+    double worst = 0;
+    for (std::int64_t i = 0; i < p.m; ++i)
+      for (std::int64_t j = 0; j < p.n; ++j) {
+        double s = 0;
+        for (std::int64_t q = 0; q < p.k; ++q)
+          s += double(a[p.trans_a ? q * p.m + i : i * p.k + q]) * double(b[p.trans_b ? j * p.k + q : q * p.n + j]);
+        worst = std::max(worst, std::abs(s - double(reference[static_cast<std::size_t>(i * p.n + j)])));
+      }
+    CHECK(worst <= 1e-5 * double(p.k));
+    if (have_avx512) CHECK(bitwise_equal(run(gemm_kernels(CpuIsa::Avx512), p, seed), reference));
+    const std::vector<float> g = run(generic, p, seed);
+    if (generic_fuses) {
+      CHECK(bitwise_equal(g, reference));
+    } else {
+      double diff = 0;
+      for (std::size_t i = 0; i < g.size(); ++i) diff = std::max(diff, double(std::abs(g[i] - reference[i])));
+      CHECK(diff <= 1e-5 * double(p.k));
+    }
+    ++seed;
+  }
+}
