@@ -223,7 +223,7 @@ void write_idx(const std::string& path, const IdxArray& array, bool gzip) {
     out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
     out.write(reinterpret_cast<const char*>(array.data.data()), static_cast<std::streamsize>(array.data.size()));
     out.close();
-    if (!out) fail("write_idx", path, ": write failed");
+    if (!out) fail("write_idx", path, ": write failed: ", std::strerror(errno));
   }
 }
 
