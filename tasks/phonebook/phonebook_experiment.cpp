@@ -99,10 +99,10 @@ int run_phonebook(const RunContext& ctx) {
   std::set<std::string> done;
   std::map<std::string, double> accuracy_of;  // job key -> exact match, for jobs found on disk
   for (const auto& row : read_csv(ctx.dir.file("results.csv"))) {
-    const std::string key = job_key(row.at("model"), std::stoll(row.at("book_size")), std::stod(row.at("lr")),
-                                    std::stoll(row.at("epochs")));
+    const std::string key = job_key(row.at("model"), row.integer("book_size"), row.real("lr"),
+                                    row.integer("epochs"));
     done.insert(key);
-    accuracy_of[key] = std::stod(row.at("exact_match"));
+    accuracy_of[key] = row.real("exact_match");
   }
   if (!done.empty()) std::printf("resuming: %zu finished jobs found in %s\n", done.size(), results.path().c_str());
 

@@ -103,7 +103,7 @@ int run_shortest_path(const RunContext& ctx) {
   CsvFile metrics = ctx.dir.csv("metrics.csv", {"job", "step", "metric", "value"});
   std::set<std::string> done;
   for (const auto& row : read_csv(ctx.dir.file("results.csv")))
-    done.insert(job_key(row.at("model"), std::stoll(row.at("seed"))));
+    done.insert(job_key(row.at("model"), row.integer("seed")));
   if (!done.empty()) std::printf("resuming: %zu finished jobs found in %s\n", done.size(), results.path().c_str());
 
   const std::int64_t batch = s.integer("batch");
@@ -148,9 +148,9 @@ int write_report(const RunContext& ctx, const std::vector<ModelSpec>& models, co
   for (const auto& r : read_csv(ctx.dir.file("results.csv")))
     for (Row& row : rows)
       if (row.spec.name() == r.at("model")) {
-        row.total = std::stod(r.at("total_params")), row.active = std::stod(r.at("active_params"));
-        row.exact.push_back(std::stod(r.at("exact_match")));
-        row.valid.push_back(std::stod(r.at("valid_shortest")));
+        row.total = r.real("total_params"), row.active = r.real("active_params");
+        row.exact.push_back(r.real("exact_match"));
+        row.valid.push_back(r.real("valid_shortest"));
       }
 
   std::ostringstream csv, table;

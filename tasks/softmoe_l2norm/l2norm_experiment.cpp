@@ -203,8 +203,8 @@ void write_report(const RunContext& ctx, double wall_seconds) {
   const auto results = read_csv(ctx.dir.file("results.csv"));
   const auto metrics = read_csv(ctx.dir.file("metrics.csv"));
   const std::vector<std::int64_t> seeds = s.ints("seeds");
-  auto wanted_seed = [&](const std::string& text) {
-    return std::find(seeds.begin(), seeds.end(), std::stoll(text)) != seeds.end();
+  auto wanted_seed = [&](const CsvRow& row) {
+    return std::find(seeds.begin(), seeds.end(), row.integer("seed")) != seeds.end();
   };
 
   std::ostringstream md, verdicts;
@@ -230,10 +230,10 @@ void write_report(const RunContext& ctx, double wall_seconds) {
     for (std::int64_t n : s.ints("experts")) {
       std::vector<double> first, final_loss;
       for (const auto& row : results)
-        if (row.at("tokenisation") == tok && row.at("experts") == std::to_string(n) && wanted_seed(row.at("seed"))) {
-          first.push_back(std::stod(row.at("first_loss")));
-          final_loss.push_back(std::stod(row.at("final_loss")));
-          job_seconds += std::stod(row.at("seconds"));
+        if (row.at("tokenisation") == tok && row.at("experts") == std::to_string(n) && wanted_seed(row)) {
+          first.push_back(row.real("first_loss"));
+          final_loss.push_back(row.real("final_loss"));
+          job_seconds += row.real("seconds");
         }
       const l2norm::ModelSpec spec = spec_for(s, d, n);
       if (final_loss.empty()) {
@@ -303,9 +303,9 @@ void write_report(const RunContext& ctx, double wall_seconds) {
     for (std::int64_t n : s.ints("experts")) {
       std::map<std::int64_t, std::pair<double, int>> by_step;
       for (const auto& row : metrics)
-        if (row.at("tokenisation") == tok && row.at("experts") == std::to_string(n) && wanted_seed(row.at("seed"))) {
-          auto& [sum, k] = by_step[std::stoll(row.at("step"))];
-          sum += std::stod(row.at("loss")), ++k;
+        if (row.at("tokenisation") == tok && row.at("experts") == std::to_string(n) && wanted_seed(row)) {
+          auto& [sum, k] = by_step[row.integer("step")];
+          sum += row.real("loss"), ++k;
         }
       if (by_step.empty()) continue;
       Series line_n{"n = " + std::to_string(n) + " (h = " + std::to_string(spec_for(s, d, n).hidden()) + ")", {}, {}};

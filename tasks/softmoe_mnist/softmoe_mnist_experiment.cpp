@@ -104,11 +104,11 @@ std::vector<sm::TrainedModel> read_models(const RunDir& dir) {
   std::vector<sm::TrainedModel> out;
   for (const auto& row : read_csv(dir.file("models.csv"))) {
     sm::TrainedModel m;
-    m.experts = std::stoll(row.at("experts")), m.seed = std::stoll(row.at("seed"));
-    m.hidden = std::stoll(row.at("hidden")), m.expert_parameters = std::stoll(row.at("expert_parameters"));
-    m.total_parameters = std::stoll(row.at("total_parameters")), m.steps = std::stoll(row.at("steps"));
-    m.epochs = std::stod(row.at("epochs")), m.test_accuracy = std::stod(row.at("test_accuracy"));
-    m.seconds = std::stod(row.at("seconds")), m.checkpoint = row.at("checkpoint");
+    m.experts = row.integer("experts"), m.seed = row.integer("seed");
+    m.hidden = row.integer("hidden"), m.expert_parameters = row.integer("expert_parameters");
+    m.total_parameters = row.integer("total_parameters"), m.steps = row.integer("steps");
+    m.epochs = row.real("epochs"), m.test_accuracy = row.real("test_accuracy");
+    m.seconds = row.real("seconds"), m.checkpoint = row.at("checkpoint");
     out.push_back(m);
   }
   return out;
