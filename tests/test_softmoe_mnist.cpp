@@ -3,7 +3,8 @@
 // Algorithm 1 experts (the k largest column sums of C), the per-expert logits add up to the
 // network's logits for any subset, the exhaustive search finds a subset at least as good as
 // Algorithm 1's (and solves every image some subset solves), and `moelab softmoe-mnist` end to
-// end at toy size on IDX files the test writes (reruns train nothing; mode=evaluate works).
+// end at toy size on IDX files the test writes (reruns train nothing; mode=evaluate works; an
+// interrupted network is retrained with one curve).
 // Nothing here reads data/mnist: the effect on real digits is in test_softmoe_mnist_effect.cpp.
 #include <doctest/doctest.h>
 
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <set>
 
 #include "autograd/no_grad.h"
 #include "core/factories.h"
@@ -238,4 +240,22 @@ TEST_CASE("moelab softmoe-mnist end to end at toy size: files, no retraining, mo
   // mode=evaluate with a network that was never trained is an error naming it.
   CHECK_THROWS_AS(e.run(RunContext{settings({"mode=evaluate", "seeds=0,1"}), dir, "toy", 0, 1, Device::cpu()}), Error);
   REQUIRE(e.run(RunContext{settings({"mode=evaluate"}), dir, "toy", 0, 1, Device::cpu()}) == 0);
+
+  // A network whose training was interrupted (here: its checkpoint is gone, its curve and row are
+  // there) is trained again, and its earlier curve and row go: one curve and one row per network.
+  std::filesystem::remove(dir.file("checkpoints/n4-seed0.safetensors"));
+  {
+    CsvFile curves(dir.file("train.csv"), {"experts", "seed", "step", "epoch", "train_loss", "test_accuracy"});
+    curves.row({"4", "0", "3", "1", "99", "0"});  // a curve cut short by the interruption
+  }
+  REQUIRE(e.run(RunContext{s, dir, "toy", 0, 1, Device::cpu()}) == 0);
+  CHECK(read_csv(dir.file("models.csv")).size() == 2);
+  const auto curve = read_csv(dir.file("train.csv"));
+  CHECK(curve.size() == 4);
+  std::set<std::string> points;
+  for (const auto& row : curve) {
+    points.insert(row.at("experts") + "/" + row.at("seed") + "/" + row.at("step"));
+    CHECK(row.at("train_loss") != "99");
+  }
+  CHECK(points.size() == curve.size());
 }

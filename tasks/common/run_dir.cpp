@@ -184,6 +184,14 @@ std::size_t drop_csv_rows(const std::filesystem::path& path, const std::function
   return lines - kept;
 }
 
+std::size_t drop_unfinished_rows(const std::filesystem::path& path,
+                                 const std::function<bool(const CsvRow&)>& unfinished) {
+  const std::size_t dropped = drop_csv_rows(path, [&](const CsvRow& row) { return !unfinished(row); });
+  if (dropped > 0)
+    std::printf("%s: dropped %zu rows of jobs that did not finish (they run again)\n", path.c_str(), dropped);
+  return dropped;
+}
+
 RunDir::RunDir(const std::filesystem::path& path) : path_(path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);

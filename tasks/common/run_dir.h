@@ -83,6 +83,12 @@ std::vector<CsvRow> read_csv(const std::filesystem::path& path);
 // appended while a job trains: before the unfinished jobs are run again, their rows go.
 std::size_t drop_csv_rows(const std::filesystem::path& path, const std::function<bool(const CsvRow&)>& keep);
 
+// What every experiment calls before it runs its jobs, before it opens the file for appending:
+// drops the rows for which unfinished(row) is true (the curve of a job that was interrupted and
+// is about to be trained again) and says so on stdout. Returns the number of rows dropped.
+std::size_t drop_unfinished_rows(const std::filesystem::path& path,
+                                 const std::function<bool(const CsvRow&)>& unfinished);
+
 // A number as a CSV cell: integers exactly, others with 6 significant digits.
 std::string cell(double value);
 

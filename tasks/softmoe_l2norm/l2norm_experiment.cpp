@@ -136,29 +136,6 @@ std::set<std::string> finished_jobs(const RunContext& ctx) {
   return done;
 }
 
-// Drops the metrics rows of jobs that did not finish (a run stopped half-way), so that running
-// them again does not leave two curves for one job.
-void drop_unfinished_metrics(const RunContext& ctx, const std::set<std::string>& done) {
-  const std::filesystem::path path = ctx.dir.file("metrics.csv");
-  const auto rows = read_csv(path);
-  std::vector<std::map<std::string, std::string>> keep;
-  for (const auto& row : rows)
-    if (done.count(key_of(row))) keep.push_back(row);
-  if (keep.size() == rows.size()) return;
-  const std::filesystem::path temp = ctx.dir.file("metrics.csv.partial");
-  std::filesystem::remove(temp);
-  {
-    CsvFile out(temp, kMetricsHeader);
-    for (const auto& row : keep) {
-      std::vector<std::string> cells;
-      for (const std::string& h : kMetricsHeader) cells.push_back(row.at(h));
-      out.row(cells);
-    }
-  }
-  std::filesystem::rename(temp, path);
-  std::printf("softmoe-l2norm: dropped %zu metrics rows of unfinished jobs\n", rows.size() - keep.size());
-}
-
 void run_job(const RunContext& ctx, const l2norm::ModelSpec& spec, std::int64_t seed, CsvFile& metrics,
              CsvFile& results) {
   const Settings& s = ctx.settings;
@@ -337,7 +314,8 @@ int run_l2norm(const RunContext& ctx) {
   validate_l2norm(s);
   const auto start = std::chrono::steady_clock::now();
   const std::set<std::string> done = finished_jobs(ctx);
-  drop_unfinished_metrics(ctx, done);
+  // A job that did not finish runs again from the start: its rows go, so it has one curve.
+  drop_unfinished_rows(ctx.dir.file("metrics.csv"), [&](const CsvRow& row) { return !done.count(key_of(row)); });
   CsvFile metrics = ctx.dir.csv("metrics.csv", kMetricsHeader);
   CsvFile results = ctx.dir.csv("results.csv", kResultsHeader);
 

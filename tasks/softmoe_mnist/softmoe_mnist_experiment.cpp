@@ -122,7 +122,17 @@ std::string checkpoint_path(const RunDir& dir, std::int64_t n, std::int64_t seed
 void train_missing(const RunContext& ctx, const MnistSplit& data) {
   const Settings& s = ctx.settings;
   std::filesystem::create_directories(ctx.dir.file("checkpoints"));
+  // A network counts as trained when its models.csv row and its checkpoint exist. Any other is
+  // trained again from the start, so its earlier rows (a curve cut off by an interruption, a
+  // models.csv row whose checkpoint is gone) go first: every network has one curve and one row.
+  auto finished = [](const CsvRow& row) { return std::filesystem::exists(row.text("checkpoint")); };
+  drop_unfinished_rows(ctx.dir.file("models.csv"), [&](const CsvRow& row) { return !finished(row); });
   const std::vector<sm::TrainedModel> done = read_models(ctx.dir);
+  drop_unfinished_rows(ctx.dir.file("train.csv"), [&](const CsvRow& row) {
+    for (const sm::TrainedModel& m : done)
+      if (m.experts == row.integer("experts") && m.seed == row.integer("seed")) return false;
+    return true;
+  });
   CsvFile models = ctx.dir.csv("models.csv", {"experts", "seed", "hidden", "expert_parameters", "total_parameters",
                                               "steps", "epochs", "test_accuracy", "seconds", "checkpoint"});
   CsvFile curves = ctx.dir.csv("train.csv", {"experts", "seed", "step", "epoch", "train_loss", "test_accuracy"});
