@@ -28,6 +28,7 @@
 #include "core/parallel.h"
 #include "tasks/common/checked_file.h"
 #include "tasks/common/run_dir.h"
+#include "tasks/common/run_start.h"
 #include "tasks/softmoe_l2norm/l2norm.h"
 #include "tasks/softmoe_l2norm/l2norm_experiment.h"
 #include "temp_dir.h"
@@ -209,8 +210,15 @@ TEST_CASE("softmoe-l2norm command: files, a rerun trains nothing, bad settings a
   CHECK(m2.size() == 12 * 3);
   for (const auto& row : m2) CHECK(row.at("loss") != "9.9");
 
-  // Results of other settings in the folder are refused, not mixed.
-  CHECK_THROWS_AS(e.run(RunContext{settings({"steps=8"}), dir, "test", 0, 1, Device::cpu()}), UsageError);
+  // Results of other settings in the folder are refused, not mixed: the shared check of the
+  // command line (tasks/common/run_start.h) against the folder's config.json. More seeds, experts
+  // or tokenisations only add jobs, so they may change.
+  begin_run(dir, run_config(e.name, "test", 0, 1, "cpu", "moelab softmoe-l2norm", more), more);
+  const Settings longer = settings({"steps=8"});
+  CHECK_THROWS_WITH_AS(begin_run(dir, run_config(e.name, "test", 0, 1, "cpu", "", longer), longer),
+                       doctest::Contains("steps = 6 there, 8 now"), UsageError);
+  const Settings wider = settings({"seeds=0,1,2,3", "experts=1,2,5"});
+  CHECK_NOTHROW(check_resume(dir, run_config(e.name, "test", 0, 1, "cpu", "", wider), wider));
 }
 
 TEST_CASE("softmoe-l2norm command: a disk that fills up mid-run fails loudly; the same run with room completes it") {

@@ -128,29 +128,29 @@ void Settings::declare(Entry entry, const std::string& value) {
 
 void Settings::add_int(const std::string& key, std::int64_t fallback, const std::string& help, double min,
                        double max) {
-  declare({key, help, Kind::Int, min, max, {}, "", {}}, std::to_string(fallback));
+  declare({key, help, Kind::Int, min, max, {}, "", {}, true}, std::to_string(fallback));
 }
 void Settings::add_real(const std::string& key, double fallback, const std::string& help, double min, double max) {
-  declare({key, help, Kind::Real, min, max, {}, "", {}}, number_text(fallback, false));
+  declare({key, help, Kind::Real, min, max, {}, "", {}, true}, number_text(fallback, false));
 }
 void Settings::add_text(const std::string& key, const std::string& fallback, const std::string& help,
                         const std::vector<std::string>& choices) {
-  declare({key, help, Kind::Text, 0, 0, choices, "", {}}, fallback);
+  declare({key, help, Kind::Text, 0, 0, choices, "", {}, true}, fallback);
 }
 void Settings::add_flag(const std::string& key, bool fallback, const std::string& help) {
-  declare({key, help, Kind::Flag, 0, 1, {}, "", {}}, fallback ? "true" : "false");
+  declare({key, help, Kind::Flag, 0, 1, {}, "", {}, true}, fallback ? "true" : "false");
 }
 void Settings::add_int_list(const std::string& key, const std::vector<std::int64_t>& fallback,
                             const std::string& help, double min, double max) {
   std::string text;
   for (std::int64_t v : fallback) text += (text.empty() ? "" : ",") + std::to_string(v);
-  declare({key, help, Kind::IntList, min, max, {}, "", {}}, text);
+  declare({key, help, Kind::IntList, min, max, {}, "", {}, true}, text);
 }
 void Settings::add_real_list(const std::string& key, const std::vector<double>& fallback, const std::string& help,
                              double min, double max) {
   std::string text;
   for (double v : fallback) text += (text.empty() ? "" : ",") + number_text(v, false);
-  declare({key, help, Kind::RealList, min, max, {}, "", {}}, text);
+  declare({key, help, Kind::RealList, min, max, {}, "", {}, true}, text);
 }
 
 void Settings::set(const std::string& key, const std::string& value) {
@@ -170,6 +170,21 @@ void Settings::set_assignment(const std::string& assignment) {
 
 void Settings::apply(const Preset& preset) {
   for (const auto& [key, value] : preset.values) set(key, value);
+}
+
+void Settings::may_change_on_resume(const std::vector<std::string>& keys) {
+  for (const std::string& key : keys) {
+    bool found = false;
+    for (Entry& e : entries_)
+      if (e.key == key) e.changes_results = false, found = true;
+    if (!found) throw std::logic_error("Settings::may_change_on_resume: no key '" + key + "' was declared");
+  }
+}
+
+bool Settings::changes_results(const std::string& key) const {
+  for (const Entry& e : entries_)
+    if (e.key == key) return e.changes_results;
+  throw std::logic_error("Settings::changes_results: no key '" + key + "' was declared");
 }
 
 bool Settings::has(const std::string& key) const {

@@ -39,6 +39,8 @@ Settings phonebook_settings() {
   s.add_real("threshold", 0.9, "exact-match accuracy at which a book counts as memorized", 0, 1);
   s.add_int("stop_after_failures", 1, "larger books are skipped for a model after this many failed sizes in a row", 1,
             1000);
+  // Each book depends only on the seed and its size: more sizes add jobs, they change none.
+  s.may_change_on_resume({"book_sizes"});
   return s;
 }
 

@@ -42,6 +42,8 @@ Settings shortest_path_settings() {
   s.add_int("eval_every", 500, "evaluate on the test graphs every N steps", 1, 1e9);
   s.add_int("test_examples", 1000, "held-out test graphs", 1, 1e7);
   s.add_int_list("seeds", {0, 1}, "training seeds per model (weights and data; the test set is fixed)", 0, 1e9);
+  // A job's weights and data depend on its own seed only: more seeds add jobs, they change none.
+  s.may_change_on_resume({"seeds"});
   return s;
 }
 

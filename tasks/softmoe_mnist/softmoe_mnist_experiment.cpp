@@ -43,6 +43,11 @@ Settings softmoe_mnist_settings() {
             "times large experts; 0: skip)", 0, 1 << 20);
   s.add_text("mode", "all", "all: train what is missing, then evaluate; train: only train; evaluate: only "
              "evaluate saved networks", {"all", "train", "evaluate"});
+  // A network depends on its own n and seed only, so experts and seeds choose which networks
+  // exist; the evaluation is redone whole by every run, so its settings may change; mode chooses
+  // the part to run.
+  s.may_change_on_resume({"mode", "experts", "seeds", "table1_experts", "k_divisors", "random_seeds",
+                          "timing_experts", "timing_batches", "timing_trials", "timing_wide_hidden"});
   return s;
 }
 

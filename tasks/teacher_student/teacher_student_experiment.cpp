@@ -43,6 +43,9 @@ Settings teacher_student_settings() {
   s.add_text("mode", "all", "all: run missing points, then report; list: print a command per missing point; "
              "point: run one point; report: only gather", {"all", "list", "point", "report"});
   s.add_text("point", "none", "the point to run with mode=point, e.g. t16e8a-s32e8a (mode=list prints them)");
+  // The mode and the point choose what to run; the grid's lists choose which points exist, and a
+  // point's teacher, student and data depend on its own name only.
+  s.may_change_on_resume({"mode", "point", "teacher_k", "teacher_ratios", "student_k", "student_ratios"});
   return s;
 }
 
