@@ -1,6 +1,7 @@
 // tasks/common/settings.cpp — see settings.h.
 #include "tasks/common/settings.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -39,21 +40,30 @@ std::string number_text(double v, bool integral) {
   return s.str();
 }
 
-// A whole number or a real, strictly: the whole text must parse and be finite.
-bool parse_number(const std::string& text, bool integral, double& out) {
-  if (text.empty()) return false;
+// Integers are kept as doubles, which hold every integer up to 2^53 exactly; beyond, a value
+// would change silently, so it is out of range whatever the key's limits.
+constexpr long long kLargestExactInteger = 1LL << 53;
+
+enum class Parsed { Ok, Malformed, TooLarge };
+
+// A whole number or a real, strictly: the whole text must parse and be finite; an integer must
+// also fit (TooLarge: beyond 64 bits or beyond 2^53).
+Parsed parse_number(const std::string& text, bool integral, double& out) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return Parsed::Malformed;
   errno = 0;
   char* end = nullptr;
   if (integral) {
     const long long v = std::strtoll(text.c_str(), &end, 10);
-    if (errno != 0 || *end != '\0') return false;
+    if (*end != '\0') return Parsed::Malformed;
+    if (errno == ERANGE || v > kLargestExactInteger || v < -kLargestExactInteger) return Parsed::TooLarge;
+    if (errno != 0) return Parsed::Malformed;
     out = static_cast<double>(v);
-    return true;
+    return Parsed::Ok;
   }
   const double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || *end != '\0' || !std::isfinite(v)) return false;
+  if (errno != 0 || *end != '\0' || !std::isfinite(v)) return Parsed::Malformed;
   out = v;
-  return true;
+  return Parsed::Ok;
 }
 
 std::string limits_text(double min, double max, bool integral) {
@@ -102,7 +112,13 @@ void Settings::parse_into(Entry& e, const std::string& value) {
       std::string item;
       while (std::getline(items, item, ',')) {
         double v = 0;
-        if (!parse_number(item, integral, v))
+        const Parsed parsed = parse_number(item, integral, v);
+        if (parsed == Parsed::TooLarge) {
+          const std::string limits = limits_text(e.min, e.max, integral);
+          usage("setting '", e.key, "': ", item, " is out of range (must be ",
+                limits.empty() ? "within +-2^53" : limits, ")");
+        }
+        if (parsed != Parsed::Ok)
           usage("setting '", e.key, "': '", item.empty() ? value : item, "' is not ", integral ? "an integer" : "a number",
                 list ? " (expected " + std::string(kind_name(e.kind)) + ")" : "");
         if (v < e.min || v > e.max)
