@@ -215,6 +215,16 @@ TEST_CASE("moelab softmoe-mnist end to end at toy size: files, no retraining, mo
   CHECK_THROWS_AS(e.validate(settings({"table1_experts=6"})), UsageError);   // not a multiple of 4
   CHECK_THROWS_AS(e.validate(settings({"table1_experts=16"})), UsageError);  // not trained
   CHECK_THROWS_AS(e.validate(settings({"timing_experts=2"})), UsageError);
+  // The inputs are checked before anything is written: a named data_dir is the only place looked
+  // in; a folder that is not there, or a file, is a usage error, never a quiet fall-back.
+  CHECK_NOTHROW(e.check_inputs(settings({})));
+  CHECK_THROWS_WITH_AS(e.check_inputs(settings({"data_dir=/nonexistent"})),
+                       doctest::Contains("data_dir: the folder '/nonexistent' does not exist"), UsageError);
+  CHECK_THROWS_WITH_AS(e.check_inputs(settings({"data_dir=" + tmp.file("t10k-images-idx3-ubyte")})),
+                       doctest::Contains("is not a folder"), UsageError);
+  testing::TempDir empty;
+  CHECK_THROWS_WITH_AS(e.check_inputs(settings({"data_dir=" + empty.path().string()})),
+                       doctest::Contains("no mnist data found"), Error);
 
   const RunDir dir(tmp.path() / "run");
   const Settings s = settings({});

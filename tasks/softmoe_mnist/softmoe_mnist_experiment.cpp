@@ -20,8 +20,8 @@ Settings softmoe_mnist_settings() {
   Settings s;
   s.add_text("dataset", "mnist", "mnist (IDX files: scripts/get-mnist.sh) or fashion-mnist (Debian's "
              "dataset-fashion-mnist)", {"mnist", "fashion-mnist"});
-  s.add_text("data_dir", "auto", "folder with the four IDX files (plain or .gz); auto: data/mnist for mnist, "
-             "/usr/share/datasets/fashion-mnist for fashion-mnist");
+  s.add_text("data_dir", "auto", "folder with the four IDX files (plain or .gz), the only one searched; auto: "
+             "data/mnist for mnist, /usr/share/datasets/fashion-mnist for fashion-mnist");
   s.add_int("train_limit", 0, "use only the first N training images (0: all)", 0, 1e9);
   s.add_int("test_limit", 0, "use only the first N test images (0: all)", 0, 1e9);
   s.add_int_list("experts", {2, 4, 8, 16, 32, 64, 128, 256, 512}, "n: one network per value, experts of hidden "
@@ -86,6 +86,18 @@ void validate_softmoe_mnist(const Settings& s) {
     if (n % 4 != 0) throw UsageError("timing_experts: " + std::to_string(n) + " is not a multiple of 4 (k = 3n/4, n/4)");
     if (!trained(n)) throw UsageError("timing_experts: n = " + std::to_string(n) + " is not in experts");
   }
+}
+
+// Before anything is written: a named data_dir must be a folder (a UsageError, exit 2, else), and
+// the four files must be there (moelab::Error naming what is missing where, exit 1).
+void check_softmoe_mnist_inputs(const Settings& s) {
+  const std::string dir = s.text("data_dir");
+  std::error_code ec;
+  if (dir != "auto" && !std::filesystem::exists(dir, ec))
+    throw UsageError("data_dir: the folder '" + dir + "' does not exist");
+  if (dir != "auto" && !std::filesystem::is_directory(dir, ec))
+    throw UsageError("data_dir: '" + dir + "' is not a folder (name the folder that holds the four IDX files)");
+  locate_mnist(s.text("dataset"), dir == "auto" ? "" : dir);
 }
 
 // The dataset, cut to the limits; its source sentence says so.
@@ -215,6 +227,7 @@ Experiment softmoe_mnist_experiment() {
   e.presets = softmoe_mnist_presets();
   e.default_preset = "cpu";
   e.validate = validate_softmoe_mnist;
+  e.check_inputs = check_softmoe_mnist_inputs;
   e.run = run_softmoe_mnist;
   return e;
 }
