@@ -8,20 +8,24 @@
 // The settings of a run are resolved in three layers: the experiment's defaults, then the preset
 // (a named table of values, listed by --help), then each --set key=value in order. The run folder
 // (default runs/<experiment>/<preset>) gets config.json with the resolved settings before any
-// work starts; running the same command again resumes a sweep where it stopped. Exit status: 0
-// done, 1 the run failed, 2 a bad option, value or combination (nothing was run).
+// work starts; running the same command again resumes a sweep where it stopped, and a folder
+// that holds a run with other settings is refused (tasks/common/run_start.h). The order: the
+// settings, the seed, the device and the inputs (data files) are checked, then the run folder
+// (creatable, writable, the same settings as an earlier run in it), and only then is anything
+// written. Exit status: 0 done, 1 the run failed, 2 a bad option, value or combination (nothing
+// was written).
 //
 // Adding an experiment: write tasks/<name>/ with a function returning its Experiment
 // (tasks/common/experiment.h) and add it to experiments() below.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <ctime>
 #include <string>
 #include <vector>
 
 #include "core/backend.h"
 #include "core/parallel.h"
 #include "tasks/common/experiment.h"
+#include "tasks/common/run_start.h"
 #include "tasks/phonebook/phonebook_experiment.h"
 #include "tasks/shortest_path/shortest_path_experiment.h"
 #include "tasks/softmoe_l2norm/l2norm_experiment.h"
@@ -39,9 +43,10 @@ std::vector<Experiment> experiments() {
 
 struct Common {
   std::string preset, out, device = "cpu";
+  bool out_given = false;  // --out "" is an error, not the default folder
   std::vector<std::string> sets;
   int threads = num_threads();
-  std::uint64_t seed = 0;
+  std::string seed = "0";  // parsed here: CLI11 would turn -1 into 2^64 - 1 without a word
 };
 
 std::string presets_text(const Experiment& e) {
@@ -69,6 +74,7 @@ int run_experiment(const Experiment& e, const Common& c, const std::string& comm
   settings.apply(preset);
   for (const std::string& s : c.sets) settings.set_assignment(s);
   if (e.validate) e.validate(settings);
+  const std::uint64_t seed = parse_seed(c.seed);
 
   // --device cuda needs both a build with the CUDA backend and a GPU the driver can see; which
   // one is missing decides the message (exit 2 either way, before any work).
@@ -84,24 +90,13 @@ int run_experiment(const Experiment& e, const Common& c, const std::string& comm
 #endif
     device = Device::cuda();
   }
+  if (e.check_inputs) e.check_inputs(settings);
+
+  // Only now the run folder: usable, and holding no run with other settings; then config.json.
+  const RunDir dir = open_run_folder(c.out_given ? c.out : "runs/" + e.name + "/" + preset_name);
+  begin_run(dir, run_config(e.name, preset_name, seed, c.threads, c.device, command_line, settings), settings);
   set_num_threads(c.threads);
-  const RunDir dir(c.out.empty() ? "runs/" + e.name + "/" + preset_name : c.out);
-
-  nlohmann::ordered_json config;
-  config["experiment"] = e.name;
-  config["preset"] = preset_name;
-  config["seed"] = c.seed;
-  config["threads"] = c.threads;
-  config["device"] = c.device;
-  config["command"] = command_line;
-  const std::time_t now = std::time(nullptr);
-  char when[64];
-  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S%z", std::localtime(&now));
-  config["started"] = when;
-  config["settings"] = settings.to_json();
-  dir.write_json("config.json", config);
-
-  const RunContext ctx{settings, dir, preset_name, c.seed, c.threads, device};
+  const RunContext ctx{settings, dir, preset_name, seed, c.threads, device};
   return e.run(ctx);
 }
 
@@ -126,7 +121,8 @@ int main(int argc, char** argv) {
     sub->add_option("--device", common.device, "where to compute")
         ->check(CLI::IsMember({"cpu", "cuda"}))
         ->capture_default_str();
-    sub->add_option("--seed", common.seed, "seed for data, initial weights and sampling")->capture_default_str();
+    sub->add_option("--seed", common.seed, "seed for data, initial weights and sampling (0 to 2^64 - 1)")
+        ->capture_default_str();
     sub->footer(e.details + "\n\nSettings (--set key=value; the defaults before any preset):\n" + e.settings().describe() +
                 "\nPresets (--preset NAME; each sets the values listed):\n" + presets_text(e));
   }
@@ -137,6 +133,7 @@ int main(int argc, char** argv) {
   }
   for (const Experiment& e : all) {
     if (!app.got_subcommand(e.name)) continue;
+    common.out_given = app.get_subcommand(e.name)->count("--out") > 0;
     try {
       return run_experiment(e, common, command_line);
     } catch (const UsageError& err) {

@@ -269,9 +269,10 @@ TEST_CASE("find_mnist_in: the first directory with all four files, plain or gzip
   CHECK_THROWS_WITH_AS(find_mnist_in("cifar", {plain.path().string()}), doctest::Contains("unknown dataset 'cifar'"), Error);
 }
 
-TEST_CASE("mnist_search_dirs: the named directory first, then the dataset's default place") {
+TEST_CASE("mnist_search_dirs: the named directory alone, else the dataset's default place") {
   CHECK(mnist_search_dirs("mnist", "") == std::vector<std::string>{"data/mnist"});
-  CHECK(mnist_search_dirs("mnist", "/x") == std::vector<std::string>{"/x", "data/mnist"});
+  CHECK(mnist_search_dirs("mnist", "/x") == std::vector<std::string>{"/x"});  // no quiet fall-back
+  CHECK_THROWS_WITH_AS(locate_mnist("mnist", "/nonexistent"), doctest::Contains("/nonexistent does not exist"), Error);
   CHECK(mnist_search_dirs("fashion-mnist", "") == std::vector<std::string>{"/usr/share/datasets/fashion-mnist"});
   CHECK_THROWS_WITH_AS(mnist_search_dirs("mnist-10k", ""), doctest::Contains("expected mnist or fashion-mnist"), Error);
   CHECK(mnist_file_names().size() == 4);

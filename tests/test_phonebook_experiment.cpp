@@ -1,9 +1,11 @@
 // tests/test_phonebook_experiment.cpp — `moelab phonebook` end to end at toy size: the sweep
 // writes one results row per job, the derived capacity table and summary, skips books after a
-// failure, and a second run resumes instead of training again.
+// failure, and a second run resumes instead of training again; a damaged results.csv is an error.
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "core/parallel.h"
 #include "tasks/common/run_dir.h"
@@ -51,4 +53,20 @@ TEST_CASE("phonebook sweep: results, report, skipping and resuming") {
   bad.set_assignment("book_sizes=500,250");
   const RunContext bad_ctx{bad, dir, "test", 0, 1, Device::cpu()};
   CHECK_THROWS_AS(e.run(bad_ctx), UsageError);
+
+  // A damaged cell ("12O" for 12) is an error naming the file, line and column, never a book of 12
+  // (nor a phantom column in summary.md).
+  std::string text;
+  {
+    std::ifstream in(dir.file("results.csv"));
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const std::size_t at = text.find(",12,");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 4, ",12O,");
+  {
+    std::ofstream out(dir.file("results.csv"), std::ios::trunc);
+    out << text;
+  }
+  CHECK_THROWS_WITH_AS(e.run(ctx), doctest::Contains("column 'book_size': '12O' is not an integer"), std::runtime_error);
 }

@@ -20,12 +20,15 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "autograd/no_grad.h"
 #include "autograd/ops.h"
 #include "core/factories.h"
 #include "core/parallel.h"
+#include "tasks/common/checked_file.h"
 #include "tasks/common/run_dir.h"
+#include "tasks/common/run_start.h"
 #include "tasks/softmoe_l2norm/l2norm.h"
 #include "tasks/softmoe_l2norm/l2norm_experiment.h"
 #include "temp_dir.h"
@@ -207,6 +210,43 @@ TEST_CASE("softmoe-l2norm command: files, a rerun trains nothing, bad settings a
   CHECK(m2.size() == 12 * 3);
   for (const auto& row : m2) CHECK(row.at("loss") != "9.9");
 
-  // Results of other settings in the folder are refused, not mixed.
-  CHECK_THROWS_AS(e.run(RunContext{settings({"steps=8"}), dir, "test", 0, 1, Device::cpu()}), UsageError);
+  // Results of other settings in the folder are refused, not mixed: the shared check of the
+  // command line (tasks/common/run_start.h) against the folder's config.json. More seeds, experts
+  // or tokenisations only add jobs, so they may change.
+  begin_run(dir, run_config(e.name, "test", 0, 1, "cpu", "moelab softmoe-l2norm", more), more);
+  const Settings longer = settings({"steps=8"});
+  CHECK_THROWS_WITH_AS(begin_run(dir, run_config(e.name, "test", 0, 1, "cpu", "", longer), longer),
+                       doctest::Contains("steps = 6 there, 8 now"), UsageError);
+  const Settings wider = settings({"seeds=0,1,2,3", "experts=1,2,5"});
+  CHECK_NOTHROW(check_resume(dir, run_config(e.name, "test", 0, 1, "cpu", "", wider), wider));
+}
+
+TEST_CASE("softmoe-l2norm command: a disk that fills up mid-run fails loudly; the same run with room completes it") {
+  set_num_threads(1);
+  const Experiment e = softmoe_l2norm_experiment();
+  testing::TempDir tmp;
+  const RunDir dir(tmp.path() / "l2");
+  Settings s = e.settings();
+  for (const char* kv : {"experts=1,2", "steps=6", "batch=32", "seeds=0,1", "log_every=2"}) s.set_assignment(kv);
+  simulate_full_disk_after(600);  // room for the headers and about two jobs' rows, not for all of them
+  CHECK_THROWS_WITH_AS(e.run(RunContext{s, dir, "test", 0, 1, Device::cpu()}),
+                       doctest::Contains("No space left on device"), std::runtime_error);
+  simulate_full_disk_after(-1);
+  const std::size_t finished = read_csv(dir.file("results.csv")).size();
+  CHECK(finished > 0);
+  CHECK(finished < 8);
+
+  REQUIRE(e.run(RunContext{s, dir, "test", 0, 1, Device::cpu()}) == 0);
+  const auto results = read_csv(dir.file("results.csv"));
+  CHECK(results.size() == 8);
+  std::set<std::string> jobs, points;
+  for (const auto& r : results) jobs.insert(r.at("tokenisation") + "/" + r.at("experts") + "/" + r.at("seed"));
+  CHECK(jobs.size() == 8);  // every job once
+  const auto metrics = read_csv(dir.file("metrics.csv"));
+  for (const auto& r : metrics)
+    points.insert(r.at("tokenisation") + "/" + r.at("experts") + "/" + r.at("seed") + "/" + r.at("step"));
+  CHECK(metrics.size() == 8 * 3);  // one curve per job: the unfinished job's rows were dropped
+  CHECK(points.size() == metrics.size());
+  CHECK(std::filesystem::exists(dir.file("summary.md")));
+  CHECK_FALSE(std::filesystem::exists(dir.file("summary.md.partial")));
 }

@@ -3,7 +3,8 @@
 // Algorithm 1 experts (the k largest column sums of C), the per-expert logits add up to the
 // network's logits for any subset, the exhaustive search finds a subset at least as good as
 // Algorithm 1's (and solves every image some subset solves), and `moelab softmoe-mnist` end to
-// end at toy size on IDX files the test writes (reruns train nothing; mode=evaluate works).
+// end at toy size on IDX files the test writes (reruns train nothing; mode=evaluate works; an
+// interrupted network is retrained with one curve).
 // Nothing here reads data/mnist: the effect on real digits is in test_softmoe_mnist_effect.cpp.
 #include <doctest/doctest.h>
 
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <set>
 
 #include "autograd/no_grad.h"
 #include "core/factories.h"
@@ -213,6 +215,16 @@ TEST_CASE("moelab softmoe-mnist end to end at toy size: files, no retraining, mo
   CHECK_THROWS_AS(e.validate(settings({"table1_experts=6"})), UsageError);   // not a multiple of 4
   CHECK_THROWS_AS(e.validate(settings({"table1_experts=16"})), UsageError);  // not trained
   CHECK_THROWS_AS(e.validate(settings({"timing_experts=2"})), UsageError);
+  // The inputs are checked before anything is written: a named data_dir is the only place looked
+  // in; a folder that is not there, or a file, is a usage error, never a quiet fall-back.
+  CHECK_NOTHROW(e.check_inputs(settings({})));
+  CHECK_THROWS_WITH_AS(e.check_inputs(settings({"data_dir=/nonexistent"})),
+                       doctest::Contains("data_dir: the folder '/nonexistent' does not exist"), UsageError);
+  CHECK_THROWS_WITH_AS(e.check_inputs(settings({"data_dir=" + tmp.file("t10k-images-idx3-ubyte")})),
+                       doctest::Contains("is not a folder"), UsageError);
+  testing::TempDir empty;
+  CHECK_THROWS_WITH_AS(e.check_inputs(settings({"data_dir=" + empty.path().string()})),
+                       doctest::Contains("no mnist data found"), Error);
 
   const RunDir dir(tmp.path() / "run");
   const Settings s = settings({});
@@ -238,4 +250,22 @@ TEST_CASE("moelab softmoe-mnist end to end at toy size: files, no retraining, mo
   // mode=evaluate with a network that was never trained is an error naming it.
   CHECK_THROWS_AS(e.run(RunContext{settings({"mode=evaluate", "seeds=0,1"}), dir, "toy", 0, 1, Device::cpu()}), Error);
   REQUIRE(e.run(RunContext{settings({"mode=evaluate"}), dir, "toy", 0, 1, Device::cpu()}) == 0);
+
+  // A network whose training was interrupted (here: its checkpoint is gone, its curve and row are
+  // there) is trained again, and its earlier curve and row go: one curve and one row per network.
+  std::filesystem::remove(dir.file("checkpoints/n4-seed0.safetensors"));
+  {
+    CsvFile curves(dir.file("train.csv"), {"experts", "seed", "step", "epoch", "train_loss", "test_accuracy"});
+    curves.row({"4", "0", "3", "1", "99", "0"});  // a curve cut short by the interruption
+  }
+  REQUIRE(e.run(RunContext{s, dir, "toy", 0, 1, Device::cpu()}) == 0);
+  CHECK(read_csv(dir.file("models.csv")).size() == 2);
+  const auto curve = read_csv(dir.file("train.csv"));
+  CHECK(curve.size() == 4);
+  std::set<std::string> points;
+  for (const auto& row : curve) {
+    points.insert(row.at("experts") + "/" + row.at("seed") + "/" + row.at("step"));
+    CHECK(row.at("train_loss") != "99");
+  }
+  CHECK(points.size() == curve.size());
 }

@@ -76,6 +76,24 @@ TEST_CASE("settings: unknown keys, malformed values and out-of-range values are 
   CHECK(s.integer("steps") == 100);  // a rejected value changes nothing
 }
 
+TEST_CASE("settings: integers beyond 64 bits or beyond 2^53 (kept exactly) are out of range, never wrapped") {
+  Settings s;
+  s.add_int("steps", 100, "optimizer steps", 1, 1e9);
+  s.add_int("offset", 0, "any integer");
+  s.add_int_list("seeds", {0}, "seeds", 0, 1e15);
+  CHECK_THROWS_WITH_AS(s.set("steps", "99999999999999999999"), doctest::Contains("out of range (must be in [1, 1000000000])"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(s.set("offset", "-99999999999999999999"), doctest::Contains("out of range (must be within +-2^53)"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(s.set("offset", "9007199254740993"), doctest::Contains("out of range"), UsageError);
+  CHECK_THROWS_WITH_AS(s.set("seeds", "0,18446744073709551615"), doctest::Contains("out of range"), UsageError);
+  CHECK_THROWS_WITH_AS(s.set("seeds", "-1"), doctest::Contains("out of range"), UsageError);
+  CHECK_THROWS_WITH_AS(s.set("steps", " 5"), doctest::Contains("not an integer"), UsageError);
+  s.set("offset", "-9007199254740992");
+  CHECK(s.integer("offset") == -9007199254740992LL);
+  CHECK(s.integer("steps") == 100);
+}
+
 TEST_CASE("run folder: CSV files append, resume, quote, and refuse another header") {
   testing::TempDir tmp;
   RunDir dir(tmp.path() / "runs" / "exp" / "demo");  // parents are created

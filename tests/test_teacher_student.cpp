@@ -166,6 +166,13 @@ TEST_CASE("teacher-student command: mode=point writes one point, mode=report gat
   // An unknown point is a usage error, before any work.
   CHECK_THROWS_AS(e.validate(settings({"mode=point", "point=t4e2a-s99e9a"})), UsageError);
   CHECK_THROWS_AS(e.validate(settings({"mode=point"})), UsageError);
+  // Fewer active neurons than active experts is rejected, not rounded up to width 1.
+  CHECK_THROWS_WITH_AS(e.validate(settings({"student_active=3"})),
+                       doctest::Contains("student_active = 3 is below student_k = 4"), UsageError);
+  CHECK_THROWS_WITH_AS(e.validate(settings({"teacher_active=1"})),
+                       doctest::Contains("teacher_active = 1 is below teacher_k = 2"), UsageError);
+  CHECK_NOTHROW(e.validate(settings({"student_active=4"})));
+  CHECK_THROWS_AS(teacher_student::spec_for(4, 2, 3, 8), std::invalid_argument);
 
   const Settings one = settings({"mode=point", "point=t4e2a-s8e4a"});
   REQUIRE(e.run(RunContext{one, dir, "test", 0, 1, Device::cpu()}) == 0);

@@ -5,7 +5,9 @@
 // and the function that runs it. examples/moelab.cpp lists the experiments and does the rest:
 // parses `moelab <experiment> [--preset NAME] [--set key=value]... [--out DIR] [--threads N]
 // [--device cpu|cuda] [--seed S]`, applies the preset and the --set values to the settings,
-// creates the run folder, writes config.json, and calls run().
+// checks them (validate), the seed and the inputs (check_inputs), then the run folder (creatable,
+// writable, no earlier run with other settings in it: tasks/common/run_start.h), writes
+// config.json, and calls run().
 #pragma once
 
 #include <cstdint>
@@ -38,6 +40,10 @@ struct Experiment {
   // Throws UsageError for settings that cannot work together; the command line calls it before
   // it creates the run folder (run() calls it too).
   std::function<void(const Settings&)> validate;
+  // Optional: checks that the inputs the run reads (data files) are there, before anything is
+  // written; throws UsageError for a named input that is not there (exit 2), anything else for
+  // missing data (exit 1). Cheap: it looks for the files, reading them is run()'s work.
+  std::function<void(const Settings&)> check_inputs;
   // Runs the experiment; returns the process exit status (0: done). Throws UsageError for
   // settings that cannot work together (exit 2), anything else for a failure (exit 1).
   std::function<int(const RunContext&)> run;

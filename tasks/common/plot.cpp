@@ -1,10 +1,16 @@
 // tasks/common/plot.cpp — see plot.h.
 #include "tasks/common/plot.h"
 
+#include <sys/wait.h>
+
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
+
+#include "tasks/common/checked_file.h"
 
 namespace moelab {
 
@@ -17,31 +23,48 @@ std::string gp_string(const std::string& s) {
   return q + "'";
 }
 
+// The first lines of a gnuplot log, for an error message.
+std::string log_excerpt(const std::filesystem::path& log) {
+  std::ifstream in(log);
+  std::string text, line;
+  for (int i = 0; i < 3 && std::getline(in, line); ++i) text += (text.empty() ? "" : " / ") + line;
+  return text.empty() ? "no message" : text;
+}
+
 PlotResult render(const std::filesystem::path& dir, const std::string& stem, const std::string& script) {
   PlotResult r;
   r.png = dir / (stem + ".png");
-  const std::filesystem::path gp = dir / (stem + ".gp");
-  {
-    std::ofstream out(gp, std::ios::trunc);
-    out << script;
-    if (!out) {
-      r.message = "cannot write " + gp.string();
-      return r;
-    }
-  }
+  const std::filesystem::path gp = dir / (stem + ".gp"), log = dir / (stem + ".gnuplot.log");
+  write_file_atomic(gp, script);
   if (!have_gnuplot()) {
     r.message = "gnuplot is not installed (Debian: apt-get install gnuplot-nox); the data and script are in " +
                 gp.string() + ", run `gnuplot " + gp.filename().string() + "` there to draw it";
     return r;
   }
-  // gnuplot runs in the run folder, so the script names its files without a path.
+  // gnuplot runs in the run folder, so the script names its files without a path. It exits with
+  // status 0 even when it could not write the whole PNG (a full disk), so the PNG is checked too.
+  // An old picture goes first, so it is never taken for the new one (a link is left alone).
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(std::filesystem::symlink_status(r.png, ec))) std::filesystem::remove(r.png, ec);
   const std::string command = "cd '" + dir.string() + "' && gnuplot '" + gp.filename().string() + "' 2>'" +
-                              stem + ".gnuplot.log'";
-  if (std::system(command.c_str()) != 0 || !std::filesystem::exists(r.png)) {
-    r.message = "gnuplot failed on " + gp.string() + " (see " + (dir / (stem + ".gnuplot.log")).string() + ")";
-    return r;
+                              log.filename().string() + "'";
+  const int status = std::system(command.c_str());
+  if (status != 0) {
+    std::filesystem::remove(r.png, ec);
+    throw std::runtime_error("gnuplot failed on '" + gp.string() + "' (" +
+                             (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                                                : std::string("status ") + std::to_string(status)) +
+                             "): " + log_excerpt(log));
   }
-  std::filesystem::remove(dir / (stem + ".gnuplot.log"));
+  if (!png_complete(r.png)) {
+    const bool exists = std::filesystem::exists(r.png, ec);
+    std::filesystem::remove(r.png, ec);
+    throw std::runtime_error("gnuplot did not write a complete '" + r.png.string() + "' (" +
+                             (exists ? "the file ends before the PNG's end chunk: is the disk full?"
+                                     : "no file: " + log_excerpt(log)) +
+                             ")");
+  }
+  std::filesystem::remove(log, ec);
   r.drawn = true;
   return r;
 }
@@ -60,6 +83,21 @@ std::string header(const std::string& stem, const std::string& title, const std:
 
 }  // namespace
 
+bool png_complete(const std::filesystem::path& path) {
+  static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  static const unsigned char end_chunk[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82};
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec || size < sizeof signature + sizeof end_chunk) return false;
+  std::ifstream in(path, std::ios::binary);
+  char head[8], tail[12];
+  in.read(head, sizeof head);
+  in.seekg(static_cast<std::streamoff>(size - sizeof tail));
+  in.read(tail, sizeof tail);
+  return in && std::memcmp(head, signature, sizeof head) == 0 && std::memcmp(tail, end_chunk, sizeof tail) == 0;
+}
+
 bool have_gnuplot() {
   static const bool found = std::system("command -v gnuplot >/dev/null 2>&1") == 0;
   return found;
@@ -68,7 +106,7 @@ bool have_gnuplot() {
 PlotResult plot_lines(const LinePlot& plot, const std::filesystem::path& dir, const std::string& stem) {
   const std::string data = stem + ".dat";
   {
-    std::ofstream out(dir / data, std::ios::trunc);
+    std::ostringstream out;
     out.precision(10);
     for (const Series& s : plot.series) {
       out << "# " << s.title << "\n";
@@ -76,6 +114,7 @@ PlotResult plot_lines(const LinePlot& plot, const std::filesystem::path& dir, co
         if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) out << s.x[i] << " " << s.y[i] << "\n";
       out << "\n\n";  // two blank lines end a gnuplot data block (index i)
     }
+    write_file_atomic(dir / data, out.str());
   }
   std::ostringstream s;
   s << header(stem, plot.title, plot.xlabel, plot.ylabel) << "set key outside right\nset grid\n";
@@ -93,12 +132,13 @@ PlotResult plot_lines(const LinePlot& plot, const std::filesystem::path& dir, co
 PlotResult plot_heat_map(const HeatMap& map, const std::filesystem::path& dir, const std::string& stem) {
   const std::string data = stem + ".dat";
   {
-    std::ofstream out(dir / data, std::ios::trunc);
+    std::ostringstream out;
     out.precision(6);
     out << "# column row value (" << map.ylabel << " by " << map.xlabel << ")\n";
     for (std::size_t r = 0; r < map.values.size(); ++r)
       for (std::size_t c = 0; c < map.values[r].size(); ++c)
         out << c << " " << r << " " << (std::isfinite(map.values[r][c]) ? map.values[r][c] : NAN) << "\n";
+    write_file_atomic(dir / data, out.str());
   }
   std::ostringstream s;
   s << header(stem, map.title, map.xlabel, map.ylabel) << "set view map\nunset key\nset palette rgb 33,13,10\n";

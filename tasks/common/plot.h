@@ -5,7 +5,12 @@
 //   <stem>.gp    the gnuplot script that draws them
 // and runs `gnuplot <stem>.gp` to make <stem>.png. Without gnuplot on the PATH the run does not
 // fail: the function returns false with a message saying so, and the .dat/.gp files stay, so
-// `gnuplot <stem>.gp` can draw the picture later on a machine that has it.
+// `gnuplot <stem>.gp` can draw the picture later on a machine that has it. Anything else that goes
+// wrong throws std::runtime_error naming the file: the .dat or .gp cannot be written (a full disk:
+// tasks/common/checked_file.h), gnuplot exits with an error (its log's first lines are in the
+// message), or the PNG it leaves is not complete. gnuplot exits with status 0 when it could not
+// write the whole picture, so the PNG is checked: the PNG signature first, the IEND chunk last; a
+// cut PNG is removed.
 //
 //   LinePlot p{.title = "Largest book memorized", .xlabel = "total parameters", .ylabel = "entries",
 //              .log_x = true};
@@ -44,6 +49,9 @@ struct PlotResult {
   std::filesystem::path png;     // <dir>/<stem>.png
   std::string message;           // why not, when not drawn
 };
+
+// True when path is a whole PNG file: the 8-byte signature first and the IEND chunk last.
+bool png_complete(const std::filesystem::path& path);
 
 // True when a `gnuplot` program is on the PATH (checked once).
 bool have_gnuplot();

@@ -1,7 +1,11 @@
 // tasks/common/run_dir.cpp — see run_dir.h.
 #include "tasks/common/run_dir.h"
 
+#include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 
@@ -43,6 +47,12 @@ std::vector<std::string> split_line(const std::string& line) {
   return cells;
 }
 
+// The whole file as bytes; empty when there is none.
+std::string read_all(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 }  // namespace
 
 std::string cell(double value) {
@@ -55,45 +65,131 @@ std::string cell(double value) {
 }
 
 CsvFile::CsvFile(const std::filesystem::path& path, const std::vector<std::string>& header)
-    : path_(path), header_(header) {
-  bool fresh = true;
-  {
-    std::ifstream in(path);
-    std::string first;
-    if (in && std::getline(in, first) && !first.empty()) {
-      if (first != join(header))
-        throw std::runtime_error("'" + path.string() + "' exists with another header (" + first +
-                                 "); use another --out folder or delete the file");
-      fresh = false;
-    }
+    : path_(path), header_(header), file_((check_header(path, header), path)) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) || std::filesystem::file_size(path, ec) == 0)
+    file_.append(join(header) + "\n");
+}
+
+void CsvFile::check_header(const std::filesystem::path& path, const std::vector<std::string>& header) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return;
+  std::string text = read_all(path);
+  if (!text.empty() && text.back() != '\n') {
+    // A last line cut short (a crash or a full disk while it was written): cut it off, so the
+    // next row starts on a line of its own. Only part of a header: the file starts again.
+    const std::size_t end = text.rfind('\n');
+    const std::size_t keep = end == std::string::npos ? 0 : end + 1;
+    std::filesystem::resize_file(path, keep, ec);
+    if (ec)
+      throw std::runtime_error("cannot cut the unfinished last line of '" + path.string() + "': " + ec.message());
+    std::fprintf(stderr, "note: %s: dropped an unfinished last line (%zu bytes)\n", path.c_str(), text.size() - keep);
+    text.resize(keep);
   }
-  out_.open(path, std::ios::app);
-  if (!out_) throw std::runtime_error("cannot write '" + path.string() + "'");
-  if (fresh) out_ << join(header) << "\n" << std::flush;
+  if (text.empty()) return;
+  const std::string first = text.substr(0, text.find('\n'));
+  if (first != join(header))
+    throw std::runtime_error("'" + path.string() + "' exists with another header (" + first +
+                             "); use another --out folder or delete the file");
 }
 
 void CsvFile::row(const std::vector<std::string>& cells) {
   if (cells.size() != header_.size())
     throw std::logic_error("CsvFile " + path_.string() + ": a row of " + std::to_string(cells.size()) +
                            " cells for " + std::to_string(header_.size()) + " columns");
-  out_ << join(cells) << "\n" << std::flush;
+  file_.append(join(cells) + "\n");
 }
 
-std::vector<std::map<std::string, std::string>> read_csv(const std::filesystem::path& path) {
-  std::vector<std::map<std::string, std::string>> rows;
-  std::ifstream in(path);
+namespace {
+
+[[noreturn]] void bad_cell(const CsvRow& row, const std::string& column, const std::string& what) {
+  throw std::runtime_error(row.file.string() + ", line " + std::to_string(row.line) + ", column '" + column + "': " +
+                           what + " (a damaged file: fix or delete that line, or use another --out folder)");
+}
+
+// The header (first line) of a CSV file: its cells, or none when there is no complete line.
+std::vector<std::string> read_header(std::istream& in) {
   std::string line;
-  if (!in || !std::getline(in, line)) return rows;
-  const std::vector<std::string> header = split_line(line);
-  while (std::getline(in, line)) {
+  if (!std::getline(in, line) || in.eof()) return {};
+  return split_line(line);
+}
+
+}  // namespace
+
+const std::string& CsvRow::text(const std::string& column) const {
+  const auto it = find(column);
+  if (it == end())
+    throw std::runtime_error(file.string() + " has no column '" + column +
+                             "' (a file of another version or experiment: use another --out folder)");
+  return it->second;
+}
+
+std::int64_t CsvRow::integer(const std::string& column) const {
+  const std::string& s = text(column);
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+    bad_cell(*this, column, "'" + s + "' is not an integer");
+  return v;
+}
+
+double CsvRow::real(const std::string& column) const {
+  const std::string& s = text(column);
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) bad_cell(*this, column, "'" + s + "' is not a number");
+  return v;
+}
+
+std::vector<CsvRow> read_csv(const std::filesystem::path& path) {
+  std::vector<CsvRow> rows;
+  std::ifstream in(path);
+  if (!in) return rows;
+  const std::vector<std::string> header = read_header(in);
+  std::string line;
+  for (std::size_t number = 2; std::getline(in, line); ++number) {
+    if (in.eof()) break;  // no newline: the last row was cut short
     if (line.empty()) continue;
     const std::vector<std::string> cells = split_line(line);
     if (cells.size() != header.size()) continue;  // a row cut short by a crash
-    std::map<std::string, std::string> row;
+    CsvRow row;
+    row.file = path, row.line = number;
     for (std::size_t i = 0; i < header.size(); ++i) row[header[i]] = cells[i];
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+std::size_t drop_csv_rows(const std::filesystem::path& path, const std::function<bool(const CsvRow&)>& keep) {
+  std::vector<std::string> header;
+  std::size_t lines = 0;
+  {
+    std::ifstream in(path);
+    if (!in) return 0;
+    header = read_header(in);
+    for (std::string line; std::getline(in, line);) lines += !line.empty();
+  }
+  if (header.empty()) return 0;
+  std::string text = join(header) + "\n";
+  std::size_t kept = 0;
+  for (const CsvRow& row : read_csv(path)) {
+    if (!keep(row)) continue;
+    std::vector<std::string> cells;
+    for (const std::string& h : header) cells.push_back(row.at(h));
+    text += join(cells) + "\n";
+    ++kept;
+  }
+  if (kept == lines) return 0;
+  write_file_atomic(path, text);
+  return lines - kept;
+}
+
+std::size_t drop_unfinished_rows(const std::filesystem::path& path,
+                                 const std::function<bool(const CsvRow&)>& unfinished) {
+  const std::size_t dropped = drop_csv_rows(path, [&](const CsvRow& row) { return !unfinished(row); });
+  if (dropped > 0)
+    std::printf("%s: dropped %zu rows of jobs that did not finish (they run again)\n", path.c_str(), dropped);
+  return dropped;
 }
 
 RunDir::RunDir(const std::filesystem::path& path) : path_(path) {
@@ -110,13 +206,7 @@ void RunDir::write_json(const std::string& name, const nlohmann::ordered_json& j
 
 void RunDir::write_text(const std::string& name, const std::string& text) const {
   // Written beside and renamed over, so a reader never sees half a file.
-  const std::filesystem::path target = file(name), temp = file(name + ".partial");
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    out << text;
-    if (!out) throw std::runtime_error("cannot write '" + temp.string() + "'");
-  }
-  std::filesystem::rename(temp, target);
+  write_file_atomic(file(name), text);
 }
 
 CsvFile RunDir::csv(const std::string& name, const std::vector<std::string>& header) const {

@@ -12,38 +12,82 @@
 // sweep that is started again keeps the rows it already has (read_csv gives them back, so an
 // experiment can skip jobs that are done).
 //
+// Every write is checked (tasks/common/checked_file.h): a full disk or an I/O error throws an
+// error naming the file and the reason, and leaves the folder resumable. A row is written whole
+// or not at all; a last line cut short anyway (a crash, a kill) is ignored by read_csv and cut off
+// when CsvFile reopens the file. write_text and write_json replace a file whole or leave it as it
+// was. Cells read back are parsed whole (CsvRow::integer, CsvRow::real): "5O" is an error naming
+// the file, the line and the column, never the number 5. A job retrained after an interruption
+// first drops the curve rows of its unfinished try (drop_csv_rows), so no job has two curves.
+//
 //   RunDir dir("runs/phonebook/demo");
 //   dir.write_json("config.json", j);
 //   CsvFile results = dir.csv("results.csv", {"model", "book_size", "exact_match"});
 //   results.row({"moe-8e", "1000", "0.97"});
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
-#include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "tasks/common/checked_file.h"
+
 namespace moelab {
 
 class CsvFile {
  public:
-  // Opens path for appending; writes the header when the file is new or empty. Throws
-  // std::runtime_error when the file exists with a different header (another experiment's file).
+  // Opens path for appending; writes the header when the file is new, empty or holds only part
+  // of a header line; cuts off a last line without its newline (a row cut short). Throws
+  // std::runtime_error when the file exists with a different header (another experiment's file)
+  // or cannot be written.
   CsvFile(const std::filesystem::path& path, const std::vector<std::string>& header);
-  // Appends one row (as many cells as the header; cells with commas or quotes are quoted) and flushes.
+  // Appends one row (as many cells as the header; cells with commas or quotes are quoted), whole
+  // or not at all; std::runtime_error naming the file and the reason when it cannot be written.
   void row(const std::vector<std::string>& cells);
   const std::filesystem::path& path() const { return path_; }
 
  private:
+  // Refuses another header; cuts off an unfinished last line (see the constructor).
+  static void check_header(const std::filesystem::path& path, const std::vector<std::string>& header);
+
   std::filesystem::path path_;
   std::vector<std::string> header_;
-  std::ofstream out_;
+  AppendFile file_;
 };
 
-// The rows of a CSV written by CsvFile, as maps from header names to cells (empty if no file).
-std::vector<std::map<std::string, std::string>> read_csv(const std::filesystem::path& path);
+// One row read back: its cells by column name, and where it came from, so that a cell that is not
+// what it should be is reported with its file, line and column.
+struct CsvRow : std::map<std::string, std::string> {
+  std::filesystem::path file;
+  std::size_t line = 0;  // 1-based; the header is line 1
+
+  // The whole cell as an integer / a real number; std::runtime_error naming the file, the line and
+  // the column for anything else (trailing characters, an empty cell, no such column).
+  std::int64_t integer(const std::string& column) const;
+  double real(const std::string& column) const;
+  // The cell as it is; std::runtime_error naming the file when there is no such column.
+  const std::string& text(const std::string& column) const;
+};
+
+// The rows of a CSV written by CsvFile (empty if no file). Skips rows with another number of cells
+// than the header and a last line without its newline: both are rows cut short.
+std::vector<CsvRow> read_csv(const std::filesystem::path& path);
+
+// Rewrites a CSV file keeping only the rows for which keep(row) is true (whole or not at all);
+// returns the number of rows dropped (rows cut short count as dropped). No file: 0. For curves
+// appended while a job trains: before the unfinished jobs are run again, their rows go.
+std::size_t drop_csv_rows(const std::filesystem::path& path, const std::function<bool(const CsvRow&)>& keep);
+
+// What every experiment calls before it runs its jobs, before it opens the file for appending:
+// drops the rows for which unfinished(row) is true (the curve of a job that was interrupted and
+// is about to be trained again) and says so on stdout. Returns the number of rows dropped.
+std::size_t drop_unfinished_rows(const std::filesystem::path& path,
+                                 const std::function<bool(const CsvRow&)>& unfinished);
 
 // A number as a CSV cell: integers exactly, others with 6 significant digits.
 std::string cell(double value);
@@ -56,8 +100,10 @@ class RunDir {
   const std::filesystem::path& path() const { return path_; }
   std::filesystem::path file(const std::string& name) const { return path_ / name; }
 
+  // Replace the file whole (written beside and renamed over); std::runtime_error naming the file
+  // and the reason when it cannot be written, and then the old file is still there.
   void write_json(const std::string& name, const nlohmann::ordered_json& j) const;
-  void write_text(const std::string& name, const std::string& text) const;  // replaces the file
+  void write_text(const std::string& name, const std::string& text) const;
   CsvFile csv(const std::string& name, const std::vector<std::string>& header) const;
 
  private:

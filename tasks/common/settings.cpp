@@ -1,6 +1,7 @@
 // tasks/common/settings.cpp — see settings.h.
 #include "tasks/common/settings.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -39,21 +40,30 @@ std::string number_text(double v, bool integral) {
   return s.str();
 }
 
-// A whole number or a real, strictly: the whole text must parse and be finite.
-bool parse_number(const std::string& text, bool integral, double& out) {
-  if (text.empty()) return false;
+// Integers are kept as doubles, which hold every integer up to 2^53 exactly; beyond, a value
+// would change silently, so it is out of range whatever the key's limits.
+constexpr long long kLargestExactInteger = 1LL << 53;
+
+enum class Parsed { Ok, Malformed, TooLarge };
+
+// A whole number or a real, strictly: the whole text must parse and be finite; an integer must
+// also fit (TooLarge: beyond 64 bits or beyond 2^53).
+Parsed parse_number(const std::string& text, bool integral, double& out) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return Parsed::Malformed;
   errno = 0;
   char* end = nullptr;
   if (integral) {
     const long long v = std::strtoll(text.c_str(), &end, 10);
-    if (errno != 0 || *end != '\0') return false;
+    if (*end != '\0') return Parsed::Malformed;
+    if (errno == ERANGE || v > kLargestExactInteger || v < -kLargestExactInteger) return Parsed::TooLarge;
+    if (errno != 0) return Parsed::Malformed;
     out = static_cast<double>(v);
-    return true;
+    return Parsed::Ok;
   }
   const double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || *end != '\0' || !std::isfinite(v)) return false;
+  if (errno != 0 || *end != '\0' || !std::isfinite(v)) return Parsed::Malformed;
   out = v;
-  return true;
+  return Parsed::Ok;
 }
 
 std::string limits_text(double min, double max, bool integral) {
@@ -102,7 +112,13 @@ void Settings::parse_into(Entry& e, const std::string& value) {
       std::string item;
       while (std::getline(items, item, ',')) {
         double v = 0;
-        if (!parse_number(item, integral, v))
+        const Parsed parsed = parse_number(item, integral, v);
+        if (parsed == Parsed::TooLarge) {
+          const std::string limits = limits_text(e.min, e.max, integral);
+          usage("setting '", e.key, "': ", item, " is out of range (must be ",
+                limits.empty() ? "within +-2^53" : limits, ")");
+        }
+        if (parsed != Parsed::Ok)
           usage("setting '", e.key, "': '", item.empty() ? value : item, "' is not ", integral ? "an integer" : "a number",
                 list ? " (expected " + std::string(kind_name(e.kind)) + ")" : "");
         if (v < e.min || v > e.max)
@@ -128,29 +144,29 @@ void Settings::declare(Entry entry, const std::string& value) {
 
 void Settings::add_int(const std::string& key, std::int64_t fallback, const std::string& help, double min,
                        double max) {
-  declare({key, help, Kind::Int, min, max, {}, "", {}}, std::to_string(fallback));
+  declare({key, help, Kind::Int, min, max, {}, "", {}, true}, std::to_string(fallback));
 }
 void Settings::add_real(const std::string& key, double fallback, const std::string& help, double min, double max) {
-  declare({key, help, Kind::Real, min, max, {}, "", {}}, number_text(fallback, false));
+  declare({key, help, Kind::Real, min, max, {}, "", {}, true}, number_text(fallback, false));
 }
 void Settings::add_text(const std::string& key, const std::string& fallback, const std::string& help,
                         const std::vector<std::string>& choices) {
-  declare({key, help, Kind::Text, 0, 0, choices, "", {}}, fallback);
+  declare({key, help, Kind::Text, 0, 0, choices, "", {}, true}, fallback);
 }
 void Settings::add_flag(const std::string& key, bool fallback, const std::string& help) {
-  declare({key, help, Kind::Flag, 0, 1, {}, "", {}}, fallback ? "true" : "false");
+  declare({key, help, Kind::Flag, 0, 1, {}, "", {}, true}, fallback ? "true" : "false");
 }
 void Settings::add_int_list(const std::string& key, const std::vector<std::int64_t>& fallback,
                             const std::string& help, double min, double max) {
   std::string text;
   for (std::int64_t v : fallback) text += (text.empty() ? "" : ",") + std::to_string(v);
-  declare({key, help, Kind::IntList, min, max, {}, "", {}}, text);
+  declare({key, help, Kind::IntList, min, max, {}, "", {}, true}, text);
 }
 void Settings::add_real_list(const std::string& key, const std::vector<double>& fallback, const std::string& help,
                              double min, double max) {
   std::string text;
   for (double v : fallback) text += (text.empty() ? "" : ",") + number_text(v, false);
-  declare({key, help, Kind::RealList, min, max, {}, "", {}}, text);
+  declare({key, help, Kind::RealList, min, max, {}, "", {}, true}, text);
 }
 
 void Settings::set(const std::string& key, const std::string& value) {
@@ -170,6 +186,21 @@ void Settings::set_assignment(const std::string& assignment) {
 
 void Settings::apply(const Preset& preset) {
   for (const auto& [key, value] : preset.values) set(key, value);
+}
+
+void Settings::may_change_on_resume(const std::vector<std::string>& keys) {
+  for (const std::string& key : keys) {
+    bool found = false;
+    for (Entry& e : entries_)
+      if (e.key == key) e.changes_results = false, found = true;
+    if (!found) throw std::logic_error("Settings::may_change_on_resume: no key '" + key + "' was declared");
+  }
+}
+
+bool Settings::changes_results(const std::string& key) const {
+  for (const Entry& e : entries_)
+    if (e.key == key) return e.changes_results;
+  throw std::logic_error("Settings::changes_results: no key '" + key + "' was declared");
 }
 
 bool Settings::has(const std::string& key) const {

@@ -16,6 +16,11 @@
 //   s.integer("steps") -> 300;  s.ints("book_sizes") -> {250, 500, 1000};  s.to_json() -> {...}
 //
 // The order of declaration is the order of --help and of the saved configuration.
+//
+// Resuming a run in its folder (tasks/common/run_start.h) needs the settings that change results
+// to be the same as the folder's config.json; every key counts as one unless the experiment says
+// otherwise: s.may_change_on_resume({"mode", "book_sizes"}) for keys that only choose which jobs
+// or which part of the run to do (a sweep's list of sizes, a mode), never what a job gives.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +69,11 @@ class Settings {
   // Every value of the preset, in order.
   void apply(const Preset& preset);
 
+  // Declared keys that a resumed run may change (see above); std::logic_error for an unknown key.
+  void may_change_on_resume(const std::vector<std::string>& keys);
+  // False for the keys given to may_change_on_resume; std::logic_error for an unknown key.
+  bool changes_results(const std::string& key) const;
+
   bool has(const std::string& key) const;
   std::int64_t integer(const std::string& key) const;
   double real(const std::string& key) const;
@@ -85,6 +95,7 @@ class Settings {
     std::vector<std::string> choices;
     std::string text;              // the value as text (normalised)
     std::vector<double> numbers;   // Int, Real, Flag (0/1) and the lists, parsed
+    bool changes_results = true;   // false: a resumed run may change it
   };
   const Entry& find(const std::string& key, Kind kind) const;
   void declare(Entry entry, const std::string& value);

@@ -39,6 +39,8 @@ Settings phonebook_settings() {
   s.add_real("threshold", 0.9, "exact-match accuracy at which a book counts as memorized", 0, 1);
   s.add_int("stop_after_failures", 1, "larger books are skipped for a model after this many failed sizes in a row", 1,
             1000);
+  // Each book depends only on the seed and its size: more sizes add jobs, they change none.
+  s.may_change_on_resume({"book_sizes"});
   return s;
 }
 
@@ -68,6 +70,12 @@ std::string job_key(const std::string& model, std::int64_t book, double lr, std:
   return model + "|" + std::to_string(book) + "|" + cell(lr) + "|" + std::to_string(epochs);
 }
 
+// The job's name in metrics.csv and on the progress line.
+std::string job_label(const Settings& s, const ModelSpec& spec, std::int64_t book_size, double lr, std::int64_t epochs) {
+  return spec.name() + " book " + std::to_string(book_size) + (s.reals("lrs").size() > 1 ? " lr " + cell(lr) : "") +
+         (epochs > 0 ? " " + std::to_string(epochs) + " epochs" : "");
+}
+
 std::vector<ModelSpec> phonebook_models(const Settings& s) {
   return model_grid(s.ints("dense_widths"), s.ints("moe_widths"), s.ints("experts"), s.integer("k"),
                     s.integer("layers"), s.integer("heads"), s.ints("dense_ffn_factors"));
@@ -94,17 +102,28 @@ int run_phonebook(const RunContext& ctx) {
   const std::vector<std::string> header = {"model",     "family",  "d",          "experts",        "k",
                                            "total_params", "active_params", "book_size", "lr", "epochs",
                                            "steps",     "exact_match", "digit_accuracy", "final_loss", "seconds"};
-  CsvFile results = ctx.dir.csv("results.csv", header);
-  CsvFile metrics = ctx.dir.csv("metrics.csv", {"job", "step", "metric", "value"});
   std::set<std::string> done;
   std::map<std::string, double> accuracy_of;  // job key -> exact match, for jobs found on disk
   for (const auto& row : read_csv(ctx.dir.file("results.csv"))) {
-    const std::string key = job_key(row.at("model"), std::stoll(row.at("book_size")), std::stod(row.at("lr")),
-                                    std::stoll(row.at("epochs")));
+    const std::string key = job_key(row.at("model"), row.integer("book_size"), row.real("lr"),
+                                    row.integer("epochs"));
     done.insert(key);
-    accuracy_of[key] = std::stod(row.at("exact_match"));
+    accuracy_of[key] = row.real("exact_match");
   }
-  if (!done.empty()) std::printf("resuming: %zu finished jobs found in %s\n", done.size(), results.path().c_str());
+  if (!done.empty())
+    std::printf("resuming: %zu finished jobs found in %s\n", done.size(), ctx.dir.file("results.csv").c_str());
+  // A job that did not finish runs again from the start: its metrics rows go, so it has one curve.
+  std::set<std::string> unfinished;
+  for (const ModelSpec& spec : models)
+    for (std::int64_t book_size : sizes)
+      for (std::int64_t epochs : s.ints("epochs"))
+        for (double lr : s.reals("lrs"))
+          if (!done.count(job_key(spec.name(), book_size, lr, epochs)))
+            unfinished.insert(job_label(s, spec, book_size, lr, epochs));
+  drop_unfinished_rows(ctx.dir.file("metrics.csv"),
+                       [&](const CsvRow& row) { return unfinished.count(row.text("job")) > 0; });
+  CsvFile results = ctx.dir.csv("results.csv", header);
+  CsvFile metrics = ctx.dir.csv("metrics.csv", {"job", "step", "metric", "value"});
 
   const double threshold = s.real("threshold");
   const std::int64_t batch = s.integer("batch");
@@ -140,9 +159,7 @@ int run_phonebook(const RunContext& ctx) {
           tc.steps = epochs > 0 ? (epochs * book_size + batch - 1) / batch : s.integer("steps");
           tc.lr = lr, tc.weight_decay = s.real("weight_decay"), tc.warmup_fraction = s.real("warmup_fraction");
           tc.clip = s.real("clip"), tc.eval_every = s.integer("eval_every");
-          const std::string label = spec.name() + " book " + std::to_string(book_size) +
-                                    (s.reals("lrs").size() > 1 ? " lr " + cell(lr) : "") +
-                                    (epochs > 0 ? " " + std::to_string(epochs) + " epochs" : "");
+          const std::string label = job_label(s, spec, book_size, lr, epochs);
           phonebook::RecallResult last{};
           const TrainReport report = train_decoder(
               *model, tc, [&](Generator& g) { return phonebook::training_batch(book, batch, g); }, data_gen,

@@ -31,10 +31,10 @@ int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& 
   for (const auto& r : read_csv(ctx.dir.file("results.csv"))) {
     for (ModelRow& row : rows) {
       if (row.spec.name() != r.at("model")) continue;
-      const std::int64_t n = std::stoll(r.at("book_size"));
-      row.total = std::stod(r.at("total_params"));
-      row.active = std::stod(r.at("active_params"));
-      row.best[n] = std::max(row.best.count(n) ? row.best[n] : 0.0, std::stod(r.at("exact_match")));
+      const std::int64_t n = r.integer("book_size");
+      row.total = r.real("total_params");
+      row.active = r.real("active_params");
+      row.best[n] = std::max(row.best.count(n) ? row.best[n] : 0.0, r.real("exact_match"));
       if (std::find(sizes.begin(), sizes.end(), n) == sizes.end()) sizes.push_back(n);
     }
   }

@@ -42,6 +42,8 @@ Settings shortest_path_settings() {
   s.add_int("eval_every", 500, "evaluate on the test graphs every N steps", 1, 1e9);
   s.add_int("test_examples", 1000, "held-out test graphs", 1, 1e7);
   s.add_int_list("seeds", {0, 1}, "training seeds per model (weights and data; the test set is fixed)", 0, 1e9);
+  // A job's weights and data depend on its own seed only: more seeds add jobs, they change none.
+  s.may_change_on_resume({"seeds"});
   return s;
 }
 
@@ -61,6 +63,9 @@ std::vector<Preset> shortest_path_presets() {
 }
 
 std::string job_key(const std::string& model, std::int64_t seed) { return model + "|" + std::to_string(seed); }
+
+// The job's name in metrics.csv and on the progress line.
+std::string job_label(const ModelSpec& spec, std::int64_t seed) { return spec.name() + " seed " + std::to_string(seed); }
 
 std::vector<ModelSpec> shortest_path_models(const Settings& s) {
   return model_grid(s.ints("dense_widths"), s.ints("moe_widths"), s.ints("experts"), s.integer("k"),
@@ -97,14 +102,22 @@ int run_shortest_path(const RunContext& ctx) {
   const shortest_path::Vocab vocab{n};
   const std::int64_t max_seq = shortest_path::max_sequence_length(n);
 
+  std::set<std::string> done;
+  for (const auto& row : read_csv(ctx.dir.file("results.csv")))
+    done.insert(job_key(row.at("model"), row.integer("seed")));
+  if (!done.empty())
+    std::printf("resuming: %zu finished jobs found in %s\n", done.size(), ctx.dir.file("results.csv").c_str());
+  // A job that did not finish runs again from the start: its metrics rows go, so it has one curve.
+  std::set<std::string> unfinished;
+  for (const ModelSpec& spec : models)
+    for (std::int64_t seed : s.ints("seeds"))
+      if (!done.count(job_key(spec.name(), seed))) unfinished.insert(job_label(spec, seed));
+  drop_unfinished_rows(ctx.dir.file("metrics.csv"),
+                       [&](const CsvRow& row) { return unfinished.count(row.text("job")) > 0; });
   CsvFile results = ctx.dir.csv("results.csv", {"model", "family", "d", "experts", "k", "total_params",
                                                 "active_params", "seed", "n", "p", "steps", "exact_match",
                                                 "valid_shortest", "final_loss", "seconds"});
   CsvFile metrics = ctx.dir.csv("metrics.csv", {"job", "step", "metric", "value"});
-  std::set<std::string> done;
-  for (const auto& row : read_csv(ctx.dir.file("results.csv")))
-    done.insert(job_key(row.at("model"), std::stoll(row.at("seed"))));
-  if (!done.empty()) std::printf("resuming: %zu finished jobs found in %s\n", done.size(), results.path().c_str());
 
   const std::int64_t batch = s.integer("batch");
   for (std::size_t mi = 0; mi < models.size(); ++mi) {
@@ -126,7 +139,7 @@ int run_shortest_path(const RunContext& ctx) {
             return std::map<std::string, double>{{"exact_match", last.exact_match},
                                                  {"valid_shortest", last.valid_shortest}};
           },
-          spec.name() + " seed " + std::to_string(seed), &metrics);
+          job_label(spec, seed), &metrics);
       results.row({spec.name(), spec.family(), cell(spec.d), cell(spec.experts), cell(spec.moe() ? spec.k : 0),
                    cell(size.non_embedding), cell(size.active), cell(seed), cell(n), cell(cal.p),
                    cell(report.steps_done), cell(last.exact_match), cell(last.valid_shortest), cell(report.final_loss),
@@ -148,9 +161,9 @@ int write_report(const RunContext& ctx, const std::vector<ModelSpec>& models, co
   for (const auto& r : read_csv(ctx.dir.file("results.csv")))
     for (Row& row : rows)
       if (row.spec.name() == r.at("model")) {
-        row.total = std::stod(r.at("total_params")), row.active = std::stod(r.at("active_params"));
-        row.exact.push_back(std::stod(r.at("exact_match")));
-        row.valid.push_back(std::stod(r.at("valid_shortest")));
+        row.total = r.real("total_params"), row.active = r.real("active_params");
+        row.exact.push_back(r.real("exact_match"));
+        row.valid.push_back(r.real("valid_shortest"));
       }
 
   std::ostringstream csv, table;

@@ -51,6 +51,8 @@ Settings l2norm_settings() {
   s.add_int("log_every", 1, "steps per metrics.csv row (the row holds the mean loss of those steps)", 1, 1e9);
   s.add_real("final_fraction", 0.05, "the final loss is the mean training loss of this last fraction of the steps",
              1e-6, 1);
+  // A job's weights and data depend on its own tokenisation, n and seed: the lists add jobs.
+  s.may_change_on_resume({"token_dims", "experts", "seeds"});
   return s;
 }
 
@@ -118,45 +120,12 @@ std::string key_of(const std::map<std::string, std::string>& row) {
   return job_key(row.at("tokenisation"), row.at("experts"), row.at("seed"));
 }
 
-// Refuses a folder whose finished jobs were trained with other settings; returns the done jobs.
+// The jobs results.csv holds. That they were trained with these settings is checked before the
+// run starts (tasks/common/run_start.h: the folder's config.json against this run's).
 std::set<std::string> finished_jobs(const RunContext& ctx) {
-  const Settings& s = ctx.settings;
   std::set<std::string> done;
-  for (const auto& row : read_csv(ctx.dir.file("results.csv"))) {
-    const std::pair<std::string, std::string> same[] = {{"steps", cell(static_cast<double>(s.integer("steps")))},
-                                                        {"batch", cell(static_cast<double>(s.integer("batch")))},
-                                                        {"lr", cell(s.real("lr"))},
-                                                        {"variance", cell(s.real("variance"))}};
-    for (const auto& [key, value] : same)
-      if (row.at(key) != value)
-        throw UsageError(ctx.dir.file("results.csv").string() + " holds jobs trained with " + key + " = " +
-                         row.at(key) + ", not " + value + ": use another --out folder");
-    done.insert(key_of(row));
-  }
+  for (const auto& row : read_csv(ctx.dir.file("results.csv"))) done.insert(key_of(row));
   return done;
-}
-
-// Drops the metrics rows of jobs that did not finish (a run stopped half-way), so that running
-// them again does not leave two curves for one job.
-void drop_unfinished_metrics(const RunContext& ctx, const std::set<std::string>& done) {
-  const std::filesystem::path path = ctx.dir.file("metrics.csv");
-  const auto rows = read_csv(path);
-  std::vector<std::map<std::string, std::string>> keep;
-  for (const auto& row : rows)
-    if (done.count(key_of(row))) keep.push_back(row);
-  if (keep.size() == rows.size()) return;
-  const std::filesystem::path temp = ctx.dir.file("metrics.csv.partial");
-  std::filesystem::remove(temp);
-  {
-    CsvFile out(temp, kMetricsHeader);
-    for (const auto& row : keep) {
-      std::vector<std::string> cells;
-      for (const std::string& h : kMetricsHeader) cells.push_back(row.at(h));
-      out.row(cells);
-    }
-  }
-  std::filesystem::rename(temp, path);
-  std::printf("softmoe-l2norm: dropped %zu metrics rows of unfinished jobs\n", rows.size() - keep.size());
 }
 
 void run_job(const RunContext& ctx, const l2norm::ModelSpec& spec, std::int64_t seed, CsvFile& metrics,
@@ -203,8 +172,8 @@ void write_report(const RunContext& ctx, double wall_seconds) {
   const auto results = read_csv(ctx.dir.file("results.csv"));
   const auto metrics = read_csv(ctx.dir.file("metrics.csv"));
   const std::vector<std::int64_t> seeds = s.ints("seeds");
-  auto wanted_seed = [&](const std::string& text) {
-    return std::find(seeds.begin(), seeds.end(), std::stoll(text)) != seeds.end();
+  auto wanted_seed = [&](const CsvRow& row) {
+    return std::find(seeds.begin(), seeds.end(), row.integer("seed")) != seeds.end();
   };
 
   std::ostringstream md, verdicts;
@@ -230,10 +199,10 @@ void write_report(const RunContext& ctx, double wall_seconds) {
     for (std::int64_t n : s.ints("experts")) {
       std::vector<double> first, final_loss;
       for (const auto& row : results)
-        if (row.at("tokenisation") == tok && row.at("experts") == std::to_string(n) && wanted_seed(row.at("seed"))) {
-          first.push_back(std::stod(row.at("first_loss")));
-          final_loss.push_back(std::stod(row.at("final_loss")));
-          job_seconds += std::stod(row.at("seconds"));
+        if (row.at("tokenisation") == tok && row.at("experts") == std::to_string(n) && wanted_seed(row)) {
+          first.push_back(row.real("first_loss"));
+          final_loss.push_back(row.real("final_loss"));
+          job_seconds += row.real("seconds");
         }
       const l2norm::ModelSpec spec = spec_for(s, d, n);
       if (final_loss.empty()) {
@@ -303,9 +272,9 @@ void write_report(const RunContext& ctx, double wall_seconds) {
     for (std::int64_t n : s.ints("experts")) {
       std::map<std::int64_t, std::pair<double, int>> by_step;
       for (const auto& row : metrics)
-        if (row.at("tokenisation") == tok && row.at("experts") == std::to_string(n) && wanted_seed(row.at("seed"))) {
-          auto& [sum, k] = by_step[std::stoll(row.at("step"))];
-          sum += std::stod(row.at("loss")), ++k;
+        if (row.at("tokenisation") == tok && row.at("experts") == std::to_string(n) && wanted_seed(row)) {
+          auto& [sum, k] = by_step[row.integer("step")];
+          sum += row.real("loss"), ++k;
         }
       if (by_step.empty()) continue;
       Series line_n{"n = " + std::to_string(n) + " (h = " + std::to_string(spec_for(s, d, n).hidden()) + ")", {}, {}};
@@ -337,7 +306,8 @@ int run_l2norm(const RunContext& ctx) {
   validate_l2norm(s);
   const auto start = std::chrono::steady_clock::now();
   const std::set<std::string> done = finished_jobs(ctx);
-  drop_unfinished_metrics(ctx, done);
+  // A job that did not finish runs again from the start: its rows go, so it has one curve.
+  drop_unfinished_rows(ctx.dir.file("metrics.csv"), [&](const CsvRow& row) { return !done.count(key_of(row)); });
   CsvFile metrics = ctx.dir.csv("metrics.csv", kMetricsHeader);
   CsvFile results = ctx.dir.csv("results.csv", kResultsHeader);
 

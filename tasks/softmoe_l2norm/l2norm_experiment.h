@@ -14,8 +14,9 @@
 //                constant's loss, and the verdict in numbers
 //   loss_<m>x<d>.png  loss curves (mean over seeds), one line per n, log y, with the constant's loss
 // Running again with the same folder skips the jobs in results.csv (and first drops metrics rows
-// of jobs that did not finish); a folder holding results of other steps / batch / lr / variance
-// is refused (a UsageError) rather than mixed.
+// of jobs that did not finish); a folder holding a run with other settings is refused by the
+// command line (a UsageError, tasks/common/run_start.h) rather than mixed. token_dims, experts
+// and seeds may change: they add jobs.
 //
 // Presets: paper (500 steps of batch 10,000, the paper's "500 epochs" read as 500 fresh batches;
 // about 2 minutes per job, 8 jobs per seed, on one core), cpu (default: 1000 steps of batch 1000, seeds

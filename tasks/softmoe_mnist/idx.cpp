@@ -223,7 +223,7 @@ void write_idx(const std::string& path, const IdxArray& array, bool gzip) {
     out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
     out.write(reinterpret_cast<const char*>(array.data.data()), static_cast<std::streamsize>(array.data.size()));
     out.close();
-    if (!out) fail("write_idx", path, ": write failed");
+    if (!out) fail("write_idx", path, ": write failed: ", std::strerror(errno));
   }
 }
 
@@ -259,19 +259,13 @@ const std::vector<std::string>& mnist_file_names() {
 }
 
 std::vector<std::string> mnist_search_dirs(const std::string& dataset, const std::string& dir) {
-  std::vector<std::string> dirs;
-  if (!dir.empty()) dirs.push_back(dir);
-  if (dataset == "mnist") {
-    dirs.push_back("data/mnist");
-  } else if (dataset == "fashion-mnist") {
-    dirs.push_back("/usr/share/datasets/fashion-mnist");
-  } else {
+  if (dataset != "mnist" && dataset != "fashion-mnist")
     fail("find_mnist", "unknown dataset '", dataset, "': expected mnist or fashion-mnist");
-  }
-  return dirs;
+  if (!dir.empty()) return {dir};
+  return {dataset == "mnist" ? "data/mnist" : "/usr/share/datasets/fashion-mnist"};
 }
 
-MnistSplit find_mnist_in(const std::string& dataset, const std::vector<std::string>& dirs) {
+MnistLocation locate_mnist_in(const std::string& dataset, const std::vector<std::string>& dirs) {
   if (dataset != "mnist" && dataset != "fashion-mnist")
     fail("find_mnist", "unknown dataset '", dataset, "': expected mnist or fashion-mnist");
   const auto& names = mnist_file_names();
@@ -288,21 +282,7 @@ MnistSplit find_mnist_in(const std::string& dataset, const std::vector<std::stri
       for (std::size_t i = 0; i < missing.size(); ++i) list << (i ? ", " : "") << missing[i];
       fail("find_mnist", dataset, ": ", dir, " holds only some of the four IDX files; missing (plain or .gz): ", list.str());
     }
-    MnistSplit split;
-    split.train = load_idx_dataset(found[0], found[1], dataset + " train");
-    split.test = load_idx_dataset(found[2], found[3], dataset + " test");
-    if (split.train.rows != split.test.rows || split.train.cols != split.test.cols)
-      fail("find_mnist", dataset, ": ", dir, ": train images are ", split.train.rows, "x", split.train.cols, " but test images are ",
-           split.test.rows, "x", split.test.cols);
-    std::ostringstream source;
-    source << dataset << " from " << dir << ": " << split.train.size() << " train / " << split.test.size() << " test images of "
-           << split.train.rows << "x" << split.train.cols;
-    std::string note = source_note(dir);
-    if (note.empty() && dataset == "fashion-mnist" && dir == "/usr/share/datasets/fashion-mnist")
-      note = "Debian package dataset-fashion-mnist";
-    if (!note.empty()) source << "; " << note;
-    split.source = source.str();
-    return split;
+    return {dir, found};
   }
 
   std::ostringstream where;
@@ -321,8 +301,42 @@ MnistSplit find_mnist_in(const std::string& dataset, const std::vector<std::stri
        " (relative paths from ", cwd, "). ", how);
 }
 
+MnistLocation locate_mnist(const std::string& dataset, const std::string& dir) {
+  std::error_code ec;
+  if (!dir.empty() && !std::filesystem::exists(dir, ec)) fail("find_mnist", dataset, ": the folder ", dir, " does not exist");
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+    fail("find_mnist", dataset, ": ", dir, " is not a folder (name the folder that holds the four IDX files)");
+  return locate_mnist_in(dataset, mnist_search_dirs(dataset, dir));
+}
+
+namespace {
+
+MnistSplit load_mnist(const std::string& dataset, const MnistLocation& where) {
+  MnistSplit split;
+  split.train = load_idx_dataset(where.files[0], where.files[1], dataset + " train");
+  split.test = load_idx_dataset(where.files[2], where.files[3], dataset + " test");
+  if (split.train.rows != split.test.rows || split.train.cols != split.test.cols)
+    fail("find_mnist", dataset, ": ", where.dir, ": train images are ", split.train.rows, "x", split.train.cols,
+         " but test images are ", split.test.rows, "x", split.test.cols);
+  std::ostringstream source;
+  source << dataset << " from " << where.dir << ": " << split.train.size() << " train / " << split.test.size()
+         << " test images of " << split.train.rows << "x" << split.train.cols;
+  std::string note = source_note(where.dir);
+  if (note.empty() && dataset == "fashion-mnist" && where.dir == "/usr/share/datasets/fashion-mnist")
+    note = "Debian package dataset-fashion-mnist";
+  if (!note.empty()) source << "; " << note;
+  split.source = source.str();
+  return split;
+}
+
+}  // namespace
+
+MnistSplit find_mnist_in(const std::string& dataset, const std::vector<std::string>& dirs) {
+  return load_mnist(dataset, locate_mnist_in(dataset, dirs));
+}
+
 MnistSplit find_mnist(const std::string& dataset, const std::string& dir) {
-  return find_mnist_in(dataset, mnist_search_dirs(dataset, dir));
+  return load_mnist(dataset, locate_mnist(dataset, dir));
 }
 
 }  // namespace moelab

@@ -36,6 +36,8 @@
 // to IDX with a fixed split: see that script's header). For "fashion-mnist": the directory the
 // user names, then /usr/share/datasets/fashion-mnist/, where Debian's package
 // dataset-fashion-mnist installs the four .gz files (apt-get install dataset-fashion-mnist).
+// A directory the user names is the only one searched: when it does not exist, is not a
+// directory or lacks the files, that is an error, never a quiet fall-back to the default place.
 // A directory may hold a one-line text file SOURCE saying where its data came from
 // (get-mnist.sh writes it); MnistSplit::source repeats it, so a report can name the data it used.
 #pragma once
@@ -85,9 +87,9 @@ struct MnistSplit {
 // The standard file names (without .gz): train images, train labels, test images, test labels.
 const std::vector<std::string>& mnist_file_names();
 
-// The directories find_mnist searches, in order: `dir` when not empty, then data/mnist (for
-// "mnist") or /usr/share/datasets/fashion-mnist (for "fashion-mnist"). moelab::Error for any
-// other dataset name.
+// The directories find_mnist searches: `dir` alone when not empty, else data/mnist (for "mnist")
+// or /usr/share/datasets/fashion-mnist (for "fashion-mnist"). moelab::Error for any other dataset
+// name.
 std::vector<std::string> mnist_search_dirs(const std::string& dataset, const std::string& dir);
 
 // Loads the first directory of `dirs` that holds all four standard files (each plain or .gz;
@@ -96,7 +98,20 @@ std::vector<std::string> mnist_search_dirs(const std::string& dataset, const std
 // to get the data (scripts/get-mnist.sh; apt-get install dataset-fashion-mnist).
 MnistSplit find_mnist_in(const std::string& dataset, const std::vector<std::string>& dirs);
 
-// find_mnist_in(dataset, mnist_search_dirs(dataset, dir)). `dataset` is "mnist" or "fashion-mnist".
+// Where find_mnist_in would load from, without reading the files: the first directory of `dirs`
+// with all four files and their paths (train images, train labels, test images, test labels);
+// the same errors as find_mnist_in for missing files.
+struct MnistLocation {
+  std::string dir;
+  std::vector<std::string> files;
+};
+MnistLocation locate_mnist_in(const std::string& dataset, const std::vector<std::string>& dirs);
+
+// locate_mnist_in(dataset, mnist_search_dirs(dataset, dir)); moelab::Error too when `dir` is
+// named and does not exist or is not a directory.
+MnistLocation locate_mnist(const std::string& dataset, const std::string& dir);
+
+// Loads what locate_mnist finds. `dataset` is "mnist" or "fashion-mnist".
 MnistSplit find_mnist(const std::string& dataset, const std::string& dir);
 
 }  // namespace moelab

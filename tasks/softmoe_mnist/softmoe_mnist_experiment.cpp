@@ -20,8 +20,8 @@ Settings softmoe_mnist_settings() {
   Settings s;
   s.add_text("dataset", "mnist", "mnist (IDX files: scripts/get-mnist.sh) or fashion-mnist (Debian's "
              "dataset-fashion-mnist)", {"mnist", "fashion-mnist"});
-  s.add_text("data_dir", "auto", "folder with the four IDX files (plain or .gz); auto: data/mnist for mnist, "
-             "/usr/share/datasets/fashion-mnist for fashion-mnist");
+  s.add_text("data_dir", "auto", "folder with the four IDX files (plain or .gz), the only one searched; auto: "
+             "data/mnist for mnist, /usr/share/datasets/fashion-mnist for fashion-mnist");
   s.add_int("train_limit", 0, "use only the first N training images (0: all)", 0, 1e9);
   s.add_int("test_limit", 0, "use only the first N test images (0: all)", 0, 1e9);
   s.add_int_list("experts", {2, 4, 8, 16, 32, 64, 128, 256, 512}, "n: one network per value, experts of hidden "
@@ -43,6 +43,11 @@ Settings softmoe_mnist_settings() {
             "times large experts; 0: skip)", 0, 1 << 20);
   s.add_text("mode", "all", "all: train what is missing, then evaluate; train: only train; evaluate: only "
              "evaluate saved networks", {"all", "train", "evaluate"});
+  // A network depends on its own n and seed only, so experts and seeds choose which networks
+  // exist; the evaluation is redone whole by every run, so its settings may change; mode chooses
+  // the part to run.
+  s.may_change_on_resume({"mode", "experts", "seeds", "table1_experts", "k_divisors", "random_seeds",
+                          "timing_experts", "timing_batches", "timing_trials", "timing_wide_hidden"});
   return s;
 }
 
@@ -83,6 +88,18 @@ void validate_softmoe_mnist(const Settings& s) {
   }
 }
 
+// Before anything is written: a named data_dir must be a folder (a UsageError, exit 2, else), and
+// the four files must be there (moelab::Error naming what is missing where, exit 1).
+void check_softmoe_mnist_inputs(const Settings& s) {
+  const std::string dir = s.text("data_dir");
+  std::error_code ec;
+  if (dir != "auto" && !std::filesystem::exists(dir, ec))
+    throw UsageError("data_dir: the folder '" + dir + "' does not exist");
+  if (dir != "auto" && !std::filesystem::is_directory(dir, ec))
+    throw UsageError("data_dir: '" + dir + "' is not a folder (name the folder that holds the four IDX files)");
+  locate_mnist(s.text("dataset"), dir == "auto" ? "" : dir);
+}
+
 // The dataset, cut to the limits; its source sentence says so.
 MnistSplit load_data(const Settings& s) {
   MnistSplit split = find_mnist(s.text("dataset"), s.text("data_dir") == "auto" ? "" : s.text("data_dir"));
@@ -104,11 +121,11 @@ std::vector<sm::TrainedModel> read_models(const RunDir& dir) {
   std::vector<sm::TrainedModel> out;
   for (const auto& row : read_csv(dir.file("models.csv"))) {
     sm::TrainedModel m;
-    m.experts = std::stoll(row.at("experts")), m.seed = std::stoll(row.at("seed"));
-    m.hidden = std::stoll(row.at("hidden")), m.expert_parameters = std::stoll(row.at("expert_parameters"));
-    m.total_parameters = std::stoll(row.at("total_parameters")), m.steps = std::stoll(row.at("steps"));
-    m.epochs = std::stod(row.at("epochs")), m.test_accuracy = std::stod(row.at("test_accuracy"));
-    m.seconds = std::stod(row.at("seconds")), m.checkpoint = row.at("checkpoint");
+    m.experts = row.integer("experts"), m.seed = row.integer("seed");
+    m.hidden = row.integer("hidden"), m.expert_parameters = row.integer("expert_parameters");
+    m.total_parameters = row.integer("total_parameters"), m.steps = row.integer("steps");
+    m.epochs = row.real("epochs"), m.test_accuracy = row.real("test_accuracy");
+    m.seconds = row.real("seconds"), m.checkpoint = row.at("checkpoint");
     out.push_back(m);
   }
   return out;
@@ -122,7 +139,17 @@ std::string checkpoint_path(const RunDir& dir, std::int64_t n, std::int64_t seed
 void train_missing(const RunContext& ctx, const MnistSplit& data) {
   const Settings& s = ctx.settings;
   std::filesystem::create_directories(ctx.dir.file("checkpoints"));
+  // A network counts as trained when its models.csv row and its checkpoint exist. Any other is
+  // trained again from the start, so its earlier rows (a curve cut off by an interruption, a
+  // models.csv row whose checkpoint is gone) go first: every network has one curve and one row.
+  auto finished = [](const CsvRow& row) { return std::filesystem::exists(row.text("checkpoint")); };
+  drop_unfinished_rows(ctx.dir.file("models.csv"), [&](const CsvRow& row) { return !finished(row); });
   const std::vector<sm::TrainedModel> done = read_models(ctx.dir);
+  drop_unfinished_rows(ctx.dir.file("train.csv"), [&](const CsvRow& row) {
+    for (const sm::TrainedModel& m : done)
+      if (m.experts == row.integer("experts") && m.seed == row.integer("seed")) return false;
+    return true;
+  });
   CsvFile models = ctx.dir.csv("models.csv", {"experts", "seed", "hidden", "expert_parameters", "total_parameters",
                                               "steps", "epochs", "test_accuracy", "seconds", "checkpoint"});
   CsvFile curves = ctx.dir.csv("train.csv", {"experts", "seed", "step", "epoch", "train_loss", "test_accuracy"});
@@ -200,6 +227,7 @@ Experiment softmoe_mnist_experiment() {
   e.presets = softmoe_mnist_presets();
   e.default_preset = "cpu";
   e.validate = validate_softmoe_mnist;
+  e.check_inputs = check_softmoe_mnist_inputs;
   e.run = run_softmoe_mnist;
   return e;
 }

@@ -41,7 +41,10 @@ MoESpec spec_for(std::int64_t k, std::int64_t ratio, std::int64_t active, std::i
   MoESpec s;
   s.k = k;
   s.experts = ratio * k;
-  s.width = std::max<std::int64_t>(1, std::llround(static_cast<double>(active) / static_cast<double>(k)));
+  if (k < 1 || active < k)
+    throw std::invalid_argument("spec_for: " + std::to_string(active) + " active neurons cannot be shared by k = " +
+                                std::to_string(k) + " active experts (each needs at least one)");
+  s.width = std::llround(static_cast<double>(active) / static_cast<double>(k));
   s.d = d;
   return s;
 }

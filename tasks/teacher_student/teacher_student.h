@@ -58,7 +58,9 @@ struct MoESpec {
   MoEConfig config() const;
 };
 
-// The spec with `active` active neurons and m = ratio * k experts: width = round(active / k) >= 1.
+// The spec with `active` active neurons and m = ratio * k experts: width = round(active / k).
+// std::invalid_argument when active < k: k experts cannot share fewer than k neurons (the
+// command's validation rejects such settings first).
 MoESpec spec_for(std::int64_t k, std::int64_t ratio, std::int64_t active, std::int64_t d);
 
 // A deterministic hash of a string, to derive seeds from names (FNV-1a, 64 bits).

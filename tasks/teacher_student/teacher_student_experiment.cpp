@@ -43,6 +43,9 @@ Settings teacher_student_settings() {
   s.add_text("mode", "all", "all: run missing points, then report; list: print a command per missing point; "
              "point: run one point; report: only gather", {"all", "list", "point", "report"});
   s.add_text("point", "none", "the point to run with mode=point, e.g. t16e8a-s32e8a (mode=list prints them)");
+  // The mode and the point choose what to run; the grid's lists choose which points exist, and a
+  // point's teacher, student and data depend on its own name only.
+  s.may_change_on_resume({"mode", "point", "teacher_k", "teacher_ratios", "student_k", "student_ratios"});
   return s;
 }
 
@@ -91,6 +94,14 @@ void validate_teacher_student(const Settings& s) {
   if (s.integer("samples_per_epoch") < s.integer("batch"))
     throw UsageError("samples_per_epoch (" + std::to_string(s.integer("samples_per_epoch")) +
                      ") must be at least one batch (" + std::to_string(s.integer("batch")) + ")");
+  // kw active neurons shared by k active experts: each gets round(kw / k) >= 1 of them only when
+  // kw >= k; a smaller kw would be a different architecture than the one asked for.
+  for (const auto& [ks, active] : {std::pair<const char*, const char*>{"teacher_k", "teacher_active"},
+                                   std::pair<const char*, const char*>{"student_k", "student_active"}})
+    for (std::int64_t k : s.ints(ks))
+      if (s.integer(active) < k)
+        throw UsageError(std::string(active) + " = " + std::to_string(s.integer(active)) + " is below " + ks + " = " +
+                         std::to_string(k) + ": " + std::to_string(k) + " active experts need at least one neuron each");
   const std::string mode = s.text("mode"), point = s.text("point");
   if (mode == "point") {
     if (point == "none") throw UsageError("mode=point needs --set point=NAME (mode=list prints the names)");

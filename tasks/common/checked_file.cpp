@@ -1,0 +1,107 @@
+// tasks/common/checked_file.cpp — see checked_file.h.
+#include "tasks/common/checked_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+namespace moelab {
+
+namespace {
+
+std::int64_t simulated_room = -1;  // bytes left before the simulated full disk; negative: no simulation
+
+[[noreturn]] void fail(const std::string& what, const std::filesystem::path& path, int error) {
+  throw std::runtime_error(what + " '" + path.string() + "': " + std::strerror(error));
+}
+
+// Writes all bytes, retrying short writes and EINTR; throws naming the file on any failure.
+void write_all(int fd, const char* data, std::size_t bytes, const std::filesystem::path& path) {
+  while (bytes > 0) {
+    std::size_t chunk = bytes;
+    if (simulated_room >= 0) {
+      if (simulated_room == 0) fail("cannot write", path, ENOSPC);
+      chunk = std::min<std::size_t>(chunk, static_cast<std::size_t>(simulated_room));
+    }
+    const ssize_t n = ::write(fd, data, chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("cannot write", path, errno);
+    if (n == 0) fail("cannot write", path, EIO);
+    if (simulated_room >= 0) simulated_room -= n;
+    data += n;
+    bytes -= static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
+void simulate_full_disk_after(std::int64_t bytes) { simulated_room = bytes < 0 ? -1 : bytes; }
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path temp = path.string() + ".partial";
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("cannot create", temp, errno);
+  try {
+    write_all(fd, text.data(), text.size(), temp);
+    // A delayed allocation can still fail here; EINVAL: the file cannot be synced (not a disk file).
+    if (::fsync(fd) != 0 && errno != EINVAL) fail("cannot write", temp, errno);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw;
+  }
+  if (::close(fd) != 0) {
+    const int error = errno;
+    ::unlink(temp.c_str());
+    fail("cannot write", temp, error);
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temp.c_str());
+    fail("cannot rename '" + temp.string() + "' to", path, error);
+  }
+}
+
+AppendFile::AppendFile(const std::filesystem::path& path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail("cannot open for writing", path, errno);
+}
+
+AppendFile::~AppendFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+AppendFile::AppendFile(AppendFile&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_) { other.fd_ = -1; }
+
+AppendFile& AppendFile::operator=(AppendFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+void AppendFile::append(const std::string& text) {
+  if (fd_ < 0) throw std::logic_error("AppendFile '" + path_.string() + "': append after a move");
+  struct stat before {};
+  const bool regular = ::fstat(fd_, &before) == 0 && S_ISREG(before.st_mode);
+  try {
+    write_all(fd_, text.data(), text.size(), path_);
+  } catch (...) {
+    // Cut off what part of the text did get written, so the file ends where it ended before.
+    if (regular && ::ftruncate(fd_, before.st_size) != 0) {
+      // Nothing more to do: the reader drops an unterminated last line (run_dir.h).
+    }
+    throw;
+  }
+}
+
+}  // namespace moelab

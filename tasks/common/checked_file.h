@@ -1,0 +1,52 @@
+// tasks/common/checked_file.h — writing a run folder's files so that no failed write goes unnoticed.
+//
+// A full disk, a quota or an I/O error shows up at write(2), or only at fsync(2) or close(2).
+// An std::ofstream hides it unless its state is checked after every operation, and its message
+// would not say why; a run that trained for an hour must not end with results.csv at 0 bytes and
+// exit status 0. So the run folder's writers (run_dir.h's CsvFile and RunDir::write_text, plot.h's
+// data and scripts) use these helpers, which call POSIX directly and throw std::runtime_error
+// naming the file and the system's reason:
+//
+//   cannot write 'runs/phonebook/demo/results.csv': No space left on device
+//
+//   write_file_atomic(path, text)   the whole file or no change: writes <path>.partial, fsyncs it,
+//                                   renames it over path; on failure removes the .partial again
+//   AppendFile f(path);             opens for appending (creating the file)
+//   f.append(text);                 all of text, or the file is cut back to its length before
+//                                   the call and an error is thrown (no half rows left behind)
+//
+// Fault injection, for tests: simulate_full_disk_after(n) makes every write through these helpers
+// fail with ENOSPC ("No space left on device") once n more bytes have been written, as a disk that
+// fills up during a run would; simulate_full_disk_after(-1) ends the simulation. Nothing else
+// calls it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace moelab {
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& text);
+
+class AppendFile {
+ public:
+  explicit AppendFile(const std::filesystem::path& path);
+  ~AppendFile();
+  AppendFile(AppendFile&& other) noexcept;
+  AppendFile& operator=(AppendFile&& other) noexcept;
+  AppendFile(const AppendFile&) = delete;
+  AppendFile& operator=(const AppendFile&) = delete;
+
+  void append(const std::string& text);
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
+// For tests: writes fail with ENOSPC after `bytes` more bytes (negative: never, the default).
+void simulate_full_disk_after(std::int64_t bytes);
+
+}  // namespace moelab

@@ -1,0 +1,126 @@
+// tasks/common/run_start.cpp — see run_start.h.
+#include "tasks/common/run_start.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <set>
+#include <vector>
+
+namespace moelab {
+
+namespace {
+
+// A value as the message shows it: JSON text, "(none)" when the key is not there.
+std::string shown(const nlohmann::ordered_json& j, const std::string& key) {
+  return j.is_object() && j.contains(key) ? j.at(key).dump() : "(none)";
+}
+
+void compare(const nlohmann::ordered_json& before, const nlohmann::ordered_json& now, const std::string& key,
+             const std::string& name, std::vector<std::string>& differences) {
+  const bool had = before.is_object() && before.contains(key), has = now.is_object() && now.contains(key);
+  if (had == has && (!had || before.at(key) == now.at(key))) return;
+  differences.push_back(name + " = " + shown(before, key) + " there, " + shown(now, key) + " now");
+}
+
+}  // namespace
+
+std::uint64_t parse_seed(const std::string& text) {
+  std::uint64_t seed = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seed);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    throw UsageError("--seed: '" + text + "' is not a whole number from 0 to 18446744073709551615");
+  return seed;
+}
+
+RunDir open_run_folder(const std::string& path) {
+  if (path.empty())
+    throw UsageError("--out: the folder name is empty (leave --out out for runs/<experiment>/<preset>)");
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_directory(path, ec))
+    throw UsageError("--out '" + path + "': exists and is not a folder");
+  std::filesystem::create_directories(path, ec);
+  if (ec || !std::filesystem::is_directory(path))
+    throw UsageError("--out '" + path + "': cannot create the folder" + (ec ? ": " + ec.message() : std::string()));
+  // A byte written and removed again: a folder that is read-only, or on a full disk, shows now.
+  const std::string probe = (std::filesystem::path(path) / ".moelab-write-test").string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool written = fd >= 0 && ::write(fd, "x", 1) == 1;
+  int error = errno;
+  if (fd >= 0 && ::close(fd) != 0 && written) written = false, error = errno;
+  ::unlink(probe.c_str());
+  if (!written) throw UsageError("--out '" + path + "': cannot write in the folder: " + std::strerror(error));
+  return RunDir(path);
+}
+
+nlohmann::ordered_json run_config(const std::string& experiment, const std::string& preset, std::uint64_t seed,
+                                  int threads, const std::string& device, const std::string& command,
+                                  const Settings& settings) {
+  nlohmann::ordered_json config;
+  config["experiment"] = experiment;
+  config["preset"] = preset;
+  config["seed"] = seed;
+  config["threads"] = threads;
+  config["device"] = device;
+  config["command"] = command;
+  const std::time_t now = std::time(nullptr);
+  char when[64];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S%z", std::localtime(&now));
+  config["started"] = when;
+  config["settings"] = settings.to_json();
+  return config;
+}
+
+void check_resume(const RunDir& dir, const nlohmann::ordered_json& config, const Settings& settings) {
+  const std::filesystem::path path = dir.file("config.json");
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return;
+  nlohmann::ordered_json before;
+  try {
+    std::ifstream in(path);
+    before = nlohmann::ordered_json::parse(in);
+  } catch (const nlohmann::json::exception& err) {
+    throw UsageError("'" + path.string() + "' cannot be read (" + err.what() +
+                     "), so it is unknown which settings the folder's results have: use another --out folder, or "
+                     "delete the folder");
+  }
+  if (!before.is_object())
+    throw UsageError("'" + path.string() + "' is not a run's record: use another --out folder, or delete the folder");
+
+  std::vector<std::string> differences;
+  compare(before, config, "experiment", "experiment", differences);
+  compare(before, config, "seed", "--seed", differences);
+  const nlohmann::ordered_json none = nlohmann::ordered_json::object();
+  const nlohmann::ordered_json& old_settings = before.contains("settings") ? before.at("settings") : none;
+  const nlohmann::ordered_json& new_settings = config.at("settings");
+  std::vector<std::string> keys;
+  std::set<std::string> seen;
+  for (const auto* j : {&new_settings, &old_settings})
+    if (j->is_object())
+      for (const auto& item : j->items())
+        if (seen.insert(item.key()).second) keys.push_back(item.key());
+  for (const std::string& key : keys)
+    if (!settings.has(key) || settings.changes_results(key)) compare(old_settings, new_settings, key, key, differences);
+  if (differences.empty()) return;
+
+  std::string list, free;
+  for (const std::string& d : differences) list += (list.empty() ? "" : "; ") + d;
+  for (const std::string& key : keys)
+    if (settings.has(key) && !settings.changes_results(key)) free += ", " + key;
+  throw UsageError("'" + dir.path().string() + "' holds a run with other settings (" + list +
+                   "): its results would be mixed with this run's. Resume it with its settings (see its "
+                   "config.json), or use another --out folder. Only threads, device" + free +
+                   " may change when resuming.");
+}
+
+void begin_run(const RunDir& dir, const nlohmann::ordered_json& config, const Settings& settings) {
+  check_resume(dir, config, settings);
+  dir.write_json("config.json", config);
+}
+
+}  // namespace moelab

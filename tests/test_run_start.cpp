@@ -1,0 +1,99 @@
+// tests/test_run_start.cpp — what happens before a run writes anything (tasks/common/run_start.h):
+// the seed's text, the run folder's checks, and resuming, which is refused when the folder holds
+// a run with other settings that change results (every differing key named, with both values),
+// and allowed when only threads, device or keys declared with may_change_on_resume differ.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "tasks/common/run_start.h"
+#include "temp_dir.h"
+
+using namespace moelab;
+
+namespace {
+
+Settings example_settings() {
+  Settings s;
+  s.add_int("steps", 100, "optimizer steps", 1, 1000000);
+  s.add_real("lr", 3e-3, "learning rate", 0, 1);
+  s.add_int_list("sizes", {250, 500}, "sizes to sweep (each a job of its own)", 1, 1e6);
+  s.add_text("mode", "all", "which part to run", {"all", "report"});
+  s.may_change_on_resume({"sizes", "mode"});
+  return s;
+}
+
+Settings with(std::vector<std::string> sets) {
+  Settings s = example_settings();
+  for (const std::string& kv : sets) s.set_assignment(kv);
+  return s;
+}
+
+nlohmann::ordered_json config_of(const Settings& s, std::uint64_t seed = 0, int threads = 1,
+                                 const std::string& device = "cpu") {
+  return run_config("example", "demo", seed, threads, device, "moelab example", s);
+}
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("seeds: decimal digits from 0 to 2^64 - 1; -1, overflow and junk are usage errors") {
+  CHECK(parse_seed("0") == 0);
+  CHECK(parse_seed("42") == 42);
+  CHECK(parse_seed("18446744073709551615") == 18446744073709551615ULL);
+  for (const char* bad : {"-1", "18446744073709551616", "99999999999999999999999", "", "12x", "+3", " 1", "1e3"})
+    CHECK_THROWS_WITH_AS(parse_seed(bad), doctest::Contains("is not a whole number from 0 to 18446744073709551615"),
+                         UsageError);
+}
+
+TEST_CASE("the run folder: an empty name, a folder that cannot be made, or a file are usage errors") {
+  testing::TempDir tmp;
+  CHECK_THROWS_WITH_AS(open_run_folder(""), doctest::Contains("--out: the folder name is empty"), UsageError);
+  { std::ofstream(tmp.file("a-file")) << "x"; }
+  CHECK_THROWS_WITH_AS(open_run_folder(tmp.file("a-file")), doctest::Contains("exists and is not a folder"), UsageError);
+  CHECK_THROWS_WITH_AS(open_run_folder(tmp.file("a-file") + "/run"), doctest::Contains("cannot create the folder"),
+                       UsageError);
+  const RunDir dir = open_run_folder(tmp.file("new/run"));
+  CHECK(std::filesystem::is_directory(dir.path()));
+  CHECK(std::filesystem::is_empty(dir.path()));  // the write probe is gone again
+}
+
+TEST_CASE("resuming with other settings is refused, naming every differing key; config.json stays") {
+  testing::TempDir tmp;
+  const RunDir dir(tmp.path() / "run");
+  const Settings first = with({"steps=100"});
+  CHECK_NOTHROW(begin_run(dir, config_of(first), first));  // a new folder: nothing to compare
+  const std::string record = slurp(dir.file("config.json"));
+
+  const Settings other = with({"steps=5", "lr=0.01"});
+  try {
+    begin_run(dir, config_of(other, 7), other);
+    FAIL("resumed with other settings");
+  } catch (const UsageError& err) {
+    const std::string m = err.what();
+    CHECK(m.find("--seed = 0 there, 7 now") != std::string::npos);
+    CHECK(m.find("steps = 100 there, 5 now") != std::string::npos);
+    CHECK(m.find("lr = 0.003 there, 0.01 now") != std::string::npos);
+    CHECK(m.find("sizes") != std::string::npos);  // listed among the keys that may change
+  }
+  CHECK(slurp(dir.file("config.json")) == record);  // the earlier run's record is kept
+
+  // The same settings, or differences only in threads, device and keys that may change: resumed.
+  CHECK_NOTHROW(check_resume(dir, config_of(first, 0, 8, "cuda"), first));
+  const Settings more_jobs = with({"steps=100", "sizes=250,500,1000", "mode=report"});
+  CHECK_NOTHROW(begin_run(dir, config_of(more_jobs), more_jobs));
+
+  // Another experiment's folder, or a record that cannot be read, is refused too.
+  nlohmann::ordered_json elsewhere = config_of(first);
+  elsewhere["experiment"] = "phonebook";
+  CHECK_THROWS_WITH_AS(check_resume(dir, elsewhere, first),
+                       doctest::Contains("experiment = \"example\" there, \"phonebook\" now"), UsageError);
+  { std::ofstream(dir.file("config.json"), std::ios::trunc) << "{\"settings\": {\"steps\": 1"; }
+  CHECK_THROWS_WITH_AS(check_resume(dir, config_of(first), first), doctest::Contains("cannot be read"), UsageError);
+}
