@@ -5,7 +5,9 @@
 // N uninterrupted steps (with SGD + Nesterov momentum and with two-group AdamW).
 #include <doctest/doctest.h>
 
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -369,4 +371,34 @@ TEST_CASE("a negative step or optimizer.steps_taken, which save refuses, is refu
   CHECK(load_checkpoint(good, target, target_opt.get(), &target_data) == 2);
   CHECK(target_opt->steps_taken() == 2);
   CHECK(same_parameters(target, model));
+}
+
+TEST_CASE("a checkpoint save that fails on a full disk says so and keeps the earlier checkpoint") {
+  if (!std::filesystem::exists("/dev/full")) {
+    MESSAGE("no /dev/full: not run");
+    return;
+  }
+  TempDir dir;
+  const std::string path = dir.file("ckpt.safetensors");
+  Net model({3, 4, 2}, true, 1);
+  auto opt = make_adamw(model);
+  Generator data(3);
+  train(model, *opt, data, 0, 1);
+  save_checkpoint(path, model, opt.get(), 1, &data);
+
+  // Train on, then save again where every write fails with ENOSPC (the temporary file links to
+  // /dev/full): the error names the file and the reason, and the step-1 checkpoint is intact.
+  train(model, *opt, data, 1, 3);
+  std::filesystem::create_symlink("/dev/full", path + ".tmp");
+  const std::string message = error_of([&] { save_checkpoint(path, model, opt.get(), 3, &data); });
+  CHECK(has(message, "cannot write '" + path + ".tmp'"));
+  CHECK(has(message, std::strerror(ENOSPC)));
+  CHECK(dir.entries() == std::vector<std::string>{"ckpt.safetensors"});
+  Net restored({3, 4, 2}, true, 2);
+  CHECK(load_checkpoint(path, restored, nullptr, nullptr) == 1);
+
+  // Without the failure the same save replaces it.
+  save_checkpoint(path, model, opt.get(), 3, &data);
+  CHECK(load_checkpoint(path, restored, nullptr, nullptr) == 3);
+  CHECK(same_parameters(restored, model));
 }
