@@ -193,10 +193,8 @@ LoaderHarness::~LoaderHarness() {
 }
 
 std::vector<std::pair<std::string, Bytes>> seed_files(Loader loader) {
-  std::filesystem::path dir = std::filesystem::temp_directory_path();
-  std::string pattern = (dir / "moelab-seeds-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("fuzz harness: cannot make a temporary directory");
-  dir = pattern;
+  const LoaderHarness scratch;  // for its temporary directory, removed however this returns
+  const std::filesystem::path dir = scratch.dir_->path;
   std::vector<std::pair<std::string, Bytes>> seeds;
   const auto keep = [&](const std::string& name) { seeds.emplace_back(name, read_file((dir / name).string())); };
 
@@ -263,8 +261,6 @@ std::vector<std::pair<std::string, Bytes>> seed_files(Loader loader) {
       break;
     }
   }
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
   return seeds;
 }
 

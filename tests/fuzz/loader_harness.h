@@ -75,6 +75,7 @@ class LoaderHarness {
   Outcome run(Loader loader, const Bytes& bytes) { return run(loader, bytes.data(), bytes.size()); }
 
  private:
+  friend std::vector<std::pair<std::string, Bytes>> seed_files(Loader loader);  // writes in dir_
   struct Dir;
   std::unique_ptr<Dir> dir_;
 };
