@@ -5,7 +5,9 @@
 // N uninterrupted steps (with SGD + Nesterov momentum and with two-group AdamW).
 #include <doctest/doctest.h>
 
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -308,4 +310,95 @@ TEST_CASE("a load into a different model lists every mismatch and changes nothin
   load_parameters(read_safetensors(ckpt), same, "model.");
   CHECK(same_parameters(same, saved));
   CHECK(dir.entries() == std::vector<std::string>{"ckpt.safetensors", "weights.safetensors"});
+}
+
+TEST_CASE("a negative step or optimizer.steps_taken, which save refuses, is refused on load and changes nothing") {
+  TempDir dir;
+  Net model({3, 4, 2}, true, 1);
+  auto opt = make_adamw(model);
+  Generator data(3);
+  train(model, *opt, data, 0, 2);
+  const std::string good = dir.file("good.safetensors");
+  save_checkpoint(good, model, opt.get(), 2, &data);
+  const SafetensorsFile file = read_safetensors(good);
+
+  // The same checkpoint with one metadata value edited, as a damaged or hand-made file might be.
+  const auto edited = [&](const std::string& key, const std::string& value) {
+    auto metadata = file.metadata;
+    metadata[key] = value;
+    const std::string path = dir.file(key + "=" + value + ".safetensors");
+    write_safetensors(path, file.tensors, metadata);
+    return path;
+  };
+
+  // A target that has trained on other data, so that any change is visible.
+  Net target({3, 4, 2}, true, 2);
+  auto target_opt = make_adamw(target);
+  Generator target_data(9);
+  train(target, *target_opt, target_data, 0, 3);
+  const auto before = snapshot(target);
+  const auto opt_before = target_opt->state_tensors();
+  const std::uint64_t counter_before = target_data.counter();
+  const auto nothing_changed = [&] {
+    CHECK(unchanged(target, before));
+    CHECK(target_opt->steps_taken() == 3);
+    const auto opt_after = target_opt->state_tensors();
+    REQUIRE(opt_after.size() == opt_before.size());
+    for (std::size_t i = 0; i < opt_after.size(); ++i) CHECK(bitwise_equal(opt_after[i].second, opt_before[i].second));
+    CHECK(target_data.seed() == 9);
+    CHECK(target_data.counter() == counter_before);
+  };
+
+  for (const char* value : {"-1", "-9223372036854775808"}) {
+    CAPTURE(value);
+    const std::string bad_step = edited("step", value);
+    std::string message = error_of([&] { load_checkpoint(bad_step, target, target_opt.get(), &target_data); });
+    CHECK(has(message, bad_step));
+    CHECK(has(message, std::string("metadata 'step' = ") + value + " is negative"));
+    nothing_changed();
+    // Also without an optimizer or generator: the step is checked on every load.
+    CHECK(has(error_of([&] { load_checkpoint(bad_step, target, nullptr, nullptr); }), "is negative"));
+    nothing_changed();
+
+    const std::string bad_steps_taken = edited("optimizer.steps_taken", value);
+    message = error_of([&] { load_checkpoint(bad_steps_taken, target, target_opt.get(), &target_data); });
+    CHECK(has(message, bad_steps_taken));
+    CHECK(has(message, std::string("metadata 'optimizer.steps_taken' = ") + value + " is negative"));
+    nothing_changed();
+  }
+  // "-0" is 0, and the unedited file still loads.
+  CHECK(load_checkpoint(edited("step", "-0"), target, nullptr, nullptr) == 0);
+  CHECK(load_checkpoint(good, target, target_opt.get(), &target_data) == 2);
+  CHECK(target_opt->steps_taken() == 2);
+  CHECK(same_parameters(target, model));
+}
+
+TEST_CASE("a checkpoint save that fails on a full disk says so and keeps the earlier checkpoint") {
+  if (!std::filesystem::exists("/dev/full")) {
+    MESSAGE("no /dev/full: not run");
+    return;
+  }
+  TempDir dir;
+  const std::string path = dir.file("ckpt.safetensors");
+  Net model({3, 4, 2}, true, 1);
+  auto opt = make_adamw(model);
+  Generator data(3);
+  train(model, *opt, data, 0, 1);
+  save_checkpoint(path, model, opt.get(), 1, &data);
+
+  // Train on, then save again where every write fails with ENOSPC (the temporary file links to
+  // /dev/full): the error names the file and the reason, and the step-1 checkpoint is intact.
+  train(model, *opt, data, 1, 3);
+  std::filesystem::create_symlink("/dev/full", path + ".tmp");
+  const std::string message = error_of([&] { save_checkpoint(path, model, opt.get(), 3, &data); });
+  CHECK(has(message, "cannot write '" + path + ".tmp'"));
+  CHECK(has(message, std::strerror(ENOSPC)));
+  CHECK(dir.entries() == std::vector<std::string>{"ckpt.safetensors"});
+  Net restored({3, 4, 2}, true, 2);
+  CHECK(load_checkpoint(path, restored, nullptr, nullptr) == 1);
+
+  // Without the failure the same save replaces it.
+  save_checkpoint(path, model, opt.get(), 3, &data);
+  CHECK(load_checkpoint(path, restored, nullptr, nullptr) == 3);
+  CHECK(same_parameters(restored, model));
 }

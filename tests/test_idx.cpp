@@ -198,6 +198,50 @@ TEST_CASE("read_idx: truncated files and trailing bytes, plain and gzipped") {
   CHECK_THROWS_WITH_AS(read_idx(dir.file("no-trailer.gz")), doctest::Contains("damaged gzip stream"), Error);
 }
 
+TEST_CASE("read_idx: bytes after the end of the gzip stream are an error; concatenated gzip members are one file") {
+  TempDir dir;
+  const Bytes good = concat(header(0x08, {2, 3, 2}), iota_bytes(12));
+  write_gz(dir.file("good.gz"), good);
+  const Bytes zipped = read_bytes(dir.file("good.gz"));
+  REQUIRE(read_idx(dir.file("good.gz")).data == Bytes(good.begin() + 16, good.end()));
+
+  // Anything appended after the gzip stream: text, zero padding, one byte, a lone 0x1f.
+  const std::vector<std::pair<std::string, Bytes>> appended = {
+      {"text", {'j', 'u', 'n', 'k'}}, {"zeros", Bytes(512, 0)}, {"one byte", {0}}, {"0x1f", {0x1f}}};
+  for (const auto& [what, extra] : appended) {
+    CAPTURE(what);
+    const std::string path = dir.file("appended.gz");
+    write_bytes(path, concat(zipped, extra));
+    const std::string expected = path + ": " + std::to_string(extra.size()) + " bytes after the end of the gzip data (from byte " +
+                                 std::to_string(zipped.size()) + " on)";
+    CHECK_THROWS_WITH_AS(read_idx(path), doctest::Contains(expected.c_str()), Error);
+  }
+  // The same bytes after a plain file are trailing bytes of the IDX data.
+  write_bytes(dir.file("appended"), concat(good, {'j', 'u', 'n', 'k'}));
+  CHECK_THROWS_WITH_AS(read_idx(dir.file("appended")), doctest::Contains("4 trailing bytes after the 12 bytes"), Error);
+
+  // Two members (as `cat a.gz b.gz` makes) are one file: the IDX bytes split across them load.
+  write_gz(dir.file("head.gz"), Bytes(good.begin(), good.begin() + 10));
+  write_gz(dir.file("tail.gz"), Bytes(good.begin() + 10, good.end()));
+  write_bytes(dir.file("joined.gz"), concat(read_bytes(dir.file("head.gz")), read_bytes(dir.file("tail.gz"))));
+  const IdxArray joined = read_idx(dir.file("joined.gz"));
+  CHECK(joined.dims == std::vector<std::int64_t>{2, 3, 2});
+  CHECK(joined.data == Bytes(good.begin() + 16, good.end()));
+  // ... and so are an empty member and a member of the wrong content in the joined contents.
+  write_gz(dir.file("empty.gz"), {});
+  write_bytes(dir.file("with-empty.gz"), concat(zipped, read_bytes(dir.file("empty.gz"))));
+  CHECK(read_idx(dir.file("with-empty.gz")).data == joined.data);
+  write_bytes(dir.file("twice.gz"), concat(zipped, zipped));
+  CHECK_THROWS_WITH_AS(read_idx(dir.file("twice.gz")), doctest::Contains("28 trailing bytes after the 12 bytes of data"), Error);
+  // A second member that is damaged, or cut off, is a damaged stream.
+  Bytes bad_second = concat(zipped, zipped);
+  bad_second[zipped.size() + 12] ^= 0x55;  // inside the second member's deflate data
+  write_bytes(dir.file("bad-second.gz"), bad_second);
+  CHECK_THROWS_WITH_AS(read_idx(dir.file("bad-second.gz")), doctest::Contains("damaged gzip stream"), Error);
+  write_bytes(dir.file("cut-second.gz"), concat(zipped, Bytes(zipped.begin(), zipped.begin() + 2)));
+  CHECK_THROWS_WITH_AS(read_idx(dir.file("cut-second.gz")), doctest::Contains("damaged gzip stream"), Error);
+}
+
 TEST_CASE("read_idx: a missing file and a directory name the path") {
   TempDir dir;
   CHECK_THROWS_WITH_AS(read_idx(dir.file("nothing-here")), doctest::Contains((dir.file("nothing-here") + ": no such file").c_str()), Error);

@@ -5,9 +5,11 @@
 // giving a moelab::Error that names the file and the problem.
 #include <doctest/doctest.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
@@ -45,6 +47,8 @@ void append(Bytes& out, T value) {
   std::memcpy(b, &value, sizeof(T));
   out.insert(out.end(), b, b + sizeof(T));
 }
+
+bool has(const std::string& message, const std::string& part) { return message.find(part) != std::string::npos; }
 
 // Reading `path` must throw a moelab::Error that mentions the file and `problem`.
 void check_rejected(const std::string& path, const std::string& problem) {
@@ -191,6 +195,55 @@ TEST_CASE("writes are atomic: no temporary file is left behind, and a failed wri
   CHECK_THROWS_AS(write_safetensors(path, {{"undefined", Tensor()}}), Error);
   CHECK(dir.entries() == std::vector<std::string>{"ckpt.safetensors"});
   CHECK(read_safetensors(path).at("x").shape() == Shape{5});  // untouched by the failed writes
+}
+
+TEST_CASE("a failed write (full disk, rename refused) throws naming the file and the OS reason, and keeps the old file") {
+  TempDir dir;
+  const std::string path = dir.file("ckpt.safetensors");
+  write_safetensors(path, {{"x", arange(0, 4)}}, {{"step", "1"}});
+  const Bytes old_bytes = read_bytes(path);
+  const auto old_file_intact = [&] {
+    CHECK(read_bytes(path) == old_bytes);
+    CHECK(dir.entries() == std::vector<std::string>{"ckpt.safetensors"});  // the temporary file is gone
+  };
+
+  // A full disk, without root: the temporary file is a link to /dev/full, where every write
+  // fails with ENOSPC. Small and large tensors (the latter fail in the middle of the data).
+  if (std::filesystem::exists("/dev/full")) {
+    for (const std::int64_t n : {std::int64_t{3}, std::int64_t{1} << 20}) {
+      CAPTURE(n);
+      std::filesystem::create_symlink("/dev/full", path + ".tmp");
+      try {
+        write_safetensors(path, {{"x", zeros({n})}});
+        FAIL("write_safetensors reported success on a full disk");
+      } catch (const Error& e) {
+        const std::string message = e.what();
+        CAPTURE(message);
+        CHECK(has(message, "write_safetensors: cannot write '" + path + ".tmp'"));
+        CHECK(has(message, "the temporary file for '" + path + "'"));
+        CHECK(has(message, std::strerror(ENOSPC)));
+      }
+      old_file_intact();
+    }
+  } else {
+    MESSAGE("no /dev/full: the full-disk case is not run");
+  }
+
+  // The rename refused: `path` is a non-empty directory (EISDIR).
+  const std::string dir_path = dir.file("occupied");
+  std::filesystem::create_directories(dir_path + "/inside");
+  try {
+    write_safetensors(dir_path, {{"x", ones({2})}});
+    FAIL("write_safetensors renamed over a directory");
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    CAPTURE(message);
+    CHECK(has(message, "cannot rename '" + dir_path + ".tmp'"));
+    CHECK(has(message, std::strerror(EISDIR)));
+  }
+  CHECK(std::filesystem::is_directory(dir_path + "/inside"));
+  std::filesystem::remove_all(dir_path);
+  old_file_intact();
 }
 
 TEST_CASE("a file truncated anywhere is rejected with a clear error") {

@@ -142,11 +142,15 @@ std::int64_t load_checkpoint(const std::string& path, Module& model, Optimizer* 
   MOELAB_CHECK(stray.empty(), op, "'", path, "' has tensors that are neither 'model.*' nor 'optimizer.*': ", join(stray));
 
   const auto step = metadata_integer<std::int64_t>(file, "step", op, "");
+  MOELAB_CHECK(step >= 0, op, "'", path, "': metadata 'step' = ", step,
+               " is negative (save_checkpoint writes only steps >= 0; the file is damaged)");
   std::int64_t steps_taken = 0;
   std::vector<std::pair<std::string, Tensor>> state;
   if (optimizer) {
     steps_taken = metadata_integer<std::int64_t>(file, "optimizer.steps_taken", op,
                                                  " (it was saved without an optimizer; pass a null optimizer)");
+    MOELAB_CHECK(steps_taken >= 0, op, "'", path, "': metadata 'optimizer.steps_taken' = ", steps_taken,
+                 " is negative (an optimizer never takes fewer than 0 steps; the file is damaged)");
     for (const auto& [name, t] : file.tensors)
       if (starts_with(name, kOptimizerPrefix)) state.emplace_back(name.substr(std::string(kOptimizerPrefix).size()), t);
   }

@@ -18,8 +18,10 @@
 // Loading copies into the existing parameters' storage (kernels::copy, any device), so every
 // handle to a parameter — the optimizer's included — sees the loaded values. Before anything is
 // copied, names, shapes and dtypes are checked against the model, and one moelab::Error lists
-// every problem (missing names, unexpected names, each shape and dtype mismatch). A load that
-// throws leaves the model, optimizer and generator as they were.
+// every problem (missing names, unexpected names, each shape and dtype mismatch). The metadata is
+// held to what save_checkpoint writes: "step" and "optimizer.steps_taken" must be decimal integers
+// >= 0, the generator's two numbers unsigned 64-bit. A load that throws leaves the model,
+// optimizer and generator as they were.
 //
 // Resuming: restoring the parameters, the optimizer's buffers and steps_taken, and the
 // generator's (seed, counter) continues training bitwise as if it had never stopped.

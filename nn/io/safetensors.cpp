@@ -53,16 +53,28 @@ const FileDType* find_file_dtype(const std::string& name) {
 
 // ---------------------------------------------------------------- writing
 
-[[noreturn]] void fail_errno(const std::string& what, const std::string& path) {
-  fail("write_safetensors", what, " '", path, "': ", std::strerror(errno));
+// A failed step of writing `path` through `tmp`, with the OS's reason (errno), e.g.
+//   "moelab::write_safetensors: cannot write 'run/ckpt.safetensors.tmp' (the temporary file for
+//    'run/ckpt.safetensors', which is left as it was): No space left on device"
+[[noreturn]] void fail_errno(const std::string& what, const std::string& tmp, const std::string& path) {
+  const std::string reason = std::strerror(errno);
+  fail("write_safetensors", what, " '", tmp, "' (the temporary file for '", path, "', which is left as it was): ", reason);
 }
 
-void write_all(int fd, const void* data, std::size_t bytes, const std::string& path) {
+// Removes the temporary file after a failure, keeping the failure's errno for its message.
+void remove_temporary(const std::string& tmp) {
+  const int saved = errno;
+  ::unlink(tmp.c_str());
+  errno = saved;
+}
+
+void write_all(int fd, const void* data, std::size_t bytes, const std::string& tmp, const std::string& path) {
   const char* p = static_cast<const char*>(data);
   while (bytes > 0) {
     const ssize_t n = ::write(fd, p, bytes);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail_errno("cannot write", path);
+    if (n == 0) errno = EIO;  // write(2) returns 0 for a non-empty buffer only on odd devices
+    if (n <= 0) fail_errno("cannot write", tmp, path);
     p += n;
     bytes -= static_cast<std::size_t>(n);
   }
@@ -281,32 +293,31 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   }
   std::string header = build_header(host, metadata);
 
+  // Every step is checked; on any failure the temporary file is removed and `path` keeps
+  // whatever it held before (a full disk fails in write or, on some file systems, only in fsync
+  // or close, which is why both are checked too).
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail_errno("cannot create", tmp);
+  if (fd < 0) fail_errno("cannot create", tmp, path);
   try {
     unsigned char length[8];
     for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(static_cast<std::uint64_t>(header.size()) >> (8 * i));
-    write_all(fd, length, 8, tmp);
-    write_all(fd, header.data(), header.size(), tmp);
-    for (const auto& [name, t] : host) write_all(fd, t.raw(), t.nbytes(), tmp);
-    if (::fsync(fd) != 0) fail_errno("cannot flush", tmp);
+    write_all(fd, length, 8, tmp, path);
+    write_all(fd, header.data(), header.size(), tmp, path);
+    for (const auto& [name, t] : host) write_all(fd, t.raw(), t.nbytes(), tmp, path);
+    if (::fsync(fd) != 0) fail_errno("cannot flush", tmp, path);
   } catch (...) {
+    remove_temporary(tmp);
     ::close(fd);
-    ::unlink(tmp.c_str());
     throw;
   }
   if (::close(fd) != 0) {
-    const int saved = errno;
-    ::unlink(tmp.c_str());
-    errno = saved;
-    fail_errno("cannot close", tmp);
+    remove_temporary(tmp);
+    fail_errno("cannot close", tmp, path);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int saved = errno;
-    ::unlink(tmp.c_str());
-    errno = saved;
-    fail_errno("cannot rename the temporary file to", path);
+    remove_temporary(tmp);
+    fail_errno("cannot rename", tmp, path);
   }
   sync_directory_of(path);
 }

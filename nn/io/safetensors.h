@@ -23,7 +23,10 @@
 //
 // Guarantees:
 //   - write_safetensors writes `path + ".tmp"`, flushes it to disk (fsync) and renames it over
-//     `path`, so a crash leaves either the old file or the new one, never half a file.
+//     `path`, so a crash leaves either the old file or the new one, never half a file. Every
+//     write, the fsync, the close and the rename are checked: when one fails (a full disk, a
+//     quota, an I/O error) the temporary file is removed, `path` keeps what it held, and the
+//     moelab::Error names both files and the OS's reason ("No space left on device").
 //   - read_safetensors checks everything before trusting it, and throws moelab::Error naming the
 //     file and the exact problem: a file shorter than 8 bytes, a header length past the end of
 //     the file, invalid JSON, a duplicate name, a malformed entry, an unknown dtype, a shape that

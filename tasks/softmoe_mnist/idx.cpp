@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "tasks/softmoe_mnist/gzip_reader.h"
 
 namespace moelab {
 
@@ -24,6 +25,8 @@ constexpr std::int64_t kMaxElements = std::int64_t{1} << 32;
 // Payload is read in pieces of this size, so that a damaged header that promises gigabytes costs
 // no more memory than the file really holds.
 constexpr std::int64_t kReadChunk = std::int64_t{1} << 24;
+// Trailing content is counted up to this many bytes, then reported as "more than".
+constexpr std::int64_t kMaxTrailingCount = std::int64_t{1} << 20;
 
 const char* type_name(int type) {
   switch (type) {
@@ -52,55 +55,6 @@ std::string dims_string(const std::vector<std::int64_t>& dims) {
   s << "]";
   return s.str();
 }
-
-// A gzFile that closes itself.
-class GzReader {
- public:
-  explicit GzReader(const std::string& path) : path_(path) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) fail("read_idx", path, ": no such file");
-    if (std::filesystem::is_directory(path, ec)) fail("read_idx", path, ": is a directory, not an IDX file");
-    errno = 0;
-    file_ = gzopen(path.c_str(), "rb");
-    if (file_ == nullptr) fail("read_idx", path, ": cannot open: ", errno ? std::strerror(errno) : "out of memory");
-    gzbuffer(file_, 1 << 17);
-  }
-  ~GzReader() {
-    if (file_ != nullptr) gzclose(file_);
-  }
-  GzReader(const GzReader&) = delete;
-  GzReader& operator=(const GzReader&) = delete;
-
-  // Reads up to n bytes into out; returns how many were read (fewer only at the end of the data).
-  std::int64_t read(std::uint8_t* out, std::int64_t n) {
-    std::int64_t got = 0;
-    while (got < n) {
-      const auto piece = static_cast<unsigned>(std::min<std::int64_t>(n - got, kReadChunk));
-      const int r = gzread(file_, out + got, piece);
-      if (r < 0) fail("read_idx", path_, ": read error: ", error_message());
-      if (r == 0) break;
-      got += r;
-    }
-    return got;
-  }
-
-  // Z_OK, or the zlib error of the stream; Z_BUF_ERROR means a gzip stream that ends early.
-  int error() const {
-    int code = Z_OK;
-    gzerror(file_, &code);
-    return code;
-  }
-  std::string error_message() const {
-    int code = Z_OK;
-    const char* message = gzerror(file_, &code);
-    if (code == Z_ERRNO) return std::strerror(errno);
-    return message != nullptr ? message : "unknown zlib error";
-  }
-
- private:
-  std::string path_;
-  gzFile file_ = nullptr;
-};
 
 std::int64_t big_endian_u32(const std::uint8_t* p) {
   return (std::int64_t{p[0]} << 24) | (std::int64_t{p[1]} << 16) | (std::int64_t{p[2]} << 8) | std::int64_t{p[3]};
@@ -143,7 +97,7 @@ std::string source_note(const std::filesystem::path& dir) {
 }  // namespace
 
 IdxArray read_idx(const std::string& path) {
-  GzReader in(path);
+  GzipReader in(path, "read_idx");
 
   // Magic: 00 00 <type> <number of dimensions>.
   std::uint8_t magic[4] = {0, 0, 0, 0};
@@ -183,16 +137,20 @@ IdxArray read_idx(const std::string& path) {
   out.data.resize(static_cast<std::size_t>(have));
   if (have < count)
     fail("read_idx", path, ": truncated: expected ", count, " bytes of data for sizes ", dims_string(out.dims), ", found ", have,
-         in.error() == Z_BUF_ERROR ? " (the gzip stream ends early)" : "");
+         in.ended_early() ? " (the gzip stream ends early)" : "");
 
-  // Nothing may follow.
+  // Nothing may follow: neither more content (counted up to kMaxTrailingCount, so that a gzip
+  // bomb after the data costs no more than that) nor, in a gzip file, anything after its last
+  // member (GzipReader throws) nor a cut-off end of the gzip stream.
   std::int64_t trailing = 0;
   std::uint8_t scratch[4096];
-  for (std::int64_t r; (r = in.read(scratch, sizeof scratch)) > 0;) trailing += r;
+  for (std::int64_t r; trailing <= kMaxTrailingCount && (r = in.read(scratch, sizeof scratch)) > 0;) trailing += r;
   if (trailing > 0)
-    fail("read_idx", path, ": ", trailing, " trailing bytes after the ", count, " bytes of data for sizes ", dims_string(out.dims),
+    fail("read_idx", path, ": ", trailing > kMaxTrailingCount ? "more than " + std::to_string(kMaxTrailingCount) : std::to_string(trailing),
+         " trailing bytes after the ", count, " bytes of data for sizes ", dims_string(out.dims),
          " (a wrong header or a damaged file)");
-  if (in.error() != Z_OK) fail("read_idx", path, ": damaged gzip stream: ", in.error_message());
+  if (in.ended_early())
+    fail("read_idx", path, ": damaged gzip stream: the file ends inside it (its end, with the CRC-32 and length, is missing)");
   return out;
 }
 

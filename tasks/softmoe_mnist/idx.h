@@ -16,8 +16,8 @@
 // So an MNIST image file starts with the magic number 0x00000803 (bytes 00 00 08 03) and the
 // sizes 60000 28 28; a label file with 0x00000801 and the size 60000, followed by one byte per
 // image, the class 0..9. Pixels are 0 (background) to 255 (ink). The files are usually
-// distributed gzipped (train-images-idx3-ubyte.gz); read_idx reads both forms, because zlib's
-// gzread passes a file that is not gzip through unchanged.
+// distributed gzipped (train-images-idx3-ubyte.gz); read_idx reads both forms: a file that starts
+// with the gzip magic 0x1f 0x8b is decompressed (tasks/softmoe_mnist/gzip_reader.h).
 //
 //   IdxArray a = read_idx("data/mnist/train-images-idx3-ubyte");   // a.dims == {60000, 28, 28}
 //   std::uint8_t pixel = a.data[(n * 28 + row) * 28 + col];
@@ -26,7 +26,12 @@
 // whose message names the path and what is wrong: a missing or unreadable file, wrong magic bytes,
 // another element type (named), 0 or more than 4 dimensions, a zero size, a payload shorter than
 // the sizes promise ("truncated: expected N bytes of data, found M") or longer (trailing bytes),
-// and a damaged gzip stream.
+// and a damaged gzip stream. For a gzipped file the IDX bytes are its decompressed content, and
+// the gzip layer itself must be whole: a file cut inside the gzip stream, a failed CRC-32 or
+// length check, and any bytes after the end of the gzip stream ("N bytes after the end of the
+// gzip data") are errors. Concatenated gzip members (cat a.gz b.gz) are not trailing data: RFC
+// 1952 makes them one file, which gunzip and Python read as the joined contents, and so does
+// read_idx (the joined contents must then be one well-formed IDX file).
 //
 // Finding the data (find_mnist). The standard file names are
 //   train-images-idx3-ubyte  train-labels-idx1-ubyte  t10k-images-idx3-ubyte  t10k-labels-idx1-ubyte
