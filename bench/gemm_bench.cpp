@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cpu/cpu_features.h"
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "core/parallel.h"
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
                                          {2048, 128, 512, "transformer step: x @ W_up (d 128, f 512)"}};
   nlohmann::json report;
   report["threads"] = threads;
+  report["cpu"] = moelab::cpu::cpu_description();  // CPU and the GEMM kernels' instruction set
   report["phases"] = phases;
   report["method"] = "median over alternating phases; GFLOP/s = 2*M*N*K / seconds per call";
 #ifdef MOELAB_HAVE_OPENBLAS

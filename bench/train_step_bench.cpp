@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/cpu/cpu_features.h"
 #include "core/factories.h"
 #include "core/parallel.h"
 #include "nn/decoder.h"
@@ -170,6 +171,7 @@ int main(int argc, char** argv) {
                              {"device", device_name},
                              {"preset", preset},
                              {"threads", threads},
+                             {"cpu", moelab::cpu::cpu_description()},
                              {"config", {{"vocab", vocab}, {"d", d}, {"heads", heads}, {"layers", layers}, {"ffn", d}, {"experts", experts}, {"k", k}}},
                              {"batch", batch},
                              {"seq", seq},

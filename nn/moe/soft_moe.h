@@ -1,6 +1,6 @@
 // nn/moe/soft_moe.h — Soft MoE (Puigcerver et al., "From Sparse to Soft Mixtures of Experts",
-// 2023), with evaluation on a chosen subset of experts (Algorithm 1 of "On the Implicit Bias of
-// Soft MoE", ../shared/papers/soft-moe-implicit-bias.md).
+// 2023), with evaluation on a chosen subset of experts (Algorithm 1 of Chung, Malik, Schneider,
+// Li and Singh, "Beyond Parameter Count: Implicit Bias in Soft Mixture of Experts", 2024).
 //
 // A routed MoE sends each token to k experts. Soft MoE instead gives every expert p "slots"; each
 // slot sees a convex combination of ALL the tokens of one example, and each token's output is a

@@ -12,6 +12,8 @@
 #include <set>
 #include <vector>
 
+#include "core/cpu/cpu_features.h"
+
 namespace moelab {
 
 namespace {
@@ -67,6 +69,9 @@ nlohmann::ordered_json run_config(const std::string& experiment, const std::stri
   config["seed"] = seed;
   config["threads"] = threads;
   config["device"] = device;
+  // The CPU and the kernels' instruction set (core/cpu/cpu_features.h): results are bitwise
+  // repeatable for one binary on any x86-64-v3 CPU, but not between builds for other sets.
+  config["cpu"] = cpu::cpu_description();
   config["command"] = command;
   const std::time_t now = std::time(nullptr);
   char when[64];

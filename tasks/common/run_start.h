@@ -39,7 +39,7 @@ std::uint64_t parse_seed(const std::string& text);
 // created, is not a folder, or a file cannot be written in it (with the system's reason).
 RunDir open_run_folder(const std::string& path);
 
-// What config.json records: experiment, preset, seed, threads, device, command, started (local
+// What config.json records: experiment, preset, seed, threads, device, cpu, command, started (local
 // time), settings.
 nlohmann::ordered_json run_config(const std::string& experiment, const std::string& preset, std::uint64_t seed,
                                   int threads, const std::string& device, const std::string& command,

@@ -1,6 +1,6 @@
 // tasks/softmoe_l2norm/l2norm.h — the implicit-bias paper's Appendix C: can a Soft MoE layer
-// followed by a fixed summation learn t(X) = ||X||_2? (../shared/papers/soft-moe-implicit-bias.md,
-// Theorem 1 in Section 3 and Appendix C.)
+// followed by a fixed summation learn t(X) = ||X||_2? (Chung et al., "Beyond Parameter Count:
+// Implicit Bias in Soft Mixture of Experts", 2024: Theorem 1 in Section 3 and Appendix C.)
 //
 // Theorem 1: with ONE expert (n = 1, one slot) no Lipschitz expert f and Lipschitz head g make
 // g(sMoE_f(X)) approximate ||X||_2 everywhere. Appendix C checks it in practice and adds that more

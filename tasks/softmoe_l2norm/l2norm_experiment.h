@@ -1,5 +1,6 @@
 // tasks/softmoe_l2norm/l2norm_experiment.h — `moelab softmoe-l2norm`: Appendix C (Figure 4) of the
-// implicit-bias paper (../shared/papers/soft-moe-implicit-bias.md): a Soft MoE layer with a fixed
+// implicit-bias paper (Chung et al., "Beyond Parameter Count: Implicit Bias in Soft Mixture of
+// Experts", 2024): a Soft MoE layer with a fixed
 // summation head learns t(x) = ||x||_2, x ~ N(0, 5 I_10), for n in {1, 2, 5, 10} experts with the
 // same 20 d^2 expert parameters, and tokenisations 5 x 2 and 2 x 5 (the model and data:
 // tasks/softmoe_l2norm/l2norm.h). The claim: n = 1 cannot lower the loss (Theorem 1) — it stays

@@ -1,7 +1,8 @@
 // tasks/softmoe_mnist/mnist_model.h — the implicit-bias paper's MNIST network: images cut into
 // four 14x14 patches, one Soft MoE layer, a linear head; its training loop and its accuracy.
 //
-// The setup (../shared/papers/soft-moe-implicit-bias.md, Section 4.2 and Appendix E.1, with the
+// The setup (Chung et al., "Beyond Parameter Count: Implicit Bias in Soft Mixture of Experts",
+// 2024: Section 4.2 and Appendix E.1, with the
 // details of the authors' released code):
 //
 //   image 28x28 bytes --(/255 - 0.1307) / 0.3081--> the four quadrants, each row-major

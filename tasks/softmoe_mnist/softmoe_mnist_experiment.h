@@ -1,5 +1,6 @@
 // tasks/softmoe_mnist/softmoe_mnist_experiment.h — `moelab softmoe-mnist`: expert specialisation
-// in Soft MoE on MNIST (../shared/papers/soft-moe-implicit-bias.md, Sections 4.2-4.5: Table 1,
+// in Soft MoE on MNIST (Chung et al., "Beyond Parameter Count: Implicit Bias in Soft Mixture of
+// Experts", 2024, Sections 4.2-4.5: Table 1,
 // Figure 2's MNIST panel, Table 10, and Table 3's question at this scale).
 //
 // What it does, in a run folder (runs/softmoe-mnist/<preset> unless --out says otherwise):
