@@ -9,7 +9,10 @@
 #   2. the `isa` tests with MOELAB_CPU_ISA=avx2: the AVX2 kernels, what an AVX2-only machine runs
 #      (only on an AVX-512 CPU; elsewhere run 1 already is that);
 #   3. the `isa` tests linked with the CPU kernels compiled for the other x86-64 level (x86-64-v4,
-#      i.e. Eigen's AVX-512 code; label alt-isa), where this CPU can run it.
+#      i.e. Eigen's AVX-512 code; label alt-isa), where this CPU can run it;
+#   4. the `isa` tests on an emulated AVX2-only CPU (qemu-x86_64 -cpu max: AVX2 and FMA, no
+#      AVX-512; label emulated-avx2): the default build's own binaries, as an AVX2 machine runs
+#      them. qemu-user is installed for this when missing (optional: without it, run 4 is left out).
 # CUDA tests report themselves skipped where no GPU is present. Extra arguments go to every
 # ctest call, e.g. ./test.sh -R gradcheck.
 set -uo pipefail
@@ -17,6 +20,7 @@ cd "$(dirname "$0")"
 set -e
 source scripts/setup.sh
 moelab_install_missing
+[ "$(uname -m)" = x86_64 ] && moelab_install_optional qemu-user
 moelab_build
 set +e
 
@@ -46,7 +50,7 @@ run_pass() {
 }
 
 echo "==> CPU: ${cpu:-unknown}"
-run_pass "run 1, every test, kernels chosen for this CPU" -- -LE alt-isa "$@"
+run_pass "run 1, every test, kernels chosen for this CPU" -- -LE 'alt-isa|emulated-avx2' "$@"
 if has avx512f; then
   run_pass "run 2, instruction-set tests with the AVX2 GEMM kernels (MOELAB_CPU_ISA=avx2)" MOELAB_CPU_ISA=avx2 -- -L '^isa$' "$@"
 else
@@ -58,6 +62,12 @@ elif [ "$alt_arch" = x86-64-v4 ] && ! { has avx512f && has avx512bw && has avx51
   summary+=("run 3 ($alt_arch) skipped: this CPU has no AVX-512, so it cannot run that code")
 else
   run_pass "run 3, instruction-set tests with the CPU kernels compiled for $alt_arch" -- -L alt-isa "$@"
+fi
+
+if ctest --test-dir build -N -L emulated-avx2 2>/dev/null | grep -q "Total Tests: [1-9]"; then
+  run_pass "run 4, instruction-set tests on an emulated AVX2 CPU without AVX-512 (qemu-x86_64 -cpu max)" -- -L emulated-avx2 "$@"
+else
+  summary+=("run 4 (emulated AVX2 CPU) left out: no qemu-x86_64, or a build it does not apply to")
 fi
 
 echo

@@ -30,6 +30,24 @@ moelab_install_missing() {
   } || { echo "apt-get could not install: ${missing[*]}" >&2; exit 1; }
 }
 
+# moelab_install_optional PKG...: what only some tests use (./test.sh: qemu-user, to run the
+# instruction-set tests on an emulated AVX2 CPU). Installed as root when possible; otherwise a note,
+# and those tests are left out.
+moelab_install_optional() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "note: without ${missing[*]} some tests are left out (sudo apt-get install -y ${missing[*]})" >&2
+    return 0
+  fi
+  echo "==> installing ${missing[*]} (optional)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" ||
+    echo "note: apt-get could not install ${missing[*]}; some tests are left out" >&2
+}
+
 # moelab_build [target...]: configure, then build the named targets (default: everything).
 moelab_build() {
   local jobs targets=()

@@ -71,7 +71,7 @@ bool bitwise_equal(const std::vector<float>& x, const std::vector<float>& y) {
 
 TEST_CASE("the active instruction set is the detected one unless MOELAB_CPU_ISA lowers it") {
   const char* requested = std::getenv("MOELAB_CPU_ISA");
-  MESSAGE("CPU: ", cpu_description(), "; detected ", isa_name(detected_isa()));
+  MESSAGE("CPU: ", cpu_description(), "; detected ", std::string(isa_name(detected_isa())));
   if (requested == nullptr || *requested == '\0') CHECK(active_isa() == detected_isa());
   else CHECK(std::string(isa_name(active_isa())) == requested);
   CHECK(active_isa() <= detected_isa());

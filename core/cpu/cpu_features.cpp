@@ -36,9 +36,9 @@ namespace {
 #endif
   if (!supported) {
     std::fprintf(stderr,
-                 "moelab: this program was built for x86-64-v%d CPUs (AVX2 and FMA from v3 on) and this CPU "
-                 "lacks some of it. Rebuild for an older baseline: MOELAB_CMAKE_ARGS=\"-DMOELAB_BASE_ARCH=x86-64\" "
-                 "./test.sh (or cmake -DMOELAB_BASE_ARCH=x86-64).\n",
+                 "moelab: this program was built for x86-64-v%d CPUs (v3: AVX2 and FMA; v4: AVX-512) and this "
+                 "CPU lacks some of that. Rebuild for an older baseline, e.g. "
+                 "MOELAB_CMAKE_ARGS=\"-DMOELAB_BASE_ARCH=x86-64\" ./test.sh (any x86-64 CPU).\n",
                  MOELAB_BASE_ARCH_LEVEL);
     std::_Exit(1);
   }
