@@ -115,3 +115,35 @@ TEST_CASE("rope rejects bad arguments, naming itself") {
   CHECK_THROWS_WITH_AS(kernels::rope(x, 0, std::nan(""), false), doctest::Contains("theta"), Error);
   CHECK_THROWS_WITH_AS(kernels::rope(Tensor(), 0, 10000.0, false), doctest::Contains("rope"), Error);
 }
+
+// The CUDA twin (cuda/rope.cu) rounds each product separately, "to match the CPU"; so must the
+// CPU. A fused multiply-add there (GCC's vectoriser turns this complex-multiply pattern into
+// vfmaddsub even with -ffp-contract=off) rounds one product fewer times and differs in the last
+// bit in about a quarter of the outputs. The reference rounds every operation through a volatile
+// float, which no compiler can fuse (this file is compiled with the default contraction).
+TEST_CASE("rope (float32) rounds every product separately, bit for bit") {
+  const Shape shape{2, 7, 3, 16};
+  Generator gen(41);
+  Tensor x = normal(shape, 0, 1, gen, DType::Float32);
+  const std::vector<float> xs = x.to_vector<float>();
+  const auto rounded = [](float v) {
+    volatile float stored = v;
+    return static_cast<float>(stored);
+  };
+  for (bool inverse : {false, true}) {
+    const std::vector<float> got = kernels::rope(x, 3, 10000.0, inverse).to_vector<float>();
+    const std::int64_t T = shape[1], H = shape[2], hd = shape[3];
+    std::int64_t mismatches = 0;
+    for (std::size_t at = 0; at < xs.size(); at += 2) {
+      const std::int64_t t = static_cast<std::int64_t>(at) / (H * hd) % T, i = static_cast<std::int64_t>(at) % hd / 2;
+      const double angle = static_cast<double>(3 + t) * std::pow(10000.0, -2.0 * double(i) / double(hd));
+      const float c = static_cast<float>(std::cos(angle));
+      const float s = static_cast<float>(inverse ? -std::sin(angle) : std::sin(angle));
+      const float y0 = rounded(rounded(xs[at] * c) - rounded(xs[at + 1] * s));
+      const float y1 = rounded(rounded(xs[at] * s) + rounded(xs[at + 1] * c));
+      mismatches += (got[at] != y0) + (got[at + 1] != y1);
+    }
+    INFO("inverse = ", inverse, ": ", mismatches, " of ", xs.size(), " outputs differ");
+    CHECK(mismatches == 0);
+  }
+}
