@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/broadcast.h"
 #include "core/kernels.h"
 #include "core/tensor.h"
 
@@ -50,8 +51,12 @@ class Backend {
   virtual void grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<std::int64_t>& offsets,
                                           Tensor& dw) = 0;
   virtual void unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) = 0;
-  // b has a's numel (elementwise), 1 (scalar) or divides it (trailing broadcast: b repeats).
+  // out has a's shape; b has a's numel (elementwise), 1 (scalar) or divides it (b is a's
+  // trailing axes and repeats).
   virtual void binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) = 0;
+  // Any other broadcast: out (not empty) has the broadcast shape, walked as plan describes.
+  virtual void binary_broadcast(kernels::BinaryOp op, const Tensor& a, const Tensor& b, const BroadcastPlan& plan,
+                                Tensor& out) = 0;
   virtual void binary_scalar(kernels::BinaryOp op, const Tensor& a, double b, bool scalar_first, Tensor& out) = 0;
   virtual void relu_backward(const Tensor& x, const Tensor& grad, Tensor& out) = 0;
   // x seen as [outer, n, inner]; out: [outer, inner]. For sum_all use outer = inner = 1.

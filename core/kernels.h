@@ -67,11 +67,18 @@ const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
 
 Tensor unary(UnaryOp op, const Tensor& x);
-// a op b with broadcasting limited to what layers need:
-//   b.shape == a.shape                     elementwise
-//   b.numel() == 1                         scalar tensor
-//   b.shape == trailing axes of a.shape    e.g. bias [d] on x [N, d], or [T, d] on [B, T, d]
-// The result has a's shape. Anything else is an error (no silent general broadcasting).
+// a op b, broadcasting the NumPy way (core/broadcast.h). Align the shapes from the right; a missing
+// leading axis counts as 1; each aligned pair of axes must be equal or one of them 1, and the
+// operand with the 1 is repeated along that axis. The result has the broadcast shape:
+//   a: [N, d], b: [N, d] -> [N, d]        b: [] or [1] -> [N, d]       b: [d] -> [N, d]  (bias)
+//   a: [N, d], b: [N, 1] -> [N, d]        (one value per row: a gate, a norm)
+//   a: [B, 1, d], b: [T, d] -> [B, T, d]  a: [N, 1], b: [1, M] -> [N, M]  (both sides repeat)
+// Either side may be the smaller one. Any other pair, e.g. [2, 3] with [3, 2], throws
+// moelab::Error naming the op and both shapes. So layers never build an index tensor just to
+// repeat a value along a row: mul(y, g) with g: [M, 1] does it. Every element is computed by the
+// same scalar function whatever the shapes, so results are bitwise the same on any thread count.
+// Differentiable ops (autograd/ops_elementwise.h) sum each operand's gradient back over the axes
+// along which it was repeated.
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor binary_scalar(BinaryOp op, const Tensor& a, double b);   // a op b
 Tensor scalar_binary(BinaryOp op, double a, const Tensor& b);   // a op b (e.g. 1 / x, 1 - x)

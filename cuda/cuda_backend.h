@@ -36,6 +36,8 @@ class CudaBackend final : public Backend {
                                   Tensor& dw) override;  // grouped_matmul.cpp
   void unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) override;
   void binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override;
+  void binary_broadcast(kernels::BinaryOp op, const Tensor& a, const Tensor& b, const BroadcastPlan& plan,
+                        Tensor& out) override;
   void binary_scalar(kernels::BinaryOp op, const Tensor& a, double b, bool scalar_first, Tensor& out) override;
   void relu_backward(const Tensor& x, const Tensor& grad, Tensor& out) override;
   void sum(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& out) override;

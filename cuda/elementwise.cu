@@ -1,13 +1,17 @@
 // cuda/elementwise.cu — elementwise maths on the GPU (mirrors core/cpu/elementwise.cpp).
 //
-//   unary:         x: [...] -> y: [...],  y[i] = f(x[i])
-//   binary:        a: [...], b -> out: a's shape, out[i] = a[i] op b[j] where
-//                    b.numel == a.numel   j = i            (same shape)
-//                    b.numel == 1         j = 0            (scalar tensor)
-//                    otherwise            j = i % b.numel  (b is a's trailing axes: a seen as
-//                                                           [rows, m], b: [m] repeats per row)
-//   binary_scalar: out[i] = a[i] op s, or s op a[i] when scalar_first
-//   relu_backward: out[i] = x[i] > 0 ? grad[i] : 0
+//   unary:            x: [...] -> y: [...],  y[i] = f(x[i])
+//   binary:           a: [...], b -> out: a's shape, out[i] = a[i] op b[j] where
+//                       b.numel == a.numel   j = i            (same shape)
+//                       b.numel == 1         j = 0            (scalar tensor)
+//                       otherwise            j = i % b.numel  (b is a's trailing axes: a seen as
+//                                                              [rows, m], b: [m] repeats per row)
+//   binary_broadcast: any other broadcast, e.g. a: [B, 1, d], b: [T, d] -> out: [B, T, d], with the
+//                     merged strided plan of core/broadcast.h passed by value (at most
+//                     kMaxBroadcastAxes merged axes, checked): each thread splits its flat index i
+//                     into (i_0, ..., i_{r-1}) and reads a[sum i_k a_strides[k]], b[sum i_k b_strides[k]]
+//   binary_scalar:    out[i] = a[i] op s, or s op a[i] when scalar_first
+//   relu_backward:    out[i] = x[i] > 0 ? grad[i] : 0
 // float32 and float64, one thread per element in grid-stride loops. Each op is a small functor
 // (a device lambda would need nvcc's --extended-lambda); the op is chosen on the host, so each
 // kernel instantiation contains one op and no per-element switch.
@@ -91,6 +95,15 @@ void with_binary_op(BinaryOp op, const Body& body) {
   }
 }
 
+// The merged broadcast plan as a kernel argument (a plain struct copied to the device with the launch).
+constexpr int kMaxBroadcastAxes = 8;
+struct BroadcastArgs {
+  int rank;
+  std::int64_t sizes[kMaxBroadcastAxes];
+  std::int64_t a_strides[kMaxBroadcastAxes];
+  std::int64_t b_strides[kMaxBroadcastAxes];
+};
+
 // ---------------------------------------------------------------- kernels
 #define MOELAB_GRID_STRIDE_LOOP(i, n)                                                    \
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < (n); \
@@ -114,6 +127,21 @@ __global__ void binary_broadcast_kernel(F f, const T* a, const T* b, T* out, std
     MOELAB_GRID_STRIDE_LOOP(i, n) out[i] = f(a[i], s);
   } else {
     MOELAB_GRID_STRIDE_LOOP(i, n) out[i] = f(a[i], b[i % b_numel]);
+  }
+}
+
+// General broadcast: the flat output index, split into per-axis indices from the innermost axis out.
+template <class T, class F>
+__global__ void binary_strided_kernel(F f, const T* a, const T* b, T* out, std::int64_t n, BroadcastArgs p) {
+  MOELAB_GRID_STRIDE_LOOP(i, n) {
+    std::int64_t rest = i, ia = 0, ib = 0;
+    for (int k = p.rank - 1; k >= 0; --k) {
+      const std::int64_t index = rest % p.sizes[k];
+      rest /= p.sizes[k];
+      ia += index * p.a_strides[k];
+      ib += index * p.b_strides[k];
+    }
+    out[i] = f(a[ia], b[ib]);
   }
 }
 
@@ -156,6 +184,29 @@ void CudaBackend::binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b,
       else
         binary_broadcast_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(
             f, a.data<T>(), b.data<T>(), out.data<T>(), n, m);
+      MOELAB_CUDA_CHECK_LAUNCH();
+    });
+  });
+}
+
+void CudaBackend::binary_broadcast(kernels::BinaryOp op, const Tensor& a, const Tensor& b, const BroadcastPlan& plan,
+                                   Tensor& out) {
+  MOELAB_CHECK(plan.rank() <= kMaxBroadcastAxes, "binary", kernels::op_name(op), ": a ", a.shape(), " and b ",
+               b.shape(), " broadcast over ", plan.rank(), " axes after merging; the CUDA kernel handles at most ",
+               kMaxBroadcastAxes);
+  BroadcastArgs args{};
+  args.rank = plan.rank();
+  for (int k = 0; k < plan.rank(); ++k) {
+    const auto u = static_cast<std::size_t>(k);
+    args.sizes[k] = plan.sizes[u];
+    args.a_strides[k] = plan.a_strides[u];
+    args.b_strides[k] = plan.b_strides[u];
+  }
+  const std::int64_t n = out.numel();
+  dispatch_float(a.dtype(), [&]<class T>() {
+    with_binary_op<T>(op, [&](auto f) {
+      binary_strided_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(
+          f, a.data<T>(), b.data<T>(), out.data<T>(), n, args);
       MOELAB_CUDA_CHECK_LAUNCH();
     });
   });

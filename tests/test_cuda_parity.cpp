@@ -136,7 +136,7 @@ TEST_CASE("cuda parity: every unary op") {
   }
 }
 
-TEST_CASE("cuda parity: every binary op, elementwise, scalar and trailing broadcast; scalar forms; relu_backward") {
+TEST_CASE("cuda parity: every binary op, all broadcast forms; scalar forms; relu_backward") {
   Generator gen(5);
   for (k::BinaryOp op : {k::BinaryOp::Add, k::BinaryOp::Sub, k::BinaryOp::Mul, k::BinaryOp::Div,
                          k::BinaryOp::Maximum, k::BinaryOp::Minimum, k::BinaryOp::Pow}) {
@@ -151,11 +151,24 @@ TEST_CASE("cuda parity: every binary op, elementwise, scalar and trailing broadc
     check_parity_both(binary, {a, rhs({1})}, kTol32);        // one-element tensor
     check_parity_both(binary, {a, rhs({7, 9})}, kTol32);     // trailing axes
     check_parity_both(binary, {a, rhs({9})}, kTol32);        // bias-like
+    // General NumPy broadcasts (the strided kernel): either side smaller, both sides repeated.
+    check_parity_both(binary, {a, rhs({6, 7, 1})}, kTol32);          // one value per row
+    check_parity_both(binary, {lhs({6, 1, 9}), rhs({7, 9})}, kTol32);  // [B, 1, d] with [T, d]
+    check_parity_both(binary, {lhs({7, 1}), rhs({1, 300})}, kTol32);   // an outer-product shape
+    check_parity_both(binary, {lhs({9}), rhs({6, 7, 9})}, kTol32);     // the smaller one on the left
+    check_parity_both(binary, {lhs({}), rhs({6, 7, 9})}, kTol32);      // 0-d on the left
+    check_parity_both(binary, {lhs({2, 1, 3, 1, 2}), rhs({5, 1, 4, 1})}, kTol32);
+    check_parity_both(binary, {lhs({2, 1, 2, 1, 2, 1, 2, 1}), rhs({2, 1, 2, 1, 2, 1, 2})}, kTol32);  // 8 merged axes
+    check_parity_both(binary, {lhs({3, 0, 1}), rhs({1, 4})}, kTol32);  // empty result
     const Tensor positive = randu({6, 7, 9}, 0.5, 2.0, gen);
     check_parity_both([op](const Tensors& in) { return Tensors{k::binary_scalar(op, in[0], 1.7)}; }, {a}, kTol32);
     check_parity_both([op](const Tensors& in) { return Tensors{k::scalar_binary(op, 1.7, in[0])}; },
                       {pow || div ? positive : a}, kTol32);
   }
+  // More merged axes than the CUDA kernel takes (8) is an error naming the op and the shapes.
+  const Tensor nine_a = on_gpu(randn({2, 1, 2, 1, 2, 1, 2, 1, 2}, gen));
+  const Tensor nine_b = on_gpu(randn({2, 1, 2, 1, 2, 1, 2, 1}, gen));
+  CHECK_THROWS_WITH_AS(k::binary(k::BinaryOp::Add, nine_a, nine_b), doctest::Contains("binary"), Error);
   // relu_backward at exact zeros too (the gradient does not pass where x == 0).
   Tensor x = randn({300}, gen);
   std::vector<float> v = x.to_vector<float>();

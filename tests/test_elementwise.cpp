@@ -1,13 +1,16 @@
-// tests/test_elementwise.cpp — unary, binary (three broadcasting forms), scalar ops, relu_backward.
+// tests/test_elementwise.cpp — unary, binary (NumPy broadcasting), scalar ops, relu_backward.
 //
 // Every op is compared with a naive double-precision reference on random inputs, in float32 and
-// float64, on a small tensor and on one large enough to run on several threads.
+// float64, on a small tensor and on one large enough to run on several threads. Broadcasting is
+// checked against a reference that indexes each operand through the full, unmerged shapes (so it
+// shares no code with core/broadcast.h), on pairs where either or both sides repeat.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <functional>
 #include <limits>
 
+#include "core/broadcast.h"
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "core/parallel.h"
@@ -135,6 +138,127 @@ TEST_CASE("binary ops: same shape, scalar tensor and trailing-axes broadcasting"
   }
 }
 
+namespace {
+
+// out = a op b by NumPy's rule, one output element at a time: unravel the flat index over the
+// broadcast shape, then read each operand at that index (0 along its size-1 and missing axes).
+std::vector<double> broadcast_ref(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& out) {
+  const std::vector<double> av = to_doubles(a), bv = to_doubles(b);
+  const int rank = out.rank();
+  auto offset = [&](const Shape& s, const std::vector<std::int64_t>& index) {
+    std::int64_t off = 0;
+    for (int i = 0; i < s.rank(); ++i) {
+      const std::int64_t at = s[i] == 1 ? 0 : index[static_cast<std::size_t>(i + rank - s.rank())];
+      off = off * s[i] + at;
+    }
+    return static_cast<std::size_t>(off);
+  };
+  std::vector<double> want(static_cast<std::size_t>(out.numel()));
+  std::vector<std::int64_t> index(static_cast<std::size_t>(rank));
+  for (std::int64_t flat = 0; flat < out.numel(); ++flat) {
+    std::int64_t rest = flat;
+    for (int i = rank - 1; i >= 0; --i) {
+      index[static_cast<std::size_t>(i)] = rest % out[i];
+      rest /= out[i];
+    }
+    want[static_cast<std::size_t>(flat)] = binary_ref(op, av[offset(a.shape(), index)], bv[offset(b.shape(), index)]);
+  }
+  return want;
+}
+
+}  // namespace
+
+TEST_CASE("binary ops broadcast the NumPy way: either side, both sides, size-1 axes anywhere, rank differences") {
+  Generator gen(6);
+  struct Case {
+    Shape a, b, out;
+  };
+  const Case cases[] = {
+      {{4, 6}, {4, 1}, {4, 6}},                  // one value per row (a gate, a norm)
+      {{4, 1}, {4, 6}, {4, 6}},                  // the same on the left
+      {{4, 1}, {1, 6}, {4, 6}},                  // both sides repeat: an outer-product shape
+      {{1, 6}, {4, 1}, {4, 6}},
+      {{4, 6}, {1, 6}, {4, 6}},                  // a leading 1 (not the trailing form: b has rank 2)
+      {{2, 1, 5}, {3, 5}, {2, 3, 5}},            // [B, 1, d] with [T, d]
+      {{3, 5}, {2, 1, 5}, {2, 3, 5}},
+      {{5, 1, 7}, {5, 3, 7}, {5, 3, 7}},         // a size-1 axis in the middle
+      {{2, 3, 1, 5}, {3, 4, 1}, {2, 3, 4, 5}},   // rank difference and 1s on both sides
+      {{2, 1, 1, 3}, {1, 4, 5, 1}, {2, 4, 5, 3}},
+      {{6}, {2, 1, 6}, {2, 1, 6}},               // the smaller operand on the left
+      {{}, {2, 3}, {2, 3}},                      // 0-d scalar on the left
+      {{1}, {2, 3}, {2, 3}},
+      {{2, 3}, {1, 1, 1}, {1, 2, 3}},            // one element of higher rank adds leading axes
+      {{1, 1}, {1}, {1, 1}},                     // one element on both sides
+      {{2, 1, 2, 1, 2, 1, 2, 1, 2}, {1, 2, 1, 2, 1, 2, 1, 2, 1}, {2, 2, 2, 2, 2, 2, 2, 2, 2}},  // 9 axes alternate
+      {{257, 1}, {1, 300}, {257, 300}},          // several threads; chunks end inside rows
+      {{40, 1, 130}, {1, 30, 130}, {40, 30, 130}},
+  };
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (const Case& c : cases) {
+      Tensor a = positive(c.a, gen, dtype), b = positive(c.b, gen, dtype);
+      for (BinaryOp op : kBinaryOps) {
+        INFO(kernels::op_name(op), " ", dtype, " a ", c.a, " b ", c.b);
+        Tensor out = kernels::binary(op, a, b);
+        REQUIRE(out.shape() == c.out);
+        CHECK(out.dtype() == dtype);
+        CHECK(max_error(out, broadcast_ref(op, a, b, c.out)) <= tolerance(dtype));
+      }
+    }
+  }
+}
+
+TEST_CASE("broadcasting to an empty shape gives an empty result") {
+  struct Case {
+    Shape a, b, out;
+  };
+  const Case cases[] = {{{3, 0, 4}, {1, 4}, {3, 0, 4}}, {{2, 1}, {2, 0}, {2, 0}}, {{0, 3}, {1, 3}, {0, 3}},
+                        {{1}, {0}, {0}},           {{0, 1}, {1, 5}, {0, 5}}, {{}, {0, 2}, {0, 2}}};
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (const Case& c : cases) {
+      INFO("a ", c.a, " b ", c.b);
+      CHECK(kernels::binary(BinaryOp::Mul, zeros(c.a, dtype), ones(c.b, dtype)).shape() == c.out);
+      CHECK(kernels::binary(BinaryOp::Sub, ones(c.b, dtype), zeros(c.a, dtype)).shape() == c.out);
+    }
+}
+
+TEST_CASE("the general broadcast agrees bit for bit with the fast forms where both apply") {
+  Generator gen(7);
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const Tensor a = positive({300, 70}, gen, dtype), row = positive({70}, gen, dtype), one = positive({1}, gen, dtype);
+    for (BinaryOp op : kBinaryOps) {
+      INFO(kernels::op_name(op), " ", dtype);
+      // [1, 70] and [1, 1] are not a's trailing axes (a leading 1), so they take the strided path.
+      CHECK(kernels::binary(op, a, row.reshape({1, 70})).to(DType::Float64).to_vector<double>() ==
+            kernels::binary(op, a, row).to(DType::Float64).to_vector<double>());
+      CHECK(kernels::binary(op, a, one.reshape({1, 1, 1})).reshape({300, 70}).to(DType::Float64).to_vector<double>() ==
+            kernels::binary(op, a, one).to(DType::Float64).to_vector<double>());
+    }
+  }
+}
+
+TEST_CASE("broadcast_shape and broadcast_plan: the header's examples") {
+  CHECK(broadcast_shape({2, 1, 5}, {3, 5}) == Shape{2, 3, 5});
+  CHECK(broadcast_shape({}, {}) == Shape{});
+  CHECK(broadcast_shape({0}, {1}) == Shape{0});
+  CHECK_FALSE(broadcast_shape({2, 3}, {3, 2}).has_value());
+  CHECK_FALSE(broadcast_shape({0}, {2}).has_value());
+  BroadcastPlan p = broadcast_plan({4, 1, 6}, {5, 6});  // a: [B, 1, d], b: [T, d]
+  CHECK(p.sizes == std::vector<std::int64_t>{4, 5, 6});
+  CHECK(p.a_strides == std::vector<std::int64_t>{6, 0, 1});
+  CHECK(p.b_strides == std::vector<std::int64_t>{0, 6, 1});
+  p = broadcast_plan({7, 3}, {7, 1});  // a column
+  CHECK(p.sizes == std::vector<std::int64_t>{7, 3});
+  CHECK(p.a_strides == std::vector<std::int64_t>{3, 1});
+  CHECK(p.b_strides == std::vector<std::int64_t>{1, 0});
+  p = broadcast_plan({4, 5, 6}, {1, 6});  // leading axes merge
+  CHECK(p.sizes == std::vector<std::int64_t>{20, 6});
+  CHECK(p.a_strides == std::vector<std::int64_t>{6, 1});
+  CHECK(p.b_strides == std::vector<std::int64_t>{0, 1});
+  p = broadcast_plan({1, 1}, {1});
+  CHECK(p.sizes == std::vector<std::int64_t>{1});
+  CHECK(p.a_strides == std::vector<std::int64_t>{0});
+}
+
 TEST_CASE("binary ops with a plain number on either side") {
   Generator gen(3);
   for (DType dtype : {DType::Float32, DType::Float64}) {
@@ -202,16 +326,20 @@ TEST_CASE("results do not depend on the thread count") {
   Tensor x = uniform({100003}, -3, 3, gen);
   Tensor bias = uniform({7}, -1, 1, gen);
   Tensor wide = uniform({100003 * 7}, -1, 1, gen).reshape({100003, 7});
+  Tensor column = uniform({1001, 1}, 0.5, 2, gen), row = uniform({1, 3, 333}, -1, 1, gen);  // -> [1001, 3, 333]
   const int threads = num_threads();
   set_num_threads(1);
   std::vector<float> exp1 = kernels::unary(UnaryOp::Exp, x).to_vector<float>();
   std::vector<float> add1 = kernels::binary(BinaryOp::Add, wide, bias).to_vector<float>();
+  std::vector<float> div1 = kernels::binary(BinaryOp::Div, row, column.reshape({1001, 1, 1})).to_vector<float>();
   set_num_threads(3);
   std::vector<float> exp3 = kernels::unary(UnaryOp::Exp, x).to_vector<float>();
   std::vector<float> add3 = kernels::binary(BinaryOp::Add, wide, bias).to_vector<float>();
+  std::vector<float> div3 = kernels::binary(BinaryOp::Div, row, column.reshape({1001, 1, 1})).to_vector<float>();
   set_num_threads(threads);
   CHECK(exp1 == exp3);
   CHECK(add1 == add3);
+  CHECK(div1 == div3);
 }
 
 TEST_CASE("empty tensors give empty results") {
@@ -227,12 +355,18 @@ TEST_CASE("elementwise ops reject bad arguments, naming the op") {
   Tensor ints = arange(0, 6).reshape({2, 3});
   CHECK_THROWS_WITH_AS(kernels::unary(UnaryOp::Exp, ints), doctest::Contains("unary"), Error);
   CHECK_THROWS_WITH_AS(kernels::unary(UnaryOp::Exp, undefined), doctest::Contains("unary"), Error);
-  // Shapes that are not same / one element / trailing axes.
-  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, ones({3, 2})), doctest::Contains("binary"), Error);
-  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, ones({2})), doctest::Contains("[2, 3]"), Error);
-  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, ones({2, 1})), doctest::Contains("binary"), Error);
-  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, ones({1, 2, 3})), doctest::Contains("binary"), Error);
-  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Mul, ones({}), a), doctest::Contains("binary"), Error);
+  // Shapes that do not broadcast: the message names the op and both shapes, on either side.
+  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, ones({3, 2})),
+                       "moelab::binary: add: a [2, 3] and b [3, 2] do not broadcast (aligned from the right, each pair "
+                       "of axes must be equal or one of them 1)",
+                       Error);
+  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, ones({2})), doctest::Contains("a [2, 3] and b [2]"), Error);
+  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Pow, ones({2}), a), doctest::Contains("pow: a [2] and b [2, 3]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Maximum, ones({4, 1, 3}), ones({2, 5, 1})),
+                       doctest::Contains("maximum: a [4, 1, 3] and b [2, 5, 1]"), Error);
+  CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Div, ones({0, 3}), ones({2, 3})),
+                       doctest::Contains("div: a [0, 3] and b [2, 3]"), Error);  // 0 pairs with 0 or 1 only
   CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, ones({2, 3}, DType::Float64)), doctest::Contains("binary"),
                        Error);
   CHECK_THROWS_WITH_AS(kernels::binary(BinaryOp::Add, a, ints), doctest::Contains("binary"), Error);

@@ -1,22 +1,30 @@
-// core/cpu/elementwise.cpp — elementwise maths on the host: unary ops, binary ops with the three
-// broadcasting forms, ops with a scalar, and the ReLU backward.
+// core/cpu/elementwise.cpp — elementwise maths on the host: unary ops, binary ops with NumPy
+// broadcasting, ops with a scalar, and the ReLU backward.
 //
-//   unary:         x: [...] -> y: [...],  y[i] = f(x[i])
-//   binary:        a: [...], b -> out: a's shape, out[i] = a[i] op b[j] where
-//                    b.numel == a.numel   j = i            (same shape)
-//                    b.numel == 1         j = 0            (scalar tensor)
-//                    otherwise            j = i % b.numel  (b is a's trailing axes: a seen as
-//                                                           [rows, m], b: [m] repeats per row)
-//   binary_scalar: out[i] = a[i] op s, or s op a[i] when scalar_first
-//   relu_backward: out[i] = x[i] > 0 ? grad[i] : 0
+//   unary:            x: [...] -> y: [...],  y[i] = f(x[i])
+//   binary:           a: [...], b -> out: a's shape, out[i] = a[i] op b[j] where
+//                       b.numel == a.numel   j = i            (same shape)
+//                       b.numel == 1         j = 0            (scalar tensor)
+//                       otherwise            j = i % b.numel  (b is a's trailing axes: a seen as
+//                                                              [rows, m], b: [m] repeats per row)
+//   binary_broadcast: any other broadcast, e.g. a: [B, 1, d], b: [T, d] -> out: [B, T, d], walked
+//                     with the merged strided plan of core/broadcast.h:
+//                       out[i_0, ..., i_{r-1}] = a[sum i_k a_strides[k]] op b[sum i_k b_strides[k]]
+//                     The last merged axis is a contiguous row in which each operand steps by 1
+//                     or stays put (stride 0), so the inner loop is one of three flat loops
+//                     (a[j] op b[j], a[j] op s, s op b[j]) that vectorise like the fast forms;
+//                     only the row starts need index arithmetic (an odometer over the outer axes).
+//   binary_scalar:    out[i] = a[i] op s, or s op a[i] when scalar_first
+//   relu_backward:    out[i] = x[i] > 0 ? grad[i] : 0
 //
 // Unary ops go through Eigen array expressions, which vectorise exp, log, tanh, sin, ... with
 // SIMD polynomial approximations (a plain loop calling std::exp does not vectorise); exp and log
 // through core/cpu/exact_math.h, which makes them exact at the extremes on every instruction set. Binary ops
 // are plain loops over a small functor per op, which the compiler vectorises (pow excepted).
-// Large tensors are cut into fixed chunks of kChunk elements that OpenMP threads share; every
-// element is computed by the same code wherever the chunk boundaries fall, so results do not
-// depend on the thread count.
+// Large tensors are cut into fixed chunks of kChunk elements of the output that OpenMP threads
+// share; every element is computed by the same scalar function wherever the chunk boundaries fall
+// (a chunk may start or end inside a row of binary_broadcast), so results do not depend on the
+// thread count, nor on which of binary and binary_broadcast computed them.
 //
 // Conventions: sigmoid(x) = 1 / (1 + exp(-x)), which saturates to exactly 0 and 1 (exp overflowing
 // to inf gives 1/inf = 0, no NaN; exp underflowing to 0 gives 1). relu and maximum/minimum propagate NaN, as PyTorch does.
@@ -28,6 +36,7 @@
 #pragma GCC diagnostic pop
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
@@ -81,6 +90,54 @@ void with_binary_op(BinaryOp op, const Body& body) {
   }
 }
 
+// out[begin, end) of a broadcast (see the header): rows of the last merged axis, split where the
+// range starts or ends inside one.
+template <class T, class F>
+void broadcast_range(const F& f, const T* pa, const T* pb, T* po, const BroadcastPlan& plan, std::int64_t begin,
+                     std::int64_t end) {
+  const int r = plan.rank();
+  const std::int64_t width = plan.sizes[static_cast<std::size_t>(r - 1)];
+  const std::int64_t sa = plan.a_strides[static_cast<std::size_t>(r - 1)];
+  const std::int64_t sb = plan.b_strides[static_cast<std::size_t>(r - 1)];
+  // The odometer: the index of the current row along each outer axis, and where a and b start it.
+  std::vector<std::int64_t> index(static_cast<std::size_t>(r), 0);
+  std::int64_t row = begin / width, off_a = 0, off_b = 0;
+  for (int k = r - 2; k >= 0; --k) {
+    const auto u = static_cast<std::size_t>(k);
+    index[u] = row % plan.sizes[u];
+    row /= plan.sizes[u];
+    off_a += index[u] * plan.a_strides[u];
+    off_b += index[u] * plan.b_strides[u];
+  }
+  std::int64_t j = begin % width;  // position inside the current row
+  for (std::int64_t i = begin; i < end;) {
+    const std::int64_t n = std::min(width - j, end - i);
+    const T* a = pa + off_a + j * sa;
+    const T* b = pb + off_b + j * sb;
+    T* o = po + i;
+    if (sa != 0 && sb != 0) {
+      for (std::int64_t t = 0; t < n; ++t) o[t] = f(a[t], b[t]);
+    } else if (sa != 0) {
+      const T q = b[0];
+      for (std::int64_t t = 0; t < n; ++t) o[t] = f(a[t], q);
+    } else {
+      const T p = a[0];
+      for (std::int64_t t = 0; t < n; ++t) o[t] = f(p, b[t]);
+    }
+    i += n;
+    j = 0;
+    for (int k = r - 2; k >= 0; --k) {  // next row: advance the odometer
+      const auto u = static_cast<std::size_t>(k);
+      off_a += plan.a_strides[u];
+      off_b += plan.b_strides[u];
+      if (++index[u] < plan.sizes[u]) break;
+      off_a -= plan.a_strides[u] * plan.sizes[u];
+      off_b -= plan.b_strides[u] * plan.sizes[u];
+      index[u] = 0;
+    }
+  }
+}
+
 }  // namespace
 
 void CpuBackend::unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) {
@@ -117,6 +174,18 @@ void CpuBackend::binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, 
           for (std::int64_t j = 0; j < m; ++j) orow[j] = f(ar[j], pb[j]);
         }
       }
+    });
+  });
+}
+
+void CpuBackend::binary_broadcast(kernels::BinaryOp op, const Tensor& a, const Tensor& b, const BroadcastPlan& plan,
+                                  Tensor& out) {
+  dispatch_float(a.dtype(), [&]<class T>() {
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* po = out.data<T>();
+    with_binary_op<T>(op, [&](auto f) {
+      cpu::for_chunks(out.numel(), [&](std::int64_t s, std::int64_t e) { broadcast_range(f, pa, pb, po, plan, s, e); });
     });
   });
 }

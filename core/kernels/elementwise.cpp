@@ -1,17 +1,23 @@
 // core/kernels/elementwise.cpp — checks and dispatch for elementwise ops.
 //
 //   unary(op, x):            x: [...] float -> [...]
-//   binary(op, a, b):        a: [...], b: broadcastable to a -> a's shape
+//   binary(op, a, b):        a, b: shapes that broadcast (core/broadcast.h) -> the broadcast shape
 //   binary_scalar(op, a, s): a op s;  scalar_binary(op, s, b): s op b
 //   relu_backward(x, grad):  x, grad: [...] -> [...]
 //
-// Broadcasting is deliberately narrow (see core/kernels.h): b may have a's shape, hold one
-// element, or equal a's trailing axes (a bias [d] on x [N, d], a [T, d] table on [B, T, d]). A
-// shape like [N, 1] against [N, d] is an error rather than a silent general broadcast: the layers
-// never need it, and a shape mistake should fail loudly where it happens.
-// The result always has a's shape, so the op is never symmetric in shape: a scalar tensor goes on
-// the right (use scalar_binary for a plain number on the left).
+// binary broadcasts the NumPy way (the rule is in core/kernels.h). Two backend entry points:
+//   - Backend::binary for the three forms that already have a's shape as the result: b equal to
+//     a, b with one element, b equal to a's trailing axes (a bias [d] on x [N, d], a [T, d] table
+//     on [B, T, d]). Every layer's everyday case; a flat loop, no index arithmetic.
+//   - Backend::binary_broadcast for everything else (a [N, 1] column on [N, d], a scalar or a
+//     smaller tensor on the left, both sides repeated: [N, 1] op [1, M]), with the merged strided
+//     plan of core/broadcast.h.
+// Both compute every element with the same scalar function, so where both apply they agree bit
+// for bit; the choice is speed only.
+#include <optional>
+
 #include "core/backend.h"
+#include "core/broadcast.h"
 #include "core/kernels.h"
 
 namespace moelab::kernels {
@@ -72,11 +78,15 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   check_floating(b, "binary", "b");
   check_same_device(a, b, "binary");
   MOELAB_CHECK(a.dtype() == b.dtype(), "binary", op_name(op), ": a is ", a.dtype(), " but b is ", b.dtype());
-  MOELAB_CHECK(b.numel() == 1 || is_trailing_shape(a.shape(), b.shape()), "binary", op_name(op), ": b ", b.shape(),
-               " does not broadcast to a ", a.shape(),
-               " (b must have a's shape, one element, or a's trailing axes)");
-  Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
-  if (out.numel() > 0) backend(a.device()).binary(op, a, b, out);
+  const std::optional<Shape> shape = broadcast_shape(a.shape(), b.shape());
+  MOELAB_CHECK(shape.has_value(), "binary", op_name(op), ": a ", a.shape(), " and b ", b.shape(),
+               " do not broadcast (aligned from the right, each pair of axes must be equal or one of them 1)");
+  Tensor out = Tensor::empty(*shape, a.dtype(), a.device());
+  if (out.numel() == 0) return out;
+  if (*shape == a.shape() && (b.numel() == 1 || is_trailing_shape(a.shape(), b.shape())))
+    backend(a.device()).binary(op, a, b, out);
+  else
+    backend(a.device()).binary_broadcast(op, a, b, broadcast_plan(a.shape(), b.shape()), out);
   return out;
 }
 
