@@ -27,11 +27,35 @@ double scalar_value(const Tensor& x) {
 }
 
 Tensor reduce_to_shape(const Tensor& grad, const Shape& shape) {
-  if (grad.shape() == shape) return grad;
+  const Shape& out = grad.shape();
+  if (out == shape) return grad;
   if (shape.numel() == 1) return kernels::sum(grad).reshape(shape);  // scalar operand: every element used it
-  // Trailing broadcast: grad is [outer, shape...]; sum the leading copies.
-  const std::int64_t inner = shape.numel();
-  return kernels::sum(grad.reshape({grad.numel() / inner, inner}), 0).reshape(shape);
+  const int rank = out.rank(), lead = out.rank() - shape.rank();
+  bool trailing = true;  // shape == out's last axes: sum the leading copies, one reduction
+  for (int i = 0; i < shape.rank(); ++i) trailing = trailing && shape[i] == out[lead + i];
+  if (trailing) {
+    const std::int64_t inner = shape.numel();
+    return kernels::sum(grad.reshape({grad.numel() / inner, inner}), 0).reshape(shape);
+  }
+  // General: view grad as runs of neighbouring axes that are all summed (the operand had 1 there,
+  // or no axis at all) or all kept, each run merged into one axis; drop out's size-1 axes. Then
+  // sum the summed runs one at a time, innermost first: a fixed order of fixed-order sums.
+  std::vector<std::int64_t> sizes;
+  std::vector<bool> summed;
+  for (int i = 0; i < rank; ++i) {
+    if (out[i] == 1) continue;
+    const bool s = i < lead || shape[i - lead] == 1;
+    if (!sizes.empty() && summed.back() == s) {
+      sizes.back() *= out[i];
+    } else {
+      sizes.push_back(out[i]);
+      summed.push_back(s);
+    }
+  }
+  Tensor g = grad.reshape(Shape(sizes));
+  for (int k = static_cast<int>(sizes.size()) - 1; k >= 0; --k)
+    if (summed[static_cast<std::size_t>(k)]) g = kernels::sum(g, k, /*keepdim=*/true);
+  return g.reshape(shape);
 }
 
 Tensor expand_axis(const Tensor& grad, const Shape& shape, int axis) {

@@ -3,8 +3,10 @@
 // With g = dL/d(out), out = f(a, b) elementwise:
 //   add  da = g            db = g           sub  da = g        db = -g
 //   mul  da = g * b        db = g * a       div  da = g / b    db = -g * a / b^2
-//   max  da = g where a > b, db = the rest   pow  dx = g * p * x^(p-1)
-// and for b broadcast (bias, scalar tensor) db is summed back to b's shape (reduce_to_shape).
+//   max  da = g where a > b, db = the rest   pow  da = g * b * a^(b-1)   db = g * out * log(a)
+// each computed in the broadcast output's shape, then summed back to its operand's shape over
+// the axes along which that operand was repeated (reduce_to_shape: a bias [d] on [N, d] sums over
+// N, a column [N, 1] on [N, d] over d, a 0-d scalar over everything).
 // Unary derivatives use the saved input x or the saved output y, whichever is cheaper:
 //   exp y   log 1/x   sqrt 1/(2y)   square 2x   sigmoid y(1-y)   tanh 1-y^2   reciprocal -y^2
 //   relu, abs: kernels::relu_backward masks g by x > 0 (abs: g where x > 0, -g where x < 0).
@@ -24,33 +26,36 @@ using namespace detail;
 using Grads = std::vector<Tensor>;
 using Inputs = std::vector<Variable>;
 
-// The gradient a broadcast operand b receives: g summed back to b's shape.
-Tensor for_b(const Tensor& g, const Variable& b) { return b.requires_grad() ? reduce_to_shape(g, b.shape()) : Tensor(); }
+// The gradient operand v receives from full, a gradient of the broadcast output's shape: full
+// summed back to v's shape (full itself when v was not repeated). Undefined when v needs none.
+Tensor to_operand(const Tensor& full, const Variable& v) {
+  return v.requires_grad() ? reduce_to_shape(full, v.shape()) : Tensor();
+}
 
 }  // namespace
 
 // ---------------------------------------------------------------- binary, two Variables
-// a: [...], b: [...] | one element | trailing axes of a -> [a's shape]
+// a, b: shapes that broadcast (core/kernels.h) -> [the broadcast shape]
 
 Variable add(const Variable& a, const Variable& b) {
   Tensor out = kernels::binary(BinaryOp::Add, a.data(), b.data());
   return record("add", std::move(out), {a, b}, [](const Inputs& in, const Tensor& g) {
-    return Grads{g, for_b(g, in[1])};
+    return Grads{to_operand(g, in[0]), to_operand(g, in[1])};
   });
 }
 
 Variable sub(const Variable& a, const Variable& b) {
   Tensor out = kernels::binary(BinaryOp::Sub, a.data(), b.data());
   return record("sub", std::move(out), {a, b}, [](const Inputs& in, const Tensor& g) {
-    return Grads{g, in[1].requires_grad() ? for_b(neg_t(g), in[1]) : Tensor()};
+    return Grads{to_operand(g, in[0]), in[1].requires_grad() ? to_operand(neg_t(g), in[1]) : Tensor()};
   });
 }
 
 Variable mul(const Variable& a, const Variable& b) {
   Tensor out = kernels::binary(BinaryOp::Mul, a.data(), b.data());
   return record("mul", std::move(out), {a, b}, [](const Inputs& in, const Tensor& g) {
-    Tensor da = in[0].requires_grad() ? mul_t(g, in[1].data()) : Tensor();
-    Tensor db = in[1].requires_grad() ? for_b(mul_t(g, in[0].data()), in[1]) : Tensor();
+    Tensor da = in[0].requires_grad() ? to_operand(mul_t(g, in[1].data()), in[0]) : Tensor();
+    Tensor db = in[1].requires_grad() ? to_operand(mul_t(g, in[0].data()), in[1]) : Tensor();
     return Grads{da, db};
   });
 }
@@ -60,9 +65,9 @@ Variable div(const Variable& a, const Variable& b) {
   return record("div", std::move(out), {a, b}, [](const Inputs& in, const Tensor& g) {
     const Tensor& av = in[0].data();
     const Tensor& bv = in[1].data();
-    Tensor da = div_t(g, bv);  // needed for db too: db = -(g / b) * a / b
-    Tensor db = in[1].requires_grad() ? for_b(neg_t(div_t(mul_t(da, av), bv)), in[1]) : Tensor();
-    return Grads{in[0].requires_grad() ? da : Tensor(), db};
+    Tensor g_over_b = div_t(g, bv);  // da, and a factor of db: db = -(g / b) * a / b
+    Tensor db = in[1].requires_grad() ? to_operand(neg_t(div_t(mul_t(g_over_b, av), bv)), in[1]) : Tensor();
+    return Grads{to_operand(g_over_b, in[0]), db};
   });
 }
 
@@ -70,8 +75,8 @@ Variable maximum(const Variable& a, const Variable& b) {
   Tensor out = kernels::binary(BinaryOp::Maximum, a.data(), b.data());
   return record("maximum", std::move(out), {a, b}, [](const Inputs& in, const Tensor& g) {
     // g where a - b > 0 goes to a; the rest of g goes to b.
-    Tensor da = kernels::relu_backward(sub_t(in[0].data(), in[1].data()), g);
-    return Grads{da, in[1].requires_grad() ? for_b(sub_t(g, da), in[1]) : Tensor()};
+    Tensor to_a = kernels::relu_backward(sub_t(in[0].data(), in[1].data()), g);
+    return Grads{to_operand(to_a, in[0]), in[1].requires_grad() ? to_operand(sub_t(g, to_a), in[1]) : Tensor()};
   });
 }
 
@@ -79,8 +84,24 @@ Variable minimum(const Variable& a, const Variable& b) {
   Tensor out = kernels::binary(BinaryOp::Minimum, a.data(), b.data());
   return record("minimum", std::move(out), {a, b}, [](const Inputs& in, const Tensor& g) {
     // g where b - a > 0 (a is the smaller) goes to a; the rest goes to b.
-    Tensor da = kernels::relu_backward(neg_t(sub_t(in[0].data(), in[1].data())), g);
-    return Grads{da, in[1].requires_grad() ? for_b(sub_t(g, da), in[1]) : Tensor()};
+    Tensor to_a = kernels::relu_backward(neg_t(sub_t(in[0].data(), in[1].data())), g);
+    return Grads{to_operand(to_a, in[0]), in[1].requires_grad() ? to_operand(sub_t(g, to_a), in[1]) : Tensor()};
+  });
+}
+
+Variable pow(const Variable& a, const Variable& b) {
+  Tensor out = kernels::binary(BinaryOp::Pow, a.data(), b.data());
+  return record("pow", out, {a, b}, [out](const Inputs& in, const Tensor& g) {
+    const Tensor& av = in[0].data();
+    const Tensor& bv = in[1].data();
+    Tensor da, db;
+    if (in[0].requires_grad()) {
+      const Tensor b_minus_1 = kernels::binary_scalar(BinaryOp::Sub, bv, 1.0);
+      const Tensor slope = mul_t(bv, kernels::binary(BinaryOp::Pow, av, b_minus_1));
+      da = to_operand(mul_t(g, slope), in[0]);
+    }
+    if (in[1].requires_grad()) db = to_operand(mul_t(g, mul_t(out, kernels::unary(UnaryOp::Log, av))), in[1]);
+    return Grads{da, db};
   });
 }
 

@@ -4,7 +4,9 @@
 // float64 problems. One test walks differentiable_ops() and fails for any op without a case, and
 // for any case whose name is not registered; then it runs every case through gradcheck. Inputs
 // avoid kinks by construction: ReLU/abs/maximum inputs stay >= 0.2 away from the kink, max/top-k
-// inputs are distinct and well separated, log/sqrt/pow inputs positive.
+// inputs are distinct and well separated, log/sqrt/pow inputs positive. Every binary op also runs
+// on NumPy broadcast pairs where both operands are repeated along some axis and both need
+// gradients (each gradient is summed back over its operand's repeated axes).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -55,6 +57,31 @@ Tensor offset_from(const Tensor& b, const Shape& shape, Generator& gen) {
   return from_vector(off, shape);
 }
 Tensor ints(const std::vector<std::int32_t>& v, const Shape& shape) { return from_vector(v, shape); }
+// Whole numbers in [-3, 3] and numbers half-way between them: any whole minus any half is at
+// least 0.5 away from 0, so maximum/minimum of the two never meet a tie, whatever broadcasts.
+Tensor whole(const Shape& shape, Generator& gen) {
+  std::vector<double> v(static_cast<std::size_t>(shape.numel()));
+  for (double& x : v) x = static_cast<double>(gen.next_below(7)) - 3.0;
+  return from_vector(v, shape);
+}
+Tensor halves(const Shape& shape, Generator& gen) {
+  std::vector<double> v = whole(shape, gen).to_vector<double>();
+  for (double& x : v) x += 0.5;
+  return from_vector(v, shape);
+}
+
+// Broadcast shape pairs (a, b) on which every binary op is gradchecked with both inputs differentiated.
+struct ShapePair {
+  const char* what;
+  Shape a, b;
+};
+const ShapePair kBroadcastPairs[] = {
+    {"[3, 1] with [1, 4] (both repeat)", {3, 1}, {1, 4}},
+    {"[2, 3] with [2, 1] (a column)", {2, 3}, {2, 1}},
+    {"[2, 1, 3] with [4, 3] (middle 1, rank difference)", {2, 1, 3}, {4, 3}},
+    {"[] with [2, 3] (0-d on the left)", {}, {2, 3}},
+    {"[3] with [2, 2, 1] (b wider and longer)", {3}, {2, 2, 1}},
+};
 
 // ---------------------------------------------------------------- THE TABLE
 Table build_table() {
@@ -74,6 +101,7 @@ Table build_table() {
     t[name].push_back({"[3, 2] on [2, 3, 2]", {randn({2, 3, 2}, gen), b_of({3, 2})}, f});
     t[name].push_back({"Variable op 1.7", {b_of({2, 3})}, [op_vd](const V& v) { return op_vd(v[0], 1.7); }});
     t[name].push_back({"-0.8 op Variable", {b_of({2, 3})}, [op_dv](const V& v) { return op_dv(-0.8, v[0]); }});
+    for (const ShapePair& p : kBroadcastPairs) t[name].push_back({p.what, {randn(p.a, gen), b_of(p.b)}, f});
   };
   binary_forms("add", [](auto& a, auto& b) { return a + b; }, [](auto& a, double b) { return a + b; },
                [](double a, auto& b) { return a + b; }, false);
@@ -93,11 +121,16 @@ Table build_table() {
     t[name].push_back({"same shape", {offset_from(b, {3, 4}, gen), b}, f});
     t[name].push_back({"bias [4] on [3, 4]", {offset_from(bias, {3, 4}, gen), bias}, f});
     t[name].push_back({"scalar tensor", {offset_from(scalar, {2, 3}, gen), scalar}, f});
+    for (const ShapePair& p : kBroadcastPairs) t[name].push_back({p.what, {whole(p.a, gen), halves(p.b, gen)}, f});
   }
 
   t["pow"].push_back({"x^3", {randn({2, 3}, gen)}, [](const V& v) { return pow(v[0], 3.0); }});
   t["pow"].push_back({"x^0.5, x > 0", {positive({2, 3}, gen)}, [](const V& v) { return pow(v[0], 0.5); }});
   t["pow"].push_back({"x^-1.5, x > 0", {positive({4}, gen)}, [](const V& v) { return pow(v[0], -1.5); }});
+  auto pow_ab = [](const V& v) { return pow(v[0], v[1]); };
+  t["pow"].push_back({"a^b, same shape, a > 0", {positive({2, 3}, gen), randn({2, 3}, gen)}, pow_ab});
+  for (const ShapePair& p : kBroadcastPairs)
+    t["pow"].push_back({std::string("a^b, ") + p.what, {positive(p.a, gen), randn(p.b, gen)}, pow_ab});
 
   // ---- elementwise unary
   auto unary = [&](const std::string& name, Variable (*op)(const Variable&), Tensor input) {
