@@ -77,10 +77,8 @@ Variable MoELayer::forward(const Variable& x) {
     const Variable xs = index_select(xf, token_t);                              // [M, d]
     const Variable ys = experts_->forward(xs, offsets_t);                      // [M, d]
     const Variable g = index_select(reshape(plan.gates, {T * k}), assignment_t);  // [M]
-    // [M] -> [M, 1] -> [M, d]: gather_last with all-zero indices repeats each gate along the row.
-    const Tensor zero_index = zeros({M, d}, DType::Int32, dev);
-    const Variable g_rows = gather_last(reshape(g, {M, 1}), zero_index);       // [M, d]
-    y = scatter_add_rows(ys * g_rows, token_t, T);                             // [T, d]
+    // [M, d] * [M, 1]: the product broadcasts each gate along its row.
+    y = scatter_add_rows(ys * reshape(g, {M, 1}), token_t, T);                 // [T, d]
   }
   return x.rank() == 2 ? y : reshape(y, x.shape());
 }

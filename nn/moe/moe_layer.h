@@ -8,8 +8,9 @@
 //   token[i] = a_i / k, a_i the i-th kept assignment in that order
 //   xs = index_select(xf, token)                 [M, d]   rows grouped by expert
 //   ys = experts(xs, offsets)                    [M, d]   two grouped GEMMs (nn/moe/expert_bank.h)
-//   g  = index_select(gates flattened, a)        [M]      broadcast to [M, d] with gather_last
-//   y  = scatter_add_rows(ys * g, token, T)      [T, d]   y_t = sum_j g_tj expert_{e_tj}(x_t),
+//   g  = index_select(gates flattened, a)        [M]      reshaped to [M, 1]
+//   y  = scatter_add_rows(ys * g, token, T)      [T, d]   ([M, d] * [M, 1] broadcasts each gate
+//                                                         along its row) y_t = sum_j g_tj expert_{e_tj}(x_t),
 //                                                         added in the fixed sorted order (no atomics)
 //   -> reshape to x's shape
 // Dropped assignments contribute nothing (a token dropped by all its experts gets y_t = 0 and

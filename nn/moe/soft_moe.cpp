@@ -65,10 +65,9 @@ SoftMoERouting SoftMoE::routing(const Variable& x) const {
   const Variable xf = reshape(x, {B * m, d});  // [B*m, d]
   Variable a = xf, w = phi_;
   if (config_.normalize) {
-    // x_hat = x / (||x|| + eps) per token: the [B*m, 1] norms repeated along d by gather_last
-    // with all-zero indices (binary ops broadcast only over leading axes).
+    // x_hat = x / (||x|| + eps) per token: [B*m, d] / [B*m, 1] broadcasts each norm along its row.
     const Variable norms = l2_norm(xf, 1, /*keepdim=*/true) + kNormEps;                  // [B*m, 1]
-    a = xf / gather_last(norms, zeros({B * m, d}, DType::Int32, x.device()));            // [B*m, d]
+    a = xf / norms;                                                                      // [B*m, d]
     // phi_hat = phi / (||phi_col|| + eps): [d, S] / [S] broadcasts over the leading axis.
     w = (phi_ / (l2_norm(phi_, 0, /*keepdim=*/false) + kNormEps)) * scale_;             // [d, S]
   }

@@ -25,12 +25,6 @@ Variable constant(const std::vector<double>& values, const Shape& shape, const V
   return Variable(from_vector(values, shape).to(like.dtype()).to(like.device()));
 }
 
-// v: [T, 1] -> [T, k], each row's value repeated (a differentiable broadcast via gather_last).
-Variable repeat_columns(const Variable& v, std::int64_t k) {
-  Tensor zero_index = zeros({v.size(0), k}, DType::Int32, v.device());
-  return gather_last(v, zero_index);
-}
-
 }  // namespace
 
 const char* gate_mode_name(GateMode mode) {
@@ -92,7 +86,7 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   switch (o.gates) {
     case GateMode::SoftmaxTopkRenorm: {
       Variable g = gather_last(probs, chosen);                       // [T, k]
-      gates = g / repeat_columns(sum(g, 1, /*keepdim=*/true), k);   // each row sums to 1
+      gates = g / sum(g, 1, /*keepdim=*/true);                       // [T, k] / [T, 1]: rows sum to 1
       break;
     }
     case GateMode::SoftmaxTopk: gates = gather_last(probs, chosen); break;
