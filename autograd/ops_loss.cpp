@@ -3,6 +3,7 @@
 // cross_entropy: loss = (1/kept) * sum over kept rows i of (logsumexp(logits[i]) - logits[i, t_i]).
 //   Its gradient, (softmax(logits[i]) - onehot(t_i)) * dloss / kept, comes from
 //   kernels::cross_entropy_backward, which needs the per-row logsumexp saved by the forward.
+//   Neither dloss nor kept is read back to the host: both reach the backward as device tensors.
 // mse_loss is written from differentiable ops (sub, square, mean), so it needs no backward code.
 #include "autograd/ops_loss.h"
 
@@ -19,11 +20,11 @@ namespace moelab {
 Variable cross_entropy(const Variable& logits, const Tensor& targets, int ignore_index) {
   check_dtype(targets, DType::Int32, "cross_entropy", "targets");
   kernels::CrossEntropyResult result = kernels::cross_entropy(logits.data(), targets, ignore_index);
-  Tensor logsumexp = result.logsumexp;
-  const std::int64_t kept = result.kept;
+  Tensor logsumexp = result.logsumexp, kept = result.kept;  // kept: [] float64, stays on the device
   return record("cross_entropy", std::move(result.loss), {logits},
                 [targets, logsumexp, kept, ignore_index](const std::vector<Variable>& in, const Tensor& g) {
-                  const double dloss = detail::scalar_value(g);
+                  // dloss as float64 on the device: exactly the double the scale is formed from.
+                  const Tensor dloss = g.to(DType::Float64);
                   return std::vector<Tensor>{
                       kernels::cross_entropy_backward(in[0].data(), targets, logsumexp, dloss, kept, ignore_index)};
                 });

@@ -67,11 +67,18 @@ class Backend {
   virtual void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
   virtual void log_softmax(const Tensor& x, Tensor& y) = 0;
   virtual void log_softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
-  // Returns the number of kept rows; loss: [], logsumexp: [N].
-  virtual std::int64_t cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_index, Tensor& loss,
-                                     Tensor& logsumexp) = 0;
+  // loss: [], logsumexp: [N], kept: [] float64, the number of rows not ignored. Targets are not
+  // range-checked by the front end: the backend checks them where they live (moelab::Error named
+  // "cross_entropy"; CUDA reports it at the next synchronisation, see cuda/device_errors.h).
+  virtual void cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_index, Tensor& loss,
+                             Tensor& logsumexp, Tensor& kept) = 0;
+  // dloss: [] float64, kept: [] float64 from the forward; scale = double(dloss) / kept
+  // (0 when kept is 0) is formed on the device, so nothing is read back.
   virtual void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& logsumexp,
-                                      double scale, int ignore_index, Tensor& dlogits) = 0;
+                                      const Tensor& dloss, const Tensor& kept, int ignore_index, Tensor& dlogits) = 0;
+  // The four index ops below check their indices themselves, where the indices live (the front
+  // end never copies them to the host): the CPU throws IndexRangeError before touching memory;
+  // CUDA skips the bad index in the kernel and reports it at the next synchronisation.
   virtual void index_select(const Tensor& src, const Tensor& index, Tensor& out) = 0;
   virtual void scatter_add_rows(const Tensor& src, const Tensor& index, Tensor& out) = 0;  // out zeroed here
   virtual void gather_last(const Tensor& src, const Tensor& index, Tensor& out) = 0;
@@ -99,6 +106,14 @@ class Backend {
   virtual void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const kernels::SgdHyper& h) = 0;
 };
 
+// Thrown by a backend's index op for the first index outside [0, limit) (flat position `position`).
+// core/kernels/index.cpp catches it and rethrows the op's own message (op name, argument, shapes).
+class IndexRangeError : public Error {
+ public:
+  IndexRangeError(std::int64_t position, std::int64_t value, std::int64_t limit);
+  std::int64_t position, value, limit;
+};
+
 // The backend for a device. CPU always exists; CUDA throws moelab::Error when this build has no
 // CUDA or the machine has no GPU.
 Backend& backend(Device device);
@@ -107,5 +122,22 @@ Backend& cpu_backend();
 Backend& cuda_backend();
 // Whether a usable CUDA device is present (false in builds without CUDA). Never throws.
 bool cuda_available();
+
+// TEST-ONLY. While one is alive, backend(device) returns `stand_in` for every device of `type`.
+// tests/counting_backend.h uses it to run "CUDA" tensors through a transfer-counting wrapper of
+// the CPU backend, so that a CPU-only machine sees every host<->device copy a GPU run would make.
+// Every tensor created under the override must be destroyed before it ends (its memory belongs to
+// the stand-in). Not thread-safe; overrides nest (each restores the one before it).
+class ScopedBackendOverride {
+ public:
+  ScopedBackendOverride(DeviceType type, Backend& stand_in);
+  ~ScopedBackendOverride();
+  ScopedBackendOverride(const ScopedBackendOverride&) = delete;
+  ScopedBackendOverride& operator=(const ScopedBackendOverride&) = delete;
+
+ private:
+  DeviceType type_;
+  Backend* previous_;
+};
 
 }  // namespace moelab

@@ -108,13 +108,20 @@ Tensor log_softmax_backward(const Tensor& y, const Tensor& dy);   // dx = dy - e
 // Fused, numerically stable (log-sum-exp with the row max subtracted) mean cross-entropy.
 // logits: [N, V] float, targets: [N] int32 in [0, V) or == ignore_index (that row is skipped).
 // loss = mean over kept rows of (logsumexp(logits[i]) - logits[i, targets[i]]); 0 if none kept.
+// Nothing is read back to the host: the kept count stays on the device for the backward.
 struct CrossEntropyResult {
-  Tensor loss;           // [] scalar
-  Tensor logsumexp;      // [N] per row (saved for the backward)
-  std::int64_t kept = 0; // number of rows not ignored
+  Tensor loss;       // [] scalar
+  Tensor logsumexp;  // [N] per row (saved for the backward)
+  Tensor kept;       // [] float64 on the logits' device: the number of rows not ignored
+  std::int64_t kept_count() const;  // kept read back to the host (a device->host copy on a GPU)
 };
 CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_index = -100);
 // dlogits[i] = (softmax(logits[i]) - onehot(targets[i])) * dloss / kept; 0 for ignored rows.
+// dloss: [] float64 and kept: [] float64 (the forward's), both on the logits' device.
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& logsumexp,
+                              const Tensor& dloss, const Tensor& kept, int ignore_index = -100);
+// The same with host values (tests, hand-written gradients): also checks kept against the
+// targets, which reads them to the host.
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& logsumexp,
                               double dloss, std::int64_t kept, int ignore_index = -100);
 

@@ -47,10 +47,10 @@ class CudaBackend final : public Backend {
   void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
   void log_softmax(const Tensor& x, Tensor& y) override;
   void log_softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
-  std::int64_t cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_index, Tensor& loss,
-                             Tensor& logsumexp) override;
-  void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& logsumexp, double scale,
-                              int ignore_index, Tensor& dlogits) override;
+  void cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_index, Tensor& loss, Tensor& logsumexp,
+                     Tensor& kept) override;
+  void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& logsumexp,
+                              const Tensor& dloss, const Tensor& kept, int ignore_index, Tensor& dlogits) override;
   void index_select(const Tensor& src, const Tensor& index, Tensor& out) override;
   void scatter_add_rows(const Tensor& src, const Tensor& index, Tensor& out) override;
   void gather_last(const Tensor& src, const Tensor& index, Tensor& out) override;

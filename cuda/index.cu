@@ -5,7 +5,11 @@
 //   gather_last       src: [rows, K], index: [rows, J] -> out: [rows, J]   out[r, j] = src[r, index[r, j]]
 //   scatter_add_last  src: [rows, J], index: [rows, J] -> out: [rows, K]   out[r, index[r, j]] += src[r, j]
 // (embedding and embedding_backward are index_select and scatter_add_rows, called from
-// core/kernels/index.cpp.) Indices were range-checked by the front end.
+// core/kernels/index.cpp.) The front end does not range-check indices (that would copy them to
+// the host): every kernel here tests each index it reads, skips a bad one (a gather writes 0, a
+// scatter adds nothing) and records it in the device error flag (cuda/device_errors.cuh), raised
+// as moelab::Error at the next synchronisation. scatter_add_rows checks in a small extra kernel;
+// its grouping never reads outside for a bad index (a key outside [0, R) falls in no group).
 //
 // Gathers: one thread per output element, consecutive threads on consecutive elements, so the
 // writes are coalesced and each gathered row is read contiguously. They move bits, not numbers:
@@ -33,21 +37,32 @@
 
 #include "cuda/context.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/device_errors.cuh"
 #include "cuda/device_utils.cuh"
 
 namespace moelab {
 namespace {
 
+using cuda::DeviceError;
 using cuda::first_index;
 using cuda::grid_stride;
+using cuda::index_ok;
+
+// Records the first index[i] outside [0, limit) (scatter_add_rows: its other kernels skip them).
+__global__ void check_range_kernel(const std::int32_t* index, std::int64_t n, std::int64_t limit, int op,
+                                   DeviceError* error) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) index_ok(error, op, i, index[i], limit);
+}
 
 // out[m, c] = src[index[m], c], element by element as raw words.
 template <class Word>
 __global__ void index_select_kernel(const Word* src, const std::int32_t* index, std::int64_t total,
-                                    std::int64_t inner, Word* out) {
+                                    std::int64_t inner, std::int64_t src_rows, DeviceError* error, Word* out) {
   for (std::int64_t i = first_index(); i < total; i += grid_stride()) {
     const std::int64_t m = i / inner, c = i - m * inner;
-    out[i] = src[static_cast<std::int64_t>(index[m]) * inner + c];
+    const std::int32_t row = index[m];
+    out[i] = index_ok(error, cuda::kIndexSelect, m, row, src_rows) ? src[static_cast<std::int64_t>(row) * inner + c]
+                                                                    : Word(0);
   }
 }
 
@@ -82,24 +97,27 @@ __global__ void scatter_rows_kernel(const T* src, const std::int32_t* order, con
 // out[r, j] = src[r, index[r, j]] as raw words; src: [rows, k], index and out: [rows, j_count].
 template <class Word>
 __global__ void gather_last_kernel(const Word* src, const std::int32_t* index, std::int64_t total, std::int64_t k,
-                                   std::int64_t j_count, Word* out) {
+                                   std::int64_t j_count, DeviceError* error, Word* out) {
   for (std::int64_t i = first_index(); i < total; i += grid_stride()) {
     const std::int64_t r = i / j_count;
-    out[i] = src[r * k + index[i]];
+    out[i] = index_ok(error, cuda::kGatherLast, i, index[i], k) ? src[r * k + index[i]] : Word(0);
   }
 }
 
 // Short index rows: one thread per output element out[r, col], scanning the row's J indices.
+// A bad index matches no column, so it adds nothing; the column-0 thread of each row reports it.
 template <class T>
 __global__ void scatter_last_by_element_kernel(const T* src, const std::int32_t* index, std::int64_t total,
-                                               std::int64_t k, std::int64_t j_count, T* out) {
+                                               std::int64_t k, std::int64_t j_count, DeviceError* error, T* out) {
   for (std::int64_t i = first_index(); i < total; i += grid_stride()) {
     const std::int64_t r = i / k, col = i - r * k;
     const std::int32_t* idx = index + r * j_count;
     const T* s = src + r * j_count;
     T acc = T(0);
-    for (std::int64_t j = 0; j < j_count; ++j)
+    for (std::int64_t j = 0; j < j_count; ++j) {
+      if (col == 0) index_ok(error, cuda::kScatterAddLast, r * j_count + j, idx[j], k);
       if (idx[j] == col) acc += s[j];
+    }
     out[i] = acc;
   }
 }
@@ -107,11 +125,14 @@ __global__ void scatter_last_by_element_kernel(const T* src, const std::int32_t*
 // Long index rows: one thread per row, the CPU's loop.
 template <class T>
 __global__ void scatter_last_by_row_kernel(const T* src, const std::int32_t* index, std::int64_t rows, std::int64_t k,
-                                           std::int64_t j_count, T* out) {
+                                           std::int64_t j_count, DeviceError* error, T* out) {
   for (std::int64_t r = first_index(); r < rows; r += grid_stride()) {
     T* dst = out + r * k;
     for (std::int64_t c = 0; c < k; ++c) dst[c] = T(0);
-    for (std::int64_t j = 0; j < j_count; ++j) dst[index[r * j_count + j]] += src[r * j_count + j];
+    for (std::int64_t j = 0; j < j_count; ++j) {
+      const std::int64_t at = r * j_count + j;
+      if (index_ok(error, cuda::kScatterAddLast, at, index[at], k)) dst[index[at]] += src[at];
+    }
   }
 }
 
@@ -132,7 +153,8 @@ void CudaBackend::index_select(const Tensor& src, const Tensor& index, Tensor& o
   const std::int32_t* idx = index.data<std::int32_t>();
   with_word(src.dtype(), [&]<class Word>() {
     index_select_kernel<Word><<<cuda::blocks_for(total), cuda::kThreads, 0, cuda::stream()>>>(
-        static_cast<const Word*>(src.raw()), idx, total, inner, static_cast<Word*>(out.raw()));
+        static_cast<const Word*>(src.raw()), idx, total, inner, src.size(0), cuda::device_error(),
+        static_cast<Word*>(out.raw()));
     MOELAB_CUDA_CHECK_LAUNCH();
   });
 }
@@ -144,6 +166,9 @@ void scatter_add_rows_typed(CudaBackend& backend, const Tensor& src, const Tenso
   const std::int64_t m_count = src.size(0), rows = out.size(0), inner = src.shape().inner(0);
   MOELAB_CHECK(m_count <= std::numeric_limits<std::int32_t>::max(), "scatter_add_rows",
                "the CUDA backend handles at most 2^31 - 1 source rows, got ", m_count);
+  check_range_kernel<<<cuda::blocks_for(m_count), cuda::kThreads, 0, cuda::stream()>>>(
+      index.data<std::int32_t>(), m_count, rows, cuda::kScatterAddRows, cuda::device_error());
+  MOELAB_CUDA_CHECK_LAUNCH();
   Tensor order = Tensor::empty({m_count}, DType::Int32, src.device());
   backend.argsort(index, order);  // index is [M]: one row of M keys
   Tensor offsets = Tensor::empty({rows + 1}, DType::Int32, src.device());
@@ -168,10 +193,10 @@ void scatter_add_last_typed(const Tensor& src, const Tensor& index, Tensor& out)
   if (j_count <= kShortRow) {
     const std::int64_t total = out.numel();
     scatter_last_by_element_kernel<T><<<cuda::blocks_for(total), cuda::kThreads, 0, cuda::stream()>>>(
-        src.data<T>(), index.data<std::int32_t>(), total, k, j_count, out.data<T>());
+        src.data<T>(), index.data<std::int32_t>(), total, k, j_count, cuda::device_error(), out.data<T>());
   } else {
     scatter_last_by_row_kernel<T><<<cuda::blocks_for(rows), cuda::kThreads, 0, cuda::stream()>>>(
-        src.data<T>(), index.data<std::int32_t>(), rows, k, j_count, out.data<T>());
+        src.data<T>(), index.data<std::int32_t>(), rows, k, j_count, cuda::device_error(), out.data<T>());
   }
   MOELAB_CUDA_CHECK_LAUNCH();
 }
@@ -188,7 +213,8 @@ void CudaBackend::gather_last(const Tensor& src, const Tensor& index, Tensor& ou
   const std::int32_t* idx = index.data<std::int32_t>();
   with_word(src.dtype(), [&]<class Word>() {
     gather_last_kernel<Word><<<cuda::blocks_for(total), cuda::kThreads, 0, cuda::stream()>>>(
-        static_cast<const Word*>(src.raw()), idx, total, k, j_count, static_cast<Word*>(out.raw()));
+        static_cast<const Word*>(src.raw()), idx, total, k, j_count, cuda::device_error(),
+        static_cast<Word*>(out.raw()));
     MOELAB_CUDA_CHECK_LAUNCH();
   });
 }

@@ -7,6 +7,8 @@
 //   copy_to_host       device -> host, enqueued on the stream, then the stream is synchronised
 //   copy_on_device     device -> device, enqueued on the stream (no synchronisation)
 //   synchronize        waits until everything enqueued on the stream has finished (benchmarks)
+// After each of the three synchronisations an error a kernel recorded (an index out of range,
+// cuda/device_errors.cuh) is raised as moelab::Error.
 //
 // Why both host copies synchronise. copy_to_host must: the caller reads the host buffer as soon
 // as we return, and the copy also has to wait for the kernels that produce the data, which stream
@@ -24,6 +26,7 @@
 #include "cuda/caching_allocator.h"
 #include "cuda/context.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/device_errors.cuh"
 
 namespace moelab {
 
@@ -57,12 +60,14 @@ void CudaBackend::copy_from_host(void* dst, const void* src, std::size_t bytes) 
   if (bytes == 0) return;
   MOELAB_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cuda::stream()));
   MOELAB_CUDA_CHECK(cudaStreamSynchronize(cuda::stream()));
+  cuda::raise_device_error();
 }
 
 void CudaBackend::copy_to_host(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   MOELAB_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cuda::stream()));
   MOELAB_CUDA_CHECK(cudaStreamSynchronize(cuda::stream()));
+  cuda::raise_device_error();  // a bad index found by a kernel since the last synchronisation
 }
 
 void CudaBackend::copy_on_device(void* dst, const void* src, std::size_t bytes) {
@@ -70,6 +75,9 @@ void CudaBackend::copy_on_device(void* dst, const void* src, std::size_t bytes) 
   MOELAB_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cuda::stream()));
 }
 
-void CudaBackend::synchronize() { cuda::synchronize(); }
+void CudaBackend::synchronize() {
+  cuda::synchronize();
+  cuda::raise_device_error();
+}
 
 }  // namespace moelab

@@ -84,13 +84,14 @@ TEST_CASE("cross_entropy and its backward match the reference, with ignored rows
       kernels::CrossEntropyResult out = kernels::cross_entropy(logits, targets, c.ignore_index);
       INFO(dtype, " rows ", c.rows, " vocab ", c.vocab, " ignore_index ", c.ignore_index, " scale ", c.scale);
       const double tol = dtype == DType::Float32 ? 1e-6 : 1e-13;
-      CHECK(out.kept == ref.kept);
+      CHECK(out.kept_count() == ref.kept);
       CHECK(out.loss.shape() == Shape{});
       CHECK(out.loss.dtype() == dtype);
       CHECK(out.logsumexp.shape() == Shape{c.rows});
       CHECK(max_error(to_doubles(out.loss), {ref.loss}) <= tol);
       CHECK(max_error(to_doubles(out.logsumexp), ref.lse) <= tol);
-      Tensor d = kernels::cross_entropy_backward(logits, targets, out.logsumexp, dloss, out.kept, c.ignore_index);
+      Tensor d =
+          kernels::cross_entropy_backward(logits, targets, out.logsumexp, dloss, out.kept_count(), c.ignore_index);
       CHECK(d.shape() == logits.shape());
       // float32 keeps logsumexp in float32: exp(x - lse) inherits its rounding, |lse| * 6e-8.
       const double dtol = dtype == DType::Float32 ? 1e-6 * (1 + c.scale) : 1e-12;
@@ -110,10 +111,10 @@ TEST_CASE("the backward matches finite differences of the loss (float64)") {
   Tensor logits = normal({rows, vocab}, 0, 1.5, gen, DType::Float64);
   Tensor targets = from_vector(std::vector<std::int32_t>{2, -100, 0, 3, 3}, {rows});
   kernels::CrossEntropyResult out = kernels::cross_entropy(logits, targets);
-  CHECK(out.kept == 4);
+  CHECK(out.kept_count() == 4);
   const double dloss = 0.8;
   std::vector<double> analytic =
-      kernels::cross_entropy_backward(logits, targets, out.logsumexp, dloss, out.kept).to_vector<double>();
+      kernels::cross_entropy_backward(logits, targets, out.logsumexp, dloss, out.kept_count()).to_vector<double>();
   const double h = 1e-6;
   for (std::size_t i = 0; i < analytic.size(); ++i) {
     Tensor plus = logits.clone(), minus = logits.clone();
@@ -130,13 +131,13 @@ TEST_CASE("no kept row: loss 0 and zero gradient; no row at all: loss 0") {
     Tensor logits = ones({3, 4}, dtype);
     Tensor targets = full({3}, -100, DType::Int32);
     kernels::CrossEntropyResult out = kernels::cross_entropy(logits, targets);
-    CHECK(out.kept == 0);
+    CHECK(out.kept_count() == 0);
     CHECK(to_doubles(out.loss)[0] == 0.0);
     CHECK(to_doubles(out.logsumexp)[1] == doctest::Approx(1.0 + std::log(4.0)));
     Tensor d = kernels::cross_entropy_backward(logits, targets, out.logsumexp, 1.0, 0);
     for (double v : to_doubles(d)) CHECK(v == 0.0);
     kernels::CrossEntropyResult none = kernels::cross_entropy(zeros({0, 4}, dtype), zeros({0}, DType::Int32));
-    CHECK(none.kept == 0);
+    CHECK(none.kept_count() == 0);
     CHECK(to_doubles(none.loss)[0] == 0.0);
     CHECK(none.logsumexp.shape() == Shape{0});
   }

@@ -242,20 +242,20 @@ TEST_CASE("cuda parity: cross_entropy and its backward, with ignored rows") {
     check_parity_both([ignore](const Tensors& in) {
       const k::CrossEntropyResult r = k::cross_entropy(in[0], in[1], ignore);
       const Tensor kept =
-          from_vector(std::vector<std::int32_t>{static_cast<std::int32_t>(r.kept)}, {1}, in[0].device());
+          from_vector(std::vector<std::int32_t>{static_cast<std::int32_t>(r.kept_count())}, {1}, in[0].device());
       return Tensors{r.loss, r.logsumexp, kept,
-                     k::cross_entropy_backward(in[0], in[1], r.logsumexp, 1.3, r.kept, ignore)};
+                     k::cross_entropy_backward(in[0], in[1], r.logsumexp, 1.3, r.kept_count(), ignore)};
     }, {logits, targets}, kTol32);
   }
   // Every row ignored: loss 0, kept 0, zero gradient.
   const Tensor all_ignored = full({9}, -100, DType::Int32);
   check_parity_both([](const Tensors& in) {
     const k::CrossEntropyResult r = k::cross_entropy(in[0], in[1]);
-    return Tensors{r.loss, k::cross_entropy_backward(in[0], in[1], r.logsumexp, 1.0, r.kept)};
+    return Tensors{r.loss, k::cross_entropy_backward(in[0], in[1], r.logsumexp, 1.0, r.kept_count())};
   }, {logits, all_ignored}, kTol32);
   // A long vocabulary and many rows.
   check_parity_both([](const Tensors& in) {
     const k::CrossEntropyResult r = k::cross_entropy(in[0], in[1]);
-    return Tensors{r.loss, r.logsumexp, k::cross_entropy_backward(in[0], in[1], r.logsumexp, 0.5, r.kept)};
+    return Tensors{r.loss, r.logsumexp, k::cross_entropy_backward(in[0], in[1], r.logsumexp, 0.5, r.kept_count())};
   }, {randn({300, 2000}, gen), randint({300}, 0, 2000, gen)}, kTol32);
 }

@@ -8,7 +8,12 @@
 // maximum keeps exp from overflowing (logits of 1000 are fine). lse is computed for every row,
 // ignored or not, and saved for the backward.
 //
-// Backward, with scale = dloss / kept (computed by the front end; 0 when no row is kept):
+// kept is written as a float64 [] tensor (exact up to 2^53 rows) for the backward, which forms
+// scale = double(dloss) / kept itself (0 when no row is kept), so no value goes to the caller:
+// the same double division the front end used to do, hence bitwise the same gradient.
+// Both passes check the targets first (they are host memory here, no copy): a target outside
+// [0, V) that is not ignore_index throws moelab::Error before anything is read.
+// Backward:
 //   dlogits[i, j] = (softmax(logits[i])[j] - [j == targets[i]]) * scale,   0 for ignored rows
 // where softmax(logits[i])[j] = exp(logits[i, j] - lse[i]).
 //
@@ -28,6 +33,20 @@
 namespace moelab {
 namespace {
 
+// Counts the kept rows, throwing (as `op`) for a target outside [0, vocab) that is not ignored.
+std::int64_t count_kept(const Tensor& logits, const Tensor& targets, int ignore_index, const char* op) {
+  const std::int64_t rows = logits.size(0), vocab = logits.size(1);
+  const std::int32_t* t = targets.data<std::int32_t>();
+  std::int64_t kept = 0;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    if (t[i] == ignore_index) continue;
+    MOELAB_CHECK(t[i] >= 0 && t[i] < vocab, op, "targets[", i, "] = ", t[i], " is outside [0, ", vocab,
+                 ") for logits ", logits.shape(), " and is not ignore_index (", ignore_index, ")");
+    ++kept;
+  }
+  return kept;
+}
+
 template <class T>
 using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T>
@@ -35,12 +54,12 @@ using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 }  // namespace
 
-std::int64_t CpuBackend::cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_index, Tensor& loss,
-                                       Tensor& logsumexp) {
+void CpuBackend::cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_index, Tensor& loss,
+                               Tensor& logsumexp, Tensor& kept_out) {
   const std::int64_t rows = logits.size(0), vocab = logits.size(1);
   const std::int32_t* target = targets.data<std::int32_t>();
-  std::int64_t kept = 0;
-  for (std::int64_t r = 0; r < rows; ++r) kept += target[r] != ignore_index;
+  const std::int64_t kept = count_kept(logits, targets, ignore_index, "cross_entropy");
+  kept_out.data<double>()[0] = static_cast<double>(kept);
   std::vector<double> row_loss(static_cast<std::size_t>(rows), 0.0);
   dispatch_float(logits.dtype(), [&]<class T>() {
     const T* px = logits.data<T>();
@@ -69,17 +88,20 @@ std::int64_t CpuBackend::cross_entropy(const Tensor& logits, const Tensor& targe
     const double total = cpu::pairwise_sum(0, rows, [&](std::int64_t r) { return row_loss[static_cast<std::size_t>(r)]; });
     loss.data<T>()[0] = static_cast<T>(kept > 0 ? total / static_cast<double>(kept) : 0.0);
   });
-  return kept;
 }
 
 void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& logsumexp,
-                                        double scale, int ignore_index, Tensor& dlogits) {
+                                        const Tensor& dloss, const Tensor& kept, int ignore_index,
+                                        Tensor& dlogits) {
   const std::int64_t rows = logits.size(0), vocab = logits.size(1);
   const std::int32_t* target = targets.data<std::int32_t>();
+  count_kept(logits, targets, ignore_index, "cross_entropy_backward");
+  const double n_kept = kept.data<double>()[0];
   dispatch_float(logits.dtype(), [&]<class T>() {
     const T* px = logits.data<T>();
     const T* plse = logsumexp.data<T>();
     T* pd = dlogits.data<T>();
+    const double scale = n_kept > 0 ? dloss.data<double>()[0] / n_kept : 0.0;
     const T s = static_cast<T>(scale);
 #pragma omp parallel for schedule(static) if (rows * vocab > cpu::kParallelMinElements && rows > 1)
     for (std::int64_t r = 0; r < rows; ++r) {

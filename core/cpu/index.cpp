@@ -5,7 +5,10 @@
 //   gather_last       src: [rows, K], index: [rows, J] -> out: [rows, J]   out[r, j] = src[r, index[r, j]]
 //   scatter_add_last  src: [rows, J], index: [rows, J] -> out: [rows, K]   out[r, index[r, j]] += src[r, j]
 // (embedding and its backward are these row ops, called from core/kernels/index.cpp.)
-// Indices were range-checked by the front end. Row gathers copy whole rows with memcpy, so they
+// Each op scans its indices first, serially and before touching any memory, and throws
+// IndexRangeError (core/backend.h) for the first one outside [0, limit): the indices are already on
+// the host, so the check costs one pass and no copy; core/kernels/index.cpp words the message.
+// Row gathers copy whole rows with memcpy, so they
 // work for every dtype without knowing it.
 //
 // Determinism of scatter_add_rows: several m may hit the same destination row, and floating-point
@@ -46,6 +49,12 @@ void scatter_rows_parallel(const T* src, const std::int32_t* index, std::int64_t
   }
 }
 
+// Throws IndexRangeError for the first index[i] outside [0, limit).
+void check_range(const std::int32_t* index, std::int64_t n, std::int64_t limit) {
+  for (std::int64_t i = 0; i < n; ++i)
+    if (index[i] < 0 || index[i] >= limit) throw IndexRangeError(i, index[i], limit);
+}
+
 }  // namespace
 
 void CpuBackend::index_select(const Tensor& src, const Tensor& index, Tensor& out) {
@@ -54,6 +63,7 @@ void CpuBackend::index_select(const Tensor& src, const Tensor& index, Tensor& ou
   const char* s = static_cast<const char*>(src.raw());
   char* o = static_cast<char*>(out.raw());
   const std::int32_t* idx = index.data<std::int32_t>();
+  check_range(idx, m_count, src.size(0));
 #pragma omp parallel for schedule(static) if (out.numel() > cpu::kParallelMinElements)
   for (std::int64_t m = 0; m < m_count; ++m)
     std::memcpy(o + static_cast<std::size_t>(m) * row_bytes, s + static_cast<std::size_t>(idx[m]) * row_bytes,
@@ -63,6 +73,7 @@ void CpuBackend::index_select(const Tensor& src, const Tensor& index, Tensor& ou
 void CpuBackend::scatter_add_rows(const Tensor& src, const Tensor& index, Tensor& out) {
   const std::int64_t m_count = src.size(0), rows = out.size(0), inner = src.shape().inner(0);
   const std::int32_t* idx = index.data<std::int32_t>();
+  check_range(idx, m_count, rows);
   dispatch_float(src.dtype(), [&]<class T>() {
     const T* s = src.data<T>();
     T* o = out.data<T>();
@@ -83,6 +94,7 @@ void CpuBackend::gather_last(const Tensor& src, const Tensor& index, Tensor& out
   const std::int64_t k = src.size(-1), j_count = index.size(-1);
   const std::int64_t rows = index.numel() / j_count;
   const std::int32_t* idx = index.data<std::int32_t>();
+  check_range(idx, index.numel(), k);
   dispatch_all(src.dtype(), [&]<class T>() {
     const T* s = src.data<T>();
     T* o = out.data<T>();
@@ -96,6 +108,7 @@ void CpuBackend::scatter_add_last(const Tensor& src, const Tensor& index, Tensor
   const std::int64_t k = out.size(-1), j_count = src.size(-1);
   const std::int64_t rows = src.numel() / j_count;
   const std::int32_t* idx = index.data<std::int32_t>();
+  check_range(idx, index.numel(), k);
   dispatch_float(src.dtype(), [&]<class T>() {
     const T* s = src.data<T>();
     T* o = out.data<T>();

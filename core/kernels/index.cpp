@@ -12,7 +12,20 @@
 //
 // Choices made here (the backends rely on them and never re-check):
 //   - Indices are int32 and must lie in [0, limit); a bad one is reported with its position and
-//     value. The check runs on the host: an index tensor on another device is copied over first.
+//     value. The hot path never waits on the host (README), so the check runs where the indices
+//     live, never through a copy to the host:
+//       CPU   the backend scans the indices (already in host memory) before touching any memory
+//             and throws IndexRangeError, which check_indices() below rewords into this op's
+//             message ("index_select: index (flat position 2) = 7 is out of range [0, 5) for src
+//             [5, 4]"); nothing is computed, as before.
+//       CUDA  each kernel tests every index it reads, skips a bad one (writes 0 / adds nothing,
+//             so no memory outside the tensors is touched) and records the first in a device
+//             error flag held in mapped host memory (cuda/device_errors.h). The flag is looked at
+//             after every stream synchronisation (copy_to_host, copy_from_host, synchronize), at
+//             no extra transfer, and then throws moelab::Error naming the op, position, value and
+//             limit. So a bad index is reported late (at the next read of the loss at the
+//             latest) and without the shapes, but it is always reported and never reads outside.
+//     When the backend is not called at all (an empty output), CPU indices are still scanned here.
 //   - Gathers (index_select, gather_last, embedding) accept every dtype, int32 included; the
 //     scatter-adds are gradients and accept float32 and float64 only.
 //   - Empty tensors are fine wherever the result is well defined: M == 0 gives an empty gather or
@@ -26,16 +39,30 @@
 namespace moelab::kernels {
 namespace {
 
-// Throws unless every value of the int32 tensor `index` lies in [0, limit).
+[[noreturn]] void fail_range(std::int64_t position, std::int64_t value, std::int64_t limit, const char* op,
+                             const char* what, const std::string& context) {
+  fail(op, what, " (flat position ", position, ") = ", value, " is out of range [0, ", limit, ") for ", context);
+}
+
+// Runs the backend call `run`, turning the backend's IndexRangeError into this op's message.
 // `context` describes what is being indexed, for the message ("src [5, 4]").
-void check_index_range(const Tensor& index, std::int64_t limit, const char* op, const char* what,
-                       const std::string& context) {
-  const Tensor host = index.to(Device::cpu());
-  const std::int32_t* p = host.data<std::int32_t>();
-  const std::int64_t n = host.numel();
-  for (std::int64_t i = 0; i < n; ++i)
-    MOELAB_CHECK(p[i] >= 0 && p[i] < limit, op, what, " (flat position ", i, ") = ", p[i], " is out of range [0, ",
-                 limit, ") for ", context);
+template <class Run>
+void check_indices(const char* op, const char* what, const std::string& context, Run&& run) {
+  try {
+    run();
+  } catch (const IndexRangeError& e) {
+    fail_range(e.position, e.value, e.limit, op, what, context);
+  }
+}
+
+// For the paths that skip the backend (empty output): scans indices that are on the host already;
+// on another device there is nothing to check, since nothing is read.
+void check_host_indices(const Tensor& index, std::int64_t limit, const char* op, const char* what,
+                        const std::string& context) {
+  if (!index.device().is_cpu()) return;
+  const std::int32_t* p = index.data<std::int32_t>();
+  for (std::int64_t i = 0; i < index.numel(); ++i)
+    if (p[i] < 0 || p[i] >= limit) fail_range(i, p[i], limit, op, what, context);
 }
 
 // [first, rest...] with the first axis replaced by `rows`.
@@ -69,10 +96,13 @@ Tensor index_select(const Tensor& src, const Tensor& index) {
   check_same_device(src, index, "index_select");
   MOELAB_CHECK(src.rank() >= 1, "index_select", "src must have at least one axis, got ", src.shape());
   MOELAB_CHECK(index.rank() == 1, "index_select", "index must be 1-d [M], got ", index.shape());
-  check_index_range(index, src.size(0), "index_select", "index", "src " + src.shape().str());
+  const std::string context = "src " + src.shape().str();
   Tensor out = Tensor::empty(with_first(src.shape(), index.size(0)), src.dtype(), src.device());
-  if (out.numel() == 0) return out;
-  backend(src.device()).index_select(src, index, out);
+  if (out.numel() == 0) {
+    check_host_indices(index, src.size(0), "index_select", "index", context);
+    return out;
+  }
+  check_indices("index_select", "index", context, [&] { backend(src.device()).index_select(src, index, out); });
   return out;
 }
 
@@ -84,14 +114,16 @@ Tensor scatter_add_rows(const Tensor& src, const Tensor& index, std::int64_t num
   MOELAB_CHECK(index.rank() == 1 && index.size(0) == src.size(0), "scatter_add_rows",
                "index must be 1-d with one entry per src row: src ", src.shape(), ", index ", index.shape());
   MOELAB_CHECK(num_rows >= 0, "scatter_add_rows", "num_rows must be >= 0, got ", num_rows);
-  check_index_range(index, num_rows, "scatter_add_rows", "index", std::to_string(num_rows) + " output rows");
+  const std::string context = std::to_string(num_rows) + " output rows";
   Tensor out = Tensor::empty(with_first(src.shape(), num_rows), src.dtype(), src.device());
+  if (out.numel() == 0 || src.numel() == 0) check_host_indices(index, num_rows, "scatter_add_rows", "index", context);
   if (out.numel() == 0) return out;
   if (src.numel() == 0) {  // nothing to add: all zeros
     fill(out, 0.0);
     return out;
   }
-  backend(src.device()).scatter_add_rows(src, index, out);
+  check_indices("scatter_add_rows", "index", context,
+                [&] { backend(src.device()).scatter_add_rows(src, index, out); });
   return out;
 }
 
@@ -102,10 +134,10 @@ Tensor gather_last(const Tensor& src, const Tensor& index) {
   MOELAB_CHECK(same_leading_axes(src.shape(), index.shape()), "gather_last",
                "src [..., K] and index [..., J] must have the same rank >= 1 and leading axes, got src ", src.shape(),
                " and index ", index.shape());
-  check_index_range(index, src.size(-1), "gather_last", "index", "src " + src.shape().str());
   Tensor out = Tensor::empty(index.shape(), src.dtype(), src.device());
-  if (out.numel() == 0) return out;
-  backend(src.device()).gather_last(src, index, out);
+  if (out.numel() == 0) return out;  // no index at all
+  check_indices("gather_last", "index", "src " + src.shape().str(),
+                [&] { backend(src.device()).gather_last(src, index, out); });
   return out;
 }
 
@@ -117,14 +149,15 @@ Tensor scatter_add_last(const Tensor& src, const Tensor& index, std::int64_t k) 
                "src and index must have the same shape of rank >= 1, got src ", src.shape(), " and index ",
                index.shape());
   MOELAB_CHECK(k >= 0, "scatter_add_last", "k must be >= 0, got ", k);
-  check_index_range(index, k, "scatter_add_last", "index", "an output last axis of " + std::to_string(k));
+  const std::string context = "an output last axis of " + std::to_string(k);
   Tensor out = Tensor::empty(with_last(src.shape(), k), src.dtype(), src.device());
+  if (out.numel() == 0 || src.numel() == 0) check_host_indices(index, k, "scatter_add_last", "index", context);
   if (out.numel() == 0) return out;
   if (src.numel() == 0) {
     fill(out, 0.0);
     return out;
   }
-  backend(src.device()).scatter_add_last(src, index, out);
+  check_indices("scatter_add_last", "index", context, [&] { backend(src.device()).scatter_add_last(src, index, out); });
   return out;
 }
 
@@ -134,14 +167,17 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
   check_dtype(ids, DType::Int32, "embedding", "ids");
   check_same_device(weight, ids, "embedding");
   MOELAB_CHECK(weight.rank() == 2, "embedding", "weight must be 2-d [V, d], got ", weight.shape());
-  check_index_range(ids, weight.size(0), "embedding", "ids", "weight " + weight.shape().str());
+  const std::string context = "weight " + weight.shape().str();
   std::vector<std::int64_t> out_sizes = ids.shape().sizes();
   out_sizes.push_back(weight.size(1));
   Tensor out = Tensor::empty(Shape(out_sizes), weight.dtype(), weight.device());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0) {
+    check_host_indices(ids, weight.size(0), "embedding", "ids", context);
+    return out;
+  }
   Tensor flat_ids = ids.reshape({ids.numel()});
   Tensor rows = out.reshape({ids.numel(), weight.size(1)});
-  backend(weight.device()).index_select(weight, flat_ids, rows);
+  check_indices("embedding", "ids", context, [&] { backend(weight.device()).index_select(weight, flat_ids, rows); });
   return out;
 }
 
@@ -156,14 +192,17 @@ Tensor embedding_backward(const Tensor& dy, const Tensor& ids, std::int64_t voca
   MOELAB_CHECK(dy.rank() >= 1 && dy.shape() == Shape(expected), "embedding_backward",
                "dy must be ids.shape + [d]: dy ", dy.shape(), ", ids ", ids.shape());
   MOELAB_CHECK(vocab >= 0, "embedding_backward", "vocab must be >= 0, got ", vocab);
-  check_index_range(ids, vocab, "embedding_backward", "ids", "a vocabulary of " + std::to_string(vocab));
+  const std::string context = "a vocabulary of " + std::to_string(vocab);
   Tensor dweight = Tensor::empty({vocab, d}, dy.dtype(), dy.device());
+  if (dweight.numel() == 0 || dy.numel() == 0) check_host_indices(ids, vocab, "embedding_backward", "ids", context);
   if (dweight.numel() == 0) return dweight;
   if (dy.numel() == 0) {
     fill(dweight, 0.0);
     return dweight;
   }
-  backend(dy.device()).scatter_add_rows(dy.reshape({ids.numel(), d}), ids.reshape({ids.numel()}), dweight);
+  check_indices("embedding_backward", "ids", context, [&] {
+    backend(dy.device()).scatter_add_rows(dy.reshape({ids.numel(), d}), ids.reshape({ids.numel()}), dweight);
+  });
   return dweight;
 }
 
