@@ -273,7 +273,7 @@ int run(const Options& o) {
     require<Failure>(std::isfinite(value), "the loss became ", value, " at step ", step + 1, "; try a smaller --lr");
     opt.zero_grad();
     loss.backward();
-    clip_grad_norm(params, o.clip);
+    clip_grad_norm_tensor(params, o.clip);  // nothing read back
     opt.step();
     window_loss += value, ++window_steps;
 
