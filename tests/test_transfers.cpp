@@ -1,0 +1,183 @@
+// tests/test_transfers.cpp — the hot path never waits on the host (README): a dense decoder's
+// training step (forward, cross-entropy, backward, clip_grad_norm, AdamW) reads back exactly one
+// value from the device, the loss, and uploads only its batch.
+//
+// The steps run on Device::cuda() with tests/counting_backend.h standing in for the CUDA backend,
+// so every device->host read and host->device upload that a GPU run would make is counted, on a
+// machine without a GPU (the header explains why counting on Device::cpu() cannot work).
+// The rule asserted, per step (every step, the first included):
+//   reads   == 1, of one float32 (4 bytes): the loss, read as the training loop reads it to log it;
+//   uploads == 2, of exactly the batch's bytes: the inputs and the targets, each uploaded once.
+// The same steps with MoE feed-forwards (top-k with 8 and 64 experts, expert choice, Soft MoE)
+// are only measured and printed (MESSAGE): their routing still runs on the host, to be moved
+// later; these numbers are the baseline.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "core/backend.h"
+#include "core/factories.h"
+#include "nn/moe/moe_decoder.h"
+#include "nn/moe/soft_moe.h"
+#include "nn/nn.h"
+#include "nn/optim/adam.h"
+#include "nn/optim/clip.h"
+#include "tests/counting_backend.h"
+
+using namespace moelab;
+using moelab::testing::CountingBackend;
+
+namespace {
+
+constexpr std::int64_t kBatch = 2, kSeq = 8;
+
+DecoderConfig small_config() {
+  DecoderConfig c;
+  c.vocab = 32;
+  c.d = 32;
+  c.layers = 2;
+  c.heads = 4;
+  c.max_seq = 16;
+  return c;
+}
+
+Tensor random_ids(std::int32_t vocab, Generator& gen) {
+  std::vector<std::int32_t> v(static_cast<std::size_t>(kBatch * kSeq));
+  for (auto& id : v) id = static_cast<std::int32_t>(gen.next_below(static_cast<std::uint32_t>(vocab)));
+  return from_vector(v, {kBatch, kSeq});
+}
+
+// Soft MoE as a decoder FFN (x: [B, T, d] -> [B, T, d], the T tokens of a sequence mixed into
+// slots), only to measure its transfers.
+class SoftMoEFeedForward : public FeedForward {
+ public:
+  SoftMoEFeedForward(const SoftMoEConfig& config, Generator& gen) {
+    moe_ = register_module("moe", std::make_shared<SoftMoE>(config, gen));
+  }
+  Variable forward(const Variable& x) override { return moe_->forward(x); }
+
+ private:
+  std::shared_ptr<SoftMoE> moe_;
+};
+
+struct StepCounts {
+  std::int64_t reads = 0, read_bytes = 0, uploads = 0, upload_bytes = 0;
+};
+
+// Builds the decoder on the counting "GPU" and runs `steps` training steps as tasks/common/
+// train.cpp does; returns the counts of each step (the host-side batch making is not counted).
+std::vector<StepCounts> train_steps(CountingBackend& counting, const FeedForwardFactory& make_ffn, int steps) {
+  const Device device = Device::cuda();
+  Generator gen(11), data_gen(12);
+  const DecoderConfig c = small_config();
+  Decoder model(c, gen, make_ffn);
+  model.to(device);
+  model.train();
+  const std::vector<Variable> params = model.parameters();
+  AdamW opt(params, AdamOptions{});
+  std::vector<StepCounts> counts;
+  for (int step = 0; step < steps; ++step) {
+    const Tensor inputs = random_ids(static_cast<std::int32_t>(c.vocab), data_gen);
+    const Tensor targets = random_ids(static_cast<std::int32_t>(c.vocab), data_gen);
+    counting.reset();
+    Variable loss = nn::cross_entropy(model.forward(inputs.to(device)), targets.to(device));
+    const double value = loss.data().to(Device::cpu()).to(DType::Float64).item<double>();  // the one read
+    CHECK(value > 0.0);
+    if (const Variable aux = moe_aux_loss(model); aux.defined()) loss = loss + aux;
+    opt.zero_grad();
+    loss.backward();
+    clip_grad_norm_tensor(params, 1.0);
+    opt.step();
+    counts.push_back({counting.reads(), counting.read_bytes(), counting.uploads(), counting.upload_bytes()});
+  }
+  return counts;
+}
+
+std::string describe(const StepCounts& s) {
+  return std::to_string(s.reads) + " reads (" + std::to_string(s.read_bytes) + " B), " + std::to_string(s.uploads) +
+         " uploads (" + std::to_string(s.upload_bytes) + " B)";
+}
+
+}  // namespace
+
+TEST_CASE("a dense decoder training step reads back only the loss and uploads only its batch") {
+  CountingBackend counting(cpu_backend());
+  ScopedBackendOverride stand_in(DeviceType::CUDA, counting);
+  const std::vector<StepCounts> counts = train_steps(counting, dense_feed_forward(), 3);
+  const std::int64_t batch_bytes = 2 * kBatch * kSeq * static_cast<std::int64_t>(sizeof(std::int32_t));
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    INFO("step ", i, ": ", describe(counts[i]));
+    CHECK(counts[i].reads == 1);
+    CHECK(counts[i].read_bytes == static_cast<std::int64_t>(sizeof(float)));
+    CHECK(counts[i].uploads == 2);
+    CHECK(counts[i].upload_bytes == batch_bytes);
+  }
+  MESSAGE("dense decoder, per step: ", describe(counts.back()));
+}
+
+TEST_CASE("clip_grad_norm_tensor keeps the norm on the device; clip_grad_norm reads it back once") {
+  CountingBackend counting(cpu_backend());
+  ScopedBackendOverride stand_in(DeviceType::CUDA, counting);
+  Variable a(from_vector(std::vector<float>{3, 4}, {2}).to(Device::cuda()), /*requires_grad=*/true);
+  a.set_grad(from_vector(std::vector<float>{3, 4}, {2}).to(Device::cuda()));
+  counting.reset();
+  const Tensor norm = clip_grad_norm_tensor({a}, 1.0);
+  CHECK(counting.reads() == 0);
+  CHECK(counting.uploads() == 0);
+  CHECK(norm.device() == Device::cuda());
+  CHECK(clip_grad_norm({a}, 10.0) == doctest::Approx(1.0).epsilon(1e-6));
+  CHECK(counting.reads() == 1);
+}
+
+TEST_CASE("baseline, not asserted: transfers per training step of the MoE decoders (routing on the host)") {
+  CountingBackend counting(cpu_backend());
+  ScopedBackendOverride stand_in(DeviceType::CUDA, counting);
+  auto measure = [&](const std::string& label, const FeedForwardFactory& make_ffn) {
+    try {
+      const std::vector<StepCounts> counts = train_steps(counting, make_ffn, 2);
+      MESSAGE(label, ", per step after the first: ", describe(counts.back()), " (", small_config().layers,
+              " layers)");
+    } catch (const Error& e) {
+      MESSAGE(label, ": failed on the stand-in device: ", e.what());
+    }
+  };
+  for (std::int64_t experts : {8, 64}) {
+    MoEConfig m;
+    m.experts = experts;
+    m.k = 2;
+    measure("top-k MoE, " + std::to_string(experts) + " experts, k 2", moe_feed_forward(m));
+  }
+  MoEConfig ec;
+  ec.experts = 8;
+  ec.k = 2;
+  ec.router = "expert-choice";
+  measure("expert-choice MoE, 8 experts, k 2", moe_feed_forward(ec));
+  measure("Soft MoE, 8 experts, 1 slot each", [](const DecoderConfig& c, std::int64_t, Generator& gen) {
+    SoftMoEConfig s;
+    s.d = c.d;
+    s.experts = 8;
+    s.dtype = c.dtype;
+    return std::make_shared<SoftMoEFeedForward>(s, gen);
+  });
+}
+
+TEST_CASE("indices and targets out of range on the device are still reported, without a read back") {
+  CountingBackend counting(cpu_backend());
+  ScopedBackendOverride stand_in(DeviceType::CUDA, counting);
+  const Device device = Device::cuda();
+  const Tensor src = zeros({5, 4}, DType::Float32, device);
+  const Tensor index = from_vector(std::vector<std::int32_t>{0, 7}, {2}).to(device);
+  const Tensor targets = from_vector(std::vector<std::int32_t>{1, 9}, {2}).to(device);
+  counting.reset();
+  const char* want = "index_select: index (flat position 1) = 7 is out of range [0, 5) for src [5, 4]";
+  CHECK_THROWS_WITH_AS(kernels::index_select(src, index), doctest::Contains(want), Error);
+  CHECK_THROWS_WITH_AS(kernels::embedding(src, index.reshape({1, 2})),
+                       doctest::Contains("embedding: ids (flat position 1) = 7 is out of range [0, 5)"), Error);
+  CHECK_THROWS_WITH_AS(kernels::cross_entropy(zeros({2, 4}, DType::Float32, device), targets),
+                       doctest::Contains("cross_entropy: targets[1] = 9 is outside [0, 4)"), Error);
+  CHECK(counting.reads() == 0);
+}
