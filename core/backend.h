@@ -37,19 +37,30 @@ class Backend {
   // Kernels: the same meaning as in core/kernels.h; outputs come last, preallocated.
   virtual void fill(Tensor& x, double value) = 0;
   virtual void cast(const Tensor& x, Tensor& out) = 0;
+  // x[i] := start + step * i (computed in double, then converted to x's dtype): arange on the device.
+  virtual void arange(Tensor& x, double start, double step) = 0;
   // Random fills of a float tensor (core/kernels.h); both advance gen's counter by the words used.
   virtual void fill_uniform(Tensor& x, double low, double high, Generator& gen) = 0;
   virtual void fill_normal(Tensor& x, double mean, double std, Generator& gen) = 0;
   // a: [B, M, K] or, when trans_a, [B, K, M]; b: [B, K, N] or [B, N, K]; out: [B, M, N].
   // 2-D products arrive as B == 1.
   virtual void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) = 0;
-  // Grouped products (core/kernels.h); offsets: E + 1 validated host row offsets.
-  // x: [N, in], w: [E, in, out] or, when trans_w, [E, out, in]; out: [N, out].
-  virtual void grouped_matmul(const Tensor& x, const Tensor& w, const std::vector<std::int64_t>& offsets,
-                              bool trans_w, Tensor& out) = 0;
+  // Grouped products (core/kernels.h); offsets: int32 [E + 1] on this device, not yet checked:
+  // the backend checks 0 = offsets[0] <= ... <= offsets[E] <= N where they live (the CPU throws
+  // moelab::Error named "grouped_matmul"; CUDA reports at the next synchronisation).
+  // x: [N, in], w: [E, in, out] or, when trans_w, [E, out, in]; out: [N, out], rows past
+  // offsets[E] set to 0.
+  virtual void grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets, bool trans_w, Tensor& out) = 0;
   // x: [N, in], dy: [N, out]; dw: [E, in, out], dw[e] = x_e^T @ dy_e (zeros for empty groups).
-  virtual void grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<std::int64_t>& offsets,
-                                          Tensor& dw) = 0;
+  virtual void grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const Tensor& offsets, Tensor& dw) = 0;
+  // Routing (core/kernels.h, ExpertGroups): ids int32 [T, k]; outputs preallocated: kept [T, k],
+  // order [T*k], rows [T*k], offsets [E + 1], wanted [E]. An id outside [-1, E): the CPU throws
+  // IndexRangeError (position, value, limit E) before writing; CUDA counts it as dropped and
+  // reports it at the next synchronisation.
+  virtual void group_by_expert(const Tensor& ids, std::int64_t capacity, Tensor& kept, Tensor& order, Tensor& rows,
+                               Tensor& offsets, Tensor& wanted) = 0;
+  // offsets: int32 [E + 1] (as grouped_matmul checks them) -> out: int32 [rows].
+  virtual void row_groups(const Tensor& offsets, Tensor& out) = 0;
   virtual void unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) = 0;
   // out has a's shape; b has a's numel (elementwise), 1 (scalar) or divides it (b is a's
   // trailing axes and repeats).

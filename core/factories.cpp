@@ -59,7 +59,9 @@ Tensor arange(double start, double end, double step, DType dtype, Device device)
                "needs finite start/end and a non-zero step, got ", start, ", ", end, ", ", step);
   const double count = std::ceil((end - start) / step);
   const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
-  return make_on_host(Shape{n}, dtype, device, [&](std::int64_t i) { return start + step * static_cast<double>(i); });
+  Tensor t = Tensor::empty(Shape{n}, dtype, device);  // filled where it lives: nothing is uploaded
+  if (n > 0) backend(device).arange(t, start, step);
+  return t;
 }
 
 Tensor from_vector(const std::vector<float>& values, const Shape& shape, Device device) {

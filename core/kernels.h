@@ -50,15 +50,43 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 // Rows of x are sorted by group (expert); group e owns rows offsets[e] .. offsets[e+1]-1 and is
 // multiplied by its own matrix w[e]:
 //   x: [N, in], w: [E, in, out] (stored [E, out, in] when trans_w), offsets: int32 [E + 1]
-//   non-decreasing with offsets[0] = 0, offsets[E] = N  ->  [N, out],
-//   out[offsets[e]:offsets[e+1]] = x[offsets[e]:offsets[e+1]] @ op(w[e]).
+//   non-decreasing with offsets[0] = 0 and offsets[E] <= N  ->  [N, out],
+//   out[offsets[e]:offsets[e+1]] = x[offsets[e]:offsets[e+1]] @ op(w[e]);
+//   rows offsets[E] .. N-1 belong to no group: their output rows are 0.
 // Empty groups are allowed (they produce no rows). Its input gradient is again a grouped product:
 //   dx = grouped_matmul(dy, w, offsets, !trans_w).
+// The offsets stay where they are: the front end checks shapes and dtypes only, and the backend
+// checks the offsets' values where they live (CPU: before computing, moelab::Error; CUDA: in the
+// kernel, reported at the next synchronisation), so a GPU never waits for them. Rows past
+// offsets[E] are how a MoE layer keeps a fixed row count when a capacity drops assignments
+// (routing.cpp below), so that no shape depends on data the host has not seen.
 Tensor grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets, bool trans_w = false);
 // The weight gradient: x: [N, in], dy: [N, out], offsets as above with E = groups
-//   -> dw: [E, in, out], dw[e] = x_e^T @ dy_e (zeros for an empty group).
+//   -> dw: [E, in, out], dw[e] = x_e^T @ dy_e (zeros for an empty group; rows past offsets[E] unused).
 // For trans_w the stored gradient is its transpose: transpose(dw) (or swap x and dy: dy_e^T @ x_e).
 Tensor grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const Tensor& offsets, std::int64_t groups);
+
+// ---------------------------------------------------------------- routing (core/kernels/routing.cpp)
+// The counting sort a MoE layer runs every step, on the device of its input, so that routing
+// never waits on the host. ids: int32 [T, k], the expert of assignment a = t*k + j, or -1 for an
+// assignment that was dropped before (a router's own decision); capacity >= 0 keeps at most that
+// many assignments per expert, the first ones in the order a = 0, 1, ... (capacity < 0: no limit).
+struct ExpertGroups {
+  Tensor kept;     // int32 [T, k]: ids, with -1 where dropped (by the router or by the capacity)
+  Tensor order;    // int32 [T*k]: the kept assignments a sorted by expert, stably (increasing a
+                   //   within an expert), then the dropped ones in increasing a
+  Tensor rows;     // int32 [T*k]: order[i] / k, the token of each sorted assignment
+  Tensor offsets;  // int32 [E + 1]: expert e's assignments are order[offsets[e] : offsets[e+1]];
+                   //   offsets[0] = 0, offsets[E] = the number kept
+  Tensor wanted;   // int32 [E]: how many assignments chose each expert, before the capacity
+};
+// An id outside [-1, experts) is an error (CPU: thrown here; CUDA: reported at the next
+// synchronisation, that assignment then counts as dropped).
+ExpertGroups group_by_expert(const Tensor& ids, std::int64_t experts, std::int64_t capacity = -1);
+// offsets: int32 [E + 1] as above -> int32 [rows], the group of each row: e for rows in
+// [offsets[e], offsets[e+1]), E for the rows past offsets[E] (in no group).
+Tensor row_groups(const Tensor& offsets, std::int64_t rows);
+
 
 // ---------------------------------------------------------------- elementwise
 enum class UnaryOp { Neg, Exp, Log, Sqrt, Abs, Square, Relu, Sigmoid, Tanh, Sin, Cos, Reciprocal };

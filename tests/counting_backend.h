@@ -65,6 +65,7 @@ class CountingBackend : public Backend {
   void synchronize() override { inner_.synchronize(); }
   void fill(Tensor& x, double value) override { inner_.fill(x, value); }
   void cast(const Tensor& x, Tensor& out) override { inner_.cast(x, out); }
+  void arange(Tensor& x, double start, double step) override { inner_.arange(x, start, step); }
   void fill_uniform(Tensor& x, double low, double high, Generator& gen) override {
     inner_.fill_uniform(x, low, high, gen);
   }
@@ -74,14 +75,17 @@ class CountingBackend : public Backend {
   void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) override {
     inner_.matmul(a, b, trans_a, trans_b, out);
   }
-  void grouped_matmul(const Tensor& x, const Tensor& w, const std::vector<std::int64_t>& offsets, bool trans_w,
-                      Tensor& out) override {
+  void grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets, bool trans_w, Tensor& out) override {
     inner_.grouped_matmul(x, w, offsets, trans_w, out);
   }
-  void grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<std::int64_t>& offsets,
-                                  Tensor& dw) override {
+  void grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const Tensor& offsets, Tensor& dw) override {
     inner_.grouped_matmul_weight_grad(x, dy, offsets, dw);
   }
+  void group_by_expert(const Tensor& ids, std::int64_t capacity, Tensor& kept, Tensor& order, Tensor& rows,
+                       Tensor& offsets, Tensor& wanted) override {
+    inner_.group_by_expert(ids, capacity, kept, order, rows, offsets, wanted);
+  }
+  void row_groups(const Tensor& offsets, Tensor& out) override { inner_.row_groups(offsets, out); }
   void unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) override { inner_.unary(op, x, out); }
   void binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override {
     inner_.binary(op, a, b, out);

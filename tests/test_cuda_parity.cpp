@@ -120,6 +120,22 @@ TEST_CASE("cuda parity: grouped_matmul (empty groups, trans_w) and its weight gr
   check_parity_both([e](const Tensors& t) {
     return Tensors{k::grouped_matmul(t[0], t[1], t[3], false), k::grouped_matmul_weight_grad(t[0], t[2], t[3], e)};
   }, {randn({0, in}, gen), w, randn({0, out}, gen), none}, kExact);
+  // Rows past offsets[E] (a MoE layer's dropped assignments): zeros forward, unused for dw; a
+  // larger problem, so that several row tiles and the groups' tile search are exercised.
+  const Tensor partial = from_vector(std::vector<std::int32_t>{0, 70, 70, 200, 260, 261, 300}, {e + 1});
+  const Tensor xl = randn({333, in}, gen), dyl = randn({333, out}, gen);
+  check_parity_both([e](const Tensors& t) {
+    return Tensors{k::grouped_matmul(t[0], t[1], t[3], false), k::grouped_matmul_weight_grad(t[0], t[2], t[3], e)};
+  }, {xl, w, dyl, partial}, kTolGemm32);
+}
+
+TEST_CASE("cuda parity: arange in every dtype") {
+  for (DType dtype : {DType::Float32, DType::Float64, DType::Int32}) {
+    const Tensor cpu = arange(-3.0, 40.0, 0.5, dtype);
+    const Tensor gpu = arange(-3.0, 40.0, 0.5, dtype, Device::cuda());
+    CHECK(gpu.device() == Device::cuda());
+    CHECK(host_values(gpu) == host_values(cpu));
+  }
 }
 
 TEST_CASE("cuda parity: every unary op") {

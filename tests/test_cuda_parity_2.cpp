@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "core/backend.h"
@@ -128,6 +129,22 @@ TEST_CASE("cuda parity: argsort is stable, on long rows of small keys and on wid
   wide[11] = std::numeric_limits<std::int32_t>::max();
   wide[12] = wide[11];
   check_parity(op, {from_vector(wide, {1, 2500})}, kExact);
+}
+
+TEST_CASE("cuda parity: group_by_expert (drops, capacities) and row_groups, bitwise") {
+  Generator gen(15);
+  for (std::int64_t capacity : {-1, 0, 1, 7, 100000}) {
+    for (auto [T, k, E] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 1, 1}, {37, 2, 8}, {3000, 2, 64},
+                           {5000, 1, 3}, {20, 8, 8}}) {
+      INFO("T ", T, " k ", k, " E ", E, " capacity ", capacity);
+      const Op op = [E, capacity](const Tensors& in) {
+        const k::ExpertGroups g = k::group_by_expert(in[0], E, capacity);
+        return Tensors{g.kept, g.order, g.rows, g.offsets, g.wanted,
+                       k::row_groups(g.offsets, in[0].numel() + 3)};
+      };
+      check_parity(op, {randint({T, k}, -1, static_cast<std::int32_t>(E), gen)}, kExact);  // -1: dropped before
+    }
+  }
 }
 
 TEST_CASE("cuda parity: concat, split, narrow, transpose and permute (every dtype)") {

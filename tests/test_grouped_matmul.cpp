@@ -158,11 +158,13 @@ TEST_CASE("grouped_matmul rejects bad offsets, dtypes and shapes with moelab::Er
   const Tensor x = zeros({5, 3}), w = zeros({2, 3, 4}), good = offsets_of({0, 2, 5});
   const auto contains = doctest::Contains("grouped_matmul");
   CHECK_NOTHROW(kernels::grouped_matmul(x, w, good));
-  // Offsets: wrong length, not starting at 0, decreasing, not ending at N, wrong dtype, not 1-d.
+  // Offsets: wrong length, not starting at 0, decreasing, past N, wrong dtype, not 1-d.
   CHECK_THROWS_WITH_AS(kernels::grouped_matmul(x, w, offsets_of({0, 5})), contains, Error);
   CHECK_THROWS_WITH_AS(kernels::grouped_matmul(x, w, offsets_of({1, 2, 5})), contains, Error);
   CHECK_THROWS_WITH_AS(kernels::grouped_matmul(x, w, offsets_of({0, 4, 3})), contains, Error);
-  CHECK_THROWS_WITH_AS(kernels::grouped_matmul(x, w, offsets_of({0, 3, 4})), doctest::Contains("offsets[E]"), Error);
+  CHECK_THROWS_WITH_AS(kernels::grouped_matmul(x, w, offsets_of({0, 3, 6})), doctest::Contains("offsets[E]"), Error);
+  CHECK_THROWS_WITH_AS(kernels::grouped_matmul_weight_grad(x, zeros({5, 4}), offsets_of({0, 3, 6}), 2),
+                       doctest::Contains("grouped_matmul_weight_grad: offsets[E] = 6"), Error);
   CHECK_THROWS_WITH_AS(kernels::grouped_matmul(x, w, from_vector(std::vector<float>{0, 2, 5}, {3})), contains, Error);
   CHECK_THROWS_WITH_AS(kernels::grouped_matmul(x, w, from_vector(std::vector<std::int32_t>{0, 2, 5}, {1, 3})),
                        contains, Error);
@@ -182,4 +184,25 @@ TEST_CASE("grouped_matmul rejects bad offsets, dtypes and shapes with moelab::Er
   CHECK_THROWS_WITH_AS(kernels::grouped_matmul_weight_grad(x, zeros({5, 4}), good, 3), contains, Error);
   CHECK_THROWS_WITH_AS(kernels::grouped_matmul_weight_grad(x, zeros({5, 4}), offsets_of({0, 6, 5}), 2), contains,
                        Error);
+}
+
+TEST_CASE("grouped_matmul: rows past offsets[E] belong to no group, come out 0 and add nothing to dw") {
+  // A MoE layer with a capacity keeps N = T*k rows and sorts the dropped ones past offsets[E].
+  Generator gen(41);
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const Tensor x = normal({7, 3}, 0, 1, gen, dtype), w = normal({2, 3, 4}, 0, 1, gen, dtype);
+    const Tensor dy = normal({7, 4}, 0, 1, gen, dtype);
+    const Tensor partial = offsets_of({0, 2, 5});  // rows 5 and 6 in no group
+    const Tensor y = kernels::grouped_matmul(x, w, partial);
+    const Tensor y5 = kernels::grouped_matmul(kernels::narrow(x, 0, 0, 5), w, partial);
+    CHECK(kernels::narrow(y, 0, 0, 5).to(DType::Float64).to_vector<double>() == y5.to(DType::Float64).to_vector<double>());
+    CHECK(kernels::narrow(y, 0, 5, 2).to(DType::Float64).to_vector<double>() == std::vector<double>(8, 0.0));
+    const Tensor dw = kernels::grouped_matmul_weight_grad(x, dy, partial, 2);
+    const Tensor dw5 = kernels::grouped_matmul_weight_grad(kernels::narrow(x, 0, 0, 5), kernels::narrow(dy, 0, 0, 5),
+                                                           partial, 2);
+    CHECK(dw.to(DType::Float64).to_vector<double>() == dw5.to(DType::Float64).to_vector<double>());
+  }
+  // Everything past: no group has a row.
+  const Tensor y = kernels::grouped_matmul(ones({3, 2}), ones({2, 2, 2}), offsets_of({0, 0, 0}));
+  CHECK(y.to_vector<float>() == std::vector<float>(6, 0.0f));
 }

@@ -22,13 +22,16 @@ class CpuBackend final : public Backend {
 
   void fill(Tensor& x, double value) override;
   void cast(const Tensor& x, Tensor& out) override;
+  void arange(Tensor& x, double start, double step) override;  // copy.cpp
   void fill_uniform(Tensor& x, double low, double high, Generator& gen) override;  // random_fill.cpp
   void fill_normal(Tensor& x, double mean, double std, Generator& gen) override;   // random_fill.cpp
   void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) override;
-  void grouped_matmul(const Tensor& x, const Tensor& w, const std::vector<std::int64_t>& offsets, bool trans_w,
-                      Tensor& out) override;  // grouped_matmul.cpp
-  void grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<std::int64_t>& offsets,
-                                  Tensor& dw) override;  // grouped_matmul.cpp
+  void grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets, bool trans_w,
+                      Tensor& out) override;                                                   // grouped_matmul.cpp
+  void grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const Tensor& offsets, Tensor& dw) override;
+  void group_by_expert(const Tensor& ids, std::int64_t capacity, Tensor& kept, Tensor& order, Tensor& rows,
+                       Tensor& offsets, Tensor& wanted) override;                              // routing.cpp
+  void row_groups(const Tensor& offsets, Tensor& out) override;                                // routing.cpp
   void unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) override;
   void binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override;
   void binary_broadcast(kernels::BinaryOp op, const Tensor& a, const Tensor& b, const BroadcastPlan& plan,

@@ -3,7 +3,10 @@
 // Group e owns rows r0 = offsets[e] .. r1 = offsets[e+1] - 1 of x; with rows = r1 - r0 + 1:
 //   forward:        out[r0:r1+1] = x[r0:r1+1] @ op(w[e])      x_e: [rows, in], w[e]: [in, out]
 //                                                             (stored [out, in] when trans_w)
+//                   out[offsets[E]:N] = 0                      (rows in no group)
 //   weight grad:    dw[e] = x_e^T @ dy_e                       [in, rows] @ [rows, out] -> [in, out]
+// The offsets are an int32 tensor in host memory; they are checked here, before any output is
+// written (the front end leaves that to the backend so a GPU need not read them back).
 // Each group is one ordinary GEMM on pointers into the contiguous tensors (no copies):
 //   float32: moelab's blocked GEMM (core/cpu/gemm_f32.h); the weight gradient passes trans_a, so
 //            x_e is read in place as its transpose.
@@ -15,6 +18,7 @@
 // fixed order by exactly one GEMM, so results do not depend on the thread count.
 #include <algorithm>
 #include <omp.h>
+#include <vector>
 
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
@@ -36,12 +40,31 @@ void for_each_group(std::int64_t groups, double total_flops, Body&& body) {
   }
 }
 
+// offsets: int32 [groups + 1] in host memory -> the same as int64s, checked:
+// 0 = offsets[0] <= offsets[1] <= ... <= offsets[groups] <= rows.
+std::vector<std::int64_t> checked_offsets(const Tensor& offsets, std::int64_t rows, const char* op) {
+  const std::int32_t* p = offsets.data<std::int32_t>();
+  std::vector<std::int64_t> out(p, p + offsets.numel());
+  const std::size_t groups = out.size() - 1;
+  MOELAB_CHECK(out.front() == 0, op, "offsets[0] must be 0, got ", out.front());
+  for (std::size_t e = 0; e < groups; ++e)
+    MOELAB_CHECK(out[e] <= out[e + 1], op, "offsets must be non-decreasing, but offsets[", e, "] = ", out[e],
+                 " > offsets[", e + 1, "] = ", out[e + 1]);
+  MOELAB_CHECK(out.back() <= rows, op, "offsets[E] = ", out.back(), " is more than the number of rows N = ", rows);
+  return out;
+}
+
 }  // namespace
 
-void CpuBackend::grouped_matmul(const Tensor& x, const Tensor& w, const std::vector<std::int64_t>& offsets,
-                                bool trans_w, Tensor& out) {
-  // x: [N, in], w: [E, in, out] or [E, out, in], out: [N, out]; in >= 1 (checked by the front end).
+void CpuBackend::grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets_tensor, bool trans_w,
+                                Tensor& out) {
+  // x: [N, in], w: [E, in, out] or [E, out, in], out: [N, out].
+  const std::vector<std::int64_t> offsets = checked_offsets(offsets_tensor, x.size(0), "grouped_matmul");
   const std::int64_t groups = w.size(0), in = x.size(1), n_out = out.size(1);
+  if (in == 0) {  // every product is a sum over nothing
+    fill(out, 0.0);
+    return;
+  }
   const double flops = 2.0 * static_cast<double>(x.size(0)) * static_cast<double>(in) * static_cast<double>(n_out);
   dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
@@ -52,12 +75,15 @@ void CpuBackend::grouped_matmul(const Tensor& x, const Tensor& w, const std::vec
       if (rows == 0) return;
       cpu::gemm(px + r0 * in, pw + e * in * n_out, po + r0 * n_out, rows, in, n_out, false, trans_w);
     });
+    std::fill(po + offsets.back() * n_out, po + out.numel(), T(0));  // rows in no group
   });
 }
 
-void CpuBackend::grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<std::int64_t>& offsets,
+void CpuBackend::grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const Tensor& offsets_tensor,
                                             Tensor& dw) {
   // x: [N, in], dy: [N, out], dw: [E, in, out]; dw[e] = x_e^T @ dy_e with k = rows of group e.
+  const std::vector<std::int64_t> offsets = checked_offsets(offsets_tensor, x.size(0), "grouped_matmul_weight_grad");
+  if (dw.numel() == 0) return;
   const std::int64_t groups = dw.size(0), in = x.size(1), n_out = dy.size(1);
   const double flops = 2.0 * static_cast<double>(x.size(0)) * static_cast<double>(in) * static_cast<double>(n_out);
   dispatch_float(x.dtype(), [&]<class T>() {
