@@ -94,7 +94,7 @@ class HashRouter : public Router {
     plan.experts = from_vector(ids, {T, 1}).to(x.device());
     plan.gates = Variable(ones({T, 1}, x.dtype(), x.device()));  // constant: the router does not learn
     plan.tokens_per_expert = from_vector(counts, {E}).to(x.device());
-    plan.metrics["dropped_fraction"] = 0.0;
+    plan.metrics = [] { return std::map<std::string, double>{{"dropped_fraction", 0.0}}; };
     return plan;
   }
 
@@ -218,9 +218,10 @@ int run(const Options& o) {
       x.insert(x.end(), s, s + o.seq);
       y.insert(y.end(), s + 1, s + o.seq + 1);
     }
-    const Variable task = nn::cross_entropy(model.forward(from_vector(x, {o.batch, o.seq})),
+    AuxLosses aux_losses;  // filled by the forward; empty for the hash router (it has no aux loss)
+    const Variable task = nn::cross_entropy(model.forward(from_vector(x, {o.batch, o.seq}), aux_losses),
                                             from_vector(y, {o.batch, o.seq}));
-    const Variable aux = moe_aux_loss(model);  // undefined for the hash router (it has no aux loss)
+    const Variable aux = aux_losses.total();  // undefined when empty
     const double value = task.data().item<float>();
     if (!std::isfinite(value)) throw std::runtime_error("the loss became " + std::to_string(value));
     if (step == 0) {

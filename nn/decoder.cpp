@@ -16,7 +16,7 @@ Decoder::Decoder(const DecoderConfig& config, Generator& gen, const FeedForwardF
 }
 
 // ids: [B, T] -> [B, T, d]
-Variable Decoder::hidden(const Tensor& ids, KVCache* cache) {
+Variable Decoder::hidden(const Tensor& ids, KVCache* cache, AuxLosses* aux) {
   check_dtype(ids, DType::Int32, "Decoder", "ids");
   MOELAB_CHECK(ids.rank() == 2 && ids.size(0) >= 1 && ids.size(1) >= 1, "Decoder",
                "ids must be [B, T] with B, T >= 1, got ", ids.shape());
@@ -31,7 +31,7 @@ Variable Decoder::hidden(const Tensor& ids, KVCache* cache) {
                config_.max_seq);
   Variable x = embed_->forward(ids);  // [B, T, d]
   for (std::int64_t i = 0; i < config_.layers; ++i)
-    x = (*layers_)[i].forward(x, offset, cache ? &cache->layer(i) : nullptr);
+    x = (*layers_)[i].forward(x, offset, cache ? &cache->layer(i) : nullptr, aux);
   return norm_->forward(x);
 }
 
@@ -40,6 +40,7 @@ Variable Decoder::logits(const Variable& hidden) const { return head_->forward(h
 
 // ids: [B, T] -> [B, T, V]
 Variable Decoder::forward(const Tensor& ids, KVCache* cache) { return logits(hidden(ids, cache)); }
+Variable Decoder::forward(const Tensor& ids, AuxLosses& aux) { return logits(hidden(ids, nullptr, &aux)); }
 
 std::int64_t Decoder::num_non_embedding_parameters() const {
   return num_parameters() - embed_->weight().numel() - head_->weight().numel();

@@ -41,9 +41,12 @@ class Decoder : public Module {
 
   // ids: [B, T] int32 -> logits [B, T, V]
   Variable forward(const Tensor& ids, KVCache* cache = nullptr);
+  // The same for training: every layer's auxiliary losses (a MoE router's load balancing, named
+  // "layers.{i}.<name>") are appended to aux; add aux.total() to the task loss.
+  Variable forward(const Tensor& ids, AuxLosses& aux);
   // The two halves of forward: ids -> final-normed hidden states [B, T, d], and those -> logits
   // [..., V] (generation applies the head to the last position only).
-  Variable hidden(const Tensor& ids, KVCache* cache = nullptr);
+  Variable hidden(const Tensor& ids, KVCache* cache = nullptr, AuxLosses* aux = nullptr);
   Variable logits(const Variable& hidden) const;
 
   // An empty cache for this model (config.layers layers, config.max_seq positions).

@@ -26,8 +26,10 @@ class DecoderBlock : public Module {
   // Block number `layer` of a decoder with this (validated) config; make_ffn builds its FFN.
   DecoderBlock(const DecoderConfig& config, std::int64_t layer, const FeedForwardFactory& make_ffn, Generator& gen);
 
-  // x: [B, T, d] -> [B, T, d]; position_offset and cache as in Attention::forward.
-  Variable forward(const Variable& x, std::int64_t position_offset = 0, LayerKV* cache = nullptr);
+  // x: [B, T, d] -> [B, T, d]; position_offset and cache as in Attention::forward. With aux, the
+  // FFN's auxiliary losses are appended to it as "layers.{layer}.<name>".
+  Variable forward(const Variable& x, std::int64_t position_offset = 0, LayerKV* cache = nullptr,
+                   AuxLosses* aux = nullptr);
 
   const RMSNorm& attn_norm() const { return *attn_norm_; }
   const Attention& attn() const { return *attn_; }
@@ -38,6 +40,7 @@ class DecoderBlock : public Module {
   std::shared_ptr<RMSNorm> attn_norm_, ffn_norm_;
   std::shared_ptr<Attention> attn_;
   std::shared_ptr<FeedForward> ffn_;
+  std::int64_t layer_;
 };
 
 }  // namespace moelab

@@ -7,18 +7,45 @@
 // mixture-of-experts or a Soft MoE layer later (nn/moe/). The decoder builds one per layer through
 // a FeedForwardFactory (nn/decoder.h).
 //
+// Auxiliary losses are returned, not kept: a layer with a training objective of its own (a MoE
+// layer's load-balancing and z losses) appends it to the AuxLosses its caller passes to
+// forward_with_aux, and the training loop adds aux.total() to the task loss:
+//
+//   AuxLosses aux;
+//   Variable logits = model.forward(ids, aux);           // Decoder: every layer's terms
+//   Variable loss = nn::cross_entropy(logits, targets);
+//   if (aux.total().defined()) loss = loss + aux.total();
+//
 // forward is not const: an implementation may record statistics of its last call (an MoE layer's
-// router load, its auxiliary losses) for the training loop to read.
+// router load and metrics) for logging.
 #pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "nn/module.h"
 
 namespace moelab {
 
+// Named 0-d losses, already multiplied by their coefficients ("layers.3.load_balance", ...).
+struct AuxLosses {
+  std::vector<std::pair<std::string, Variable>> terms;
+
+  void add(std::string name, Variable loss) { terms.emplace_back(std::move(name), std::move(loss)); }
+  // The sum of every term (0-d), or an undefined Variable when there is none.
+  Variable total() const;
+};
+
 class FeedForward : public Module {
  public:
   // x: [..., d] -> [..., d]
   virtual Variable forward(const Variable& x) = 0;
+  // The same, appending this layer's auxiliary losses to `aux`; the default has none.
+  virtual Variable forward_with_aux(const Variable& x, AuxLosses& aux) {
+    (void)aux;
+    return forward(x);
+  }
 };
 
 }  // namespace moelab

@@ -179,10 +179,10 @@ TEST_CASE("expert choice: each expert takes exactly its top-C tokens; gates are 
 
     double H = 0;
     for (double p : S) H -= p * std::log(p) / static_cast<double>(T);
-    CHECK(plan.metrics.at("capacity") == static_cast<double>(C));
-    CHECK(std::abs(plan.metrics.at("router_entropy") - H) < kTol);
-    CHECK(plan.metrics.at("unrouted_fraction") == doctest::Approx(static_cast<double>(unrouted) / T).epsilon(1e-15));
-    CHECK(plan.metrics.at("mean_experts_per_token") ==
+    CHECK(plan.metrics().at("capacity") == static_cast<double>(C));
+    CHECK(std::abs(plan.metrics().at("router_entropy") - H) < kTol);
+    CHECK(plan.metrics().at("unrouted_fraction") == doctest::Approx(static_cast<double>(unrouted) / T).epsilon(1e-15));
+    CHECK(plan.metrics().at("mean_experts_per_token") ==
           doctest::Approx(static_cast<double>(E * C) / T).epsilon(1e-15));
   }
 }
@@ -208,7 +208,7 @@ TEST_CASE("expert choice: ties go to the lower token index") {
     // expert 0 takes tokens 1, 2 (not 4); expert 1 takes tokens 3, 5.
     CHECK(plan.experts.to_vector<std::int32_t>() ==
           std::vector<std::int32_t>{-1, -1, 0, -1, 0, -1, -1, 1, -1, -1, -1, 1});
-    CHECK(plan.metrics.at("unrouted_fraction") == doctest::Approx(2.0 / 6));  // tokens 0 and 4
+    CHECK(plan.metrics().at("unrouted_fraction") == doctest::Approx(2.0 / 6));  // tokens 0 and 4
   }
   SUBCASE("all scores equal (x = 0): every expert takes tokens 0 .. C-1") {
     Generator gen(1);
@@ -219,7 +219,7 @@ TEST_CASE("expert choice: ties go to the lower token index") {
       for (std::int64_t e = 0; e < 4; ++e) CHECK(ex[static_cast<std::size_t>(t * 4 + e)] == (t < 3 ? e : -1));
     const auto g = to_doubles(plan.gates.data());
     for (std::int64_t a = 0; a < 20; ++a) CHECK(g[static_cast<std::size_t>(a)] == (a < 12 ? 0.25 : 0.0));
-    CHECK(plan.metrics.at("unrouted_fraction") == doctest::Approx(2.0 / 5));
+    CHECK(plan.metrics().at("unrouted_fraction") == doctest::Approx(2.0 / 5));
   }
 }
 

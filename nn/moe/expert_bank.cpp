@@ -2,10 +2,10 @@
 #include "nn/moe/expert_bank.h"
 
 #include <cmath>
-#include <vector>
 
 #include "autograd/ops.h"
 #include "core/factories.h"
+#include "core/kernels.h"
 
 namespace moelab {
 
@@ -28,13 +28,9 @@ std::int64_t ExpertBank::parameters_per_expert() const {
 
 namespace {
 
-// offsets int32 [E + 1] -> int32 [N]: the expert of each row, on x's device.
-Tensor expert_of_rows(const Tensor& offsets, std::int64_t rows, Device device) {
-  const std::vector<std::int32_t> off = offsets.to(Device::cpu()).to_vector<std::int32_t>();
-  std::vector<std::int32_t> ids(static_cast<std::size_t>(rows));
-  for (std::size_t e = 0; e + 1 < off.size(); ++e)
-    for (std::int32_t r = off[e]; r < off[e + 1]; ++r) ids[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(e);
-  return from_vector(ids, {rows}).to(device);
+// b: [E, n] -> [E + 1, n], a zero row appended for the rows that belong to no expert.
+Variable with_zero_row(const Variable& b) {
+  return concat({b, Variable(zeros({1, b.size(1)}, b.dtype(), b.device()))}, 0);
 }
 
 }  // namespace
@@ -49,12 +45,25 @@ Variable ExpertBank::forward(const Variable& x_sorted, const Tensor& offsets) co
                "offsets must be int32 [", experts_ + 1, "], got ", offsets.dtype(), " ", offsets.shape());
   MOELAB_CHECK(x_sorted.dtype() == w_in_.dtype(), "ExpertBank", "x_sorted is ", x_sorted.dtype(),
                " but the weights are ", w_in_.dtype());
-  Tensor row_expert;  // only needed for the biases
-  if (b_in_.defined()) row_expert = expert_of_rows(offsets, x_sorted.size(0), x_sorted.device());
+  Tensor row_expert;  // int32 [N], only needed for the biases (E for rows in no group)
+  if (b_in_.defined()) row_expert = kernels::row_groups(offsets, x_sorted.size(0));
   Variable h = grouped_matmul(x_sorted, w_in_, offsets);                         // [N, f]
-  if (b_in_.defined()) h = h + index_select(b_in_, row_expert);                  // + [N, f]
+  if (b_in_.defined()) h = h + index_select(with_zero_row(b_in_), row_expert);   // + [N, f]
   Variable y = grouped_matmul(relu(h), w_out_, offsets);                         // [N, d]
-  if (b_out_.defined()) y = y + index_select(b_out_, row_expert);                // + [N, d]
+  if (b_out_.defined()) y = y + index_select(with_zero_row(b_out_), row_expert); // + [N, d]
+  return y;
+}
+
+// x: [E, R, d] -> h: [E, R, f] -> y: [E, R, d]
+Variable ExpertBank::forward_each(const Variable& x) const {
+  check_defined(x.data(), "ExpertBank", "x");
+  MOELAB_CHECK(x.rank() == 3 && x.size(0) == experts_ && x.size(2) == d_, "ExpertBank", "x must be [", experts_,
+               ", R, ", d_, "], got ", x.shape());
+  MOELAB_CHECK(x.dtype() == w_in_.dtype(), "ExpertBank", "x is ", x.dtype(), " but the weights are ", w_in_.dtype());
+  Variable h = matmul(x, w_in_);                                                   // [E, R, f]
+  if (b_in_.defined()) h = h + reshape(b_in_, {experts_, 1, ffn_});                // + [E, 1, f]
+  Variable y = matmul(relu(h), w_out_);                                            // [E, R, d]
+  if (b_out_.defined()) y = y + reshape(b_out_, {experts_, 1, d_});                // + [E, 1, d]
   return y;
 }
 

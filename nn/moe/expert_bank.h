@@ -9,12 +9,17 @@
 // up.weight^T is w_in[e] and its down.weight^T is w_out[e].
 //
 // forward(x_sorted, offsets): the rows of x_sorted [N, d] are grouped by expert, rows
-// offsets[e] .. offsets[e+1]-1 belonging to expert e (offsets int32 [E + 1], offsets[0] = 0,
-// offsets[E] = N; the MoE layer sorts its assignments to get this). Then
+// offsets[e] .. offsets[e+1]-1 belonging to expert e (offsets int32 [E + 1] on x's device,
+// offsets[0] = 0, offsets[E] <= N; the MoE layer sorts its assignments to get this). Rows past
+// offsets[E] belong to no expert and come out 0. Then
 //   h = relu(grouped_matmul(x_sorted, w_in, offsets) (+ b_in[expert of row]))   [N, f]
 //   y = grouped_matmul(h, w_out, offsets) (+ b_out[expert of row])              [N, d]
-// The biases are added per row: index_select(b, expert_of_row) gives one bias row per token row.
-// Every step is an autograd op, so gradients reach x_sorted, w_in, w_out (and the biases).
+// forward_each(x) is the same when every expert has the same number of rows, laid out [E, R, d]:
+//   h = relu(x @ w_in (+ b_in[:, None, :]))    [E, R, d] @ [E, d, f] -> [E, R, f]   (batched)
+//   y = h @ w_out (+ b_out[:, None, :])        [E, R, f] @ [E, f, d] -> [E, R, d]
+// The biases are added per row: index_select([b; 0], kernels::row_groups(offsets)) gives one bias
+// row per token row, the appended zero row for the rows in no group. Nothing is read back to the
+// host. Every step is an autograd op, so gradients reach x_sorted, w_in, w_out (and the biases).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +37,9 @@ class ExpertBank : public Module {
 
   // x_sorted: [N, d] grouped by expert, offsets: int32 [E + 1] -> [N, d]
   Variable forward(const Variable& x_sorted, const Tensor& offsets) const;
+  // Every expert on the same number R of rows: x: [E, R, d] -> [E, R, d], expert e on x[e]. Two
+  // batched matmuls (no sorting, no offsets); Soft MoE uses it, where each expert gets B*p slots.
+  Variable forward_each(const Variable& x) const;
 
   std::int64_t experts() const { return experts_; }
   std::int64_t d() const { return d_; }

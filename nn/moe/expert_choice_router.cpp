@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "autograd/ops.h"
@@ -56,45 +58,48 @@ RoutingPlan expert_choice_route(const Variable& x, const Variable& weight, const
 
   // Selection (constant): each expert's C best tokens, ties to the lower token index. [E, C]
   const std::int64_t C = expert_choice_capacity(T, E, k, o.capacity_factor);
-  const Tensor chosen =
-      kernels::topk(kernels::transpose(probs.data()), static_cast<int>(C)).indices.to(Device::cpu());
-  const std::vector<std::int32_t> idx = chosen.to_vector<std::int32_t>();
+  const Device device = x.device();
+  const DType dtype = x.dtype();
+  const Tensor chosen = kernels::topk(kernels::transpose(probs.data()), static_cast<int>(C)).indices;  // [E, C]
 
-  // The plan, E wide: column e of row t is expert e's decision about token t.
-  std::vector<std::int32_t> experts(static_cast<std::size_t>(T * E), -1);
-  std::vector<double> mask(static_cast<std::size_t>(T * E), 0.0);
-  for (std::int64_t e = 0; e < E; ++e)
-    for (std::int64_t c = 0; c < C; ++c) {
-      const std::size_t a = static_cast<std::size_t>(idx[static_cast<std::size_t>(e * C + c)] * E + e);
-      experts[a] = static_cast<std::int32_t>(e);
-      mask[a] = 1.0;
-    }
-  const Variable mask_v(from_vector(mask, {T, E}).to(x.dtype()).to(x.device()));
+  // The plan, E wide: column e of row t is expert e's decision about token t. All on the device:
+  //   mask[t, e]    = 1 if expert e chose token t, else 0: ones scattered into [E, T], transposed
+  //   experts[t, e] = mask[t, e] * (e + 1) - 1, i.e. e where chosen and -1 elsewhere
+  const Tensor mask = kernels::transpose(kernels::scatter_add_last(ones({E, C}, dtype, device), chosen, T));  // [T, E]
+  const Tensor expert_plus_one = arange(1.0, static_cast<double>(E) + 1.0, 1.0, dtype, device);             // [E]
+  const Tensor experts = kernels::cast(
+      kernels::binary_scalar(kernels::BinaryOp::Sub, kernels::binary(kernels::BinaryOp::Mul, mask, expert_plus_one),
+                             1.0),
+      DType::Int32);  // [T, E]
 
   RoutingPlan plan;
-  plan.experts = from_vector(experts, {T, E}).to(x.device());
-  plan.gates = probs * mask_v;  // S where chosen, 0 elsewhere
-  plan.tokens_per_expert =
-      from_vector(std::vector<std::int32_t>(static_cast<std::size_t>(E), static_cast<std::int32_t>(C)), {E})
-          .to(x.device());
+  plan.experts = experts;
+  plan.gates = probs * Variable(mask);  // S where chosen, 0 elsewhere
+  plan.tokens_per_expert = full({E}, static_cast<double>(C), DType::Int32, device);
+  plan.max_kept = E * C;  // every expert takes exactly C tokens
 
-  // Metrics (host, float64).
-  const std::vector<double> p = probs.data().to(Device::cpu()).to(DType::Float64).to_vector<double>();
-  double entropy = 0.0;
-  std::int64_t unrouted = 0;
-  for (std::int64_t t = 0; t < T; ++t) {
-    bool routed = false;
-    for (std::int64_t e = 0; e < E; ++e) {
-      const double pe = p[static_cast<std::size_t>(t * E + e)];
-      if (pe > 0.0) entropy -= pe * std::log(pe);
-      routed = routed || experts[static_cast<std::size_t>(t * E + e)] >= 0;
+  // Metrics on demand (host, float64), from the device tensors of this call.
+  plan.metrics = [probs = probs.data(), mask, T, E, C]() {
+    const std::vector<double> p = probs.to(Device::cpu()).to(DType::Float64).to_vector<double>();
+    const std::vector<double> chosen_mask = mask.to(Device::cpu()).to(DType::Float64).to_vector<double>();
+    double entropy = 0.0;
+    std::int64_t unrouted = 0;
+    for (std::int64_t t = 0; t < T; ++t) {
+      bool routed = false;
+      for (std::int64_t e = 0; e < E; ++e) {
+        const double pe = p[static_cast<std::size_t>(t * E + e)];
+        if (pe > 0.0) entropy -= pe * std::log(pe);
+        routed = routed || chosen_mask[static_cast<std::size_t>(t * E + e)] > 0.0;
+      }
+      if (!routed) ++unrouted;
     }
-    if (!routed) ++unrouted;
-  }
-  plan.metrics["capacity"] = static_cast<double>(C);
-  plan.metrics["router_entropy"] = entropy / static_cast<double>(T);
-  plan.metrics["unrouted_fraction"] = static_cast<double>(unrouted) / static_cast<double>(T);
-  plan.metrics["mean_experts_per_token"] = static_cast<double>(E * C) / static_cast<double>(T);
+    std::map<std::string, double> m;
+    m["capacity"] = static_cast<double>(C);
+    m["router_entropy"] = entropy / static_cast<double>(T);
+    m["unrouted_fraction"] = static_cast<double>(unrouted) / static_cast<double>(T);
+    m["mean_experts_per_token"] = static_cast<double>(E * C) / static_cast<double>(T);
+    return m;
+  };
   return plan;
 }
 

@@ -35,17 +35,6 @@ MoECounts moe_parameter_counts(const Decoder& model) {
   return c;
 }
 
-Variable moe_aux_loss(const Decoder& model) {
-  Variable total;
-  for (std::int64_t i = 0; i < model.config().layers; ++i) {
-    const MoELayer* moe = as_moe(model, i);
-    if (moe == nullptr) continue;
-    const Variable loss = moe->last_aux_loss();
-    if (loss.defined()) total = total.defined() ? total + loss : loss;
-  }
-  return total;
-}
-
 std::map<std::string, double> moe_metrics(const Decoder& model) {
   std::map<std::string, double> out;
   for (std::int64_t i = 0; i < model.config().layers; ++i) {

@@ -12,9 +12,10 @@
 //   active         = non_embedding - L (E - k) 2 d f               (attention + norms + router + k experts)
 // moe_parameter_counts walks the layers, so it also holds for expert biases or a router bias.
 //
-// After a forward, moe_aux_loss(model) is the sum over layers of each MoELayer's last_aux_loss()
-// (undefined when no layer has one), for the trainer to add to the task loss; moe_metrics(model)
-// gathers each layer's metrics as "layers.{i}.<name>".
+// The routers' aux losses come back from the forward itself: model.forward(ids, aux) appends
+// every layer's as "layers.{i}.<name>" (nn/feed_forward.h, AuxLosses); add aux.total() to the task
+// loss. After a forward, moe_metrics(model) computes each layer's router metrics as
+// "layers.{i}.<name>" (this reads the device: call it when logging, not every step).
 #pragma once
 
 #include <cstdint>
@@ -38,8 +39,6 @@ struct MoECounts {
 // Counts for a decoder; FFNs that are not MoELayers count fully as active.
 MoECounts moe_parameter_counts(const Decoder& model);
 
-// Sum of every MoE layer's aux loss from its last forward; undefined when there is none.
-Variable moe_aux_loss(const Decoder& model);
 // Every MoE layer's last metrics, keyed "layers.{i}.<metric>".
 std::map<std::string, double> moe_metrics(const Decoder& model);
 

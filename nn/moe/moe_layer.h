@@ -2,10 +2,10 @@
 //
 //   x: [..., d] -> flatten -> xf: [T, d]
 //   plan = router(xf)                  experts int32 [T, k] (-1 = dropped), gates [T, k]
-//   keep the M assignments a = t*k + j with experts[a] >= 0 (M = T*k unless a capacity drops some)
-//   order   = stable argsort of their expert ids (kernels::argsort)        int32 [M]
-//   offsets = exclusive prefix sums of the per-expert counts               int32 [E + 1]
-//   token[i] = a_i / k, a_i the i-th kept assignment in that order
+//   groups  = kernels::group_by_expert(experts): a stable counting sort on the device
+//   order   = the assignments a = t*k + j, kept ones grouped by expert, then dropped ones; first M
+//   offsets = exclusive prefix sums of the per-expert kept counts          int32 [E + 1]
+//   token[i] = a_i / k, a_i the i-th assignment in that order
 //   xs = index_select(xf, token)                 [M, d]   rows grouped by expert
 //   ys = experts(xs, offsets)                    [M, d]   two grouped GEMMs (nn/moe/expert_bank.h)
 //   g  = index_select(gates flattened, a)        [M]      reshaped to [M, 1]
@@ -19,14 +19,21 @@
 //
 // Children: "router" (built by name through the router registry, nn/moe/router.h) and "experts"
 // (ExpertBank), so the parameters are router.weight (+ router.bias), experts.w_in, experts.w_out
-// (+ experts.b_in, experts.b_out). FeedForward::forward returns only y; the plan's aux losses
-// (already scaled by their coefficients), metrics and tokens per expert of the last forward are
-// kept and read with last_aux_losses(), last_aux_loss(), last_metrics(), last_tokens_per_expert().
+// (+ experts.b_in, experts.b_out). forward_with_aux returns y and appends the plan's aux losses
+// (already scaled by their coefficients) to the caller's AuxLosses; forward drops them (use it
+// for evaluation). The last forward's tokens per expert (on the device) and metrics (computed
+// when asked, reading the device then) are kept for logging.
+//
+// Nothing here reads back to the host: the sort, the offsets and the grouped products all stay
+// on x's device (tests/test_transfers.cpp counts it). The row count M is T*k, or the router's
+// bound on kept assignments (RoutingPlan::max_kept); dropped assignments sort past offsets[E],
+// where the grouped products write zeros.
 //
 //   MoEConfig c{.d = 64, .experts = 8, .k = 2, .ffn = 256, .router_options = {{"load_balance", "0.01"}}};
 //   MoELayer moe(c, gen);
-//   Variable y = moe.forward(x);                       // x: [B, S, 64]
-//   Variable loss = task_loss + moe.last_aux_loss();   // undefined when the router has no aux loss
+//   AuxLosses aux;
+//   Variable y = moe.forward_with_aux(x, aux);         // x: [B, S, 64]
+//   Variable loss = task_loss + aux.total();           // total() is undefined when there is none
 #pragma once
 
 #include <cstdint>
@@ -61,7 +68,9 @@ class MoELayer : public FeedForward {
   // Builds the router (first, so it draws its initial values first) and then the experts.
   MoELayer(const MoEConfig& config, Generator& gen);
 
-  // x: [..., d] -> [..., d]; records the plan's aux losses, metrics and load.
+  // x: [..., d] -> [..., d]; appends the plan's aux losses to aux, records its metrics and load.
+  Variable forward_with_aux(const Variable& x, AuxLosses& aux) override;
+  // The same without the aux losses (evaluation).
   Variable forward(const Variable& x) override;
 
   const MoEConfig& config() const { return config_; }
@@ -69,17 +78,15 @@ class MoELayer : public FeedForward {
   ExpertBank& experts() const { return *experts_; }
 
   // Of the last forward (empty / undefined before the first):
-  const std::vector<std::pair<std::string, Variable>>& last_aux_losses() const { return aux_losses_; }
-  Variable last_aux_loss() const;  // their sum (0-d); undefined when there is none
-  const std::map<std::string, double>& last_metrics() const { return metrics_; }
+  // The router's metrics for the last forward, computed now (this reads the device).
+  std::map<std::string, double> last_metrics() const;
   const Tensor& last_tokens_per_expert() const { return tokens_per_expert_; }  // int32 [E]
 
  private:
   MoEConfig config_;
   std::shared_ptr<Router> router_;
   std::shared_ptr<ExpertBank> experts_;
-  std::vector<std::pair<std::string, Variable>> aux_losses_;
-  std::map<std::string, double> metrics_;
+  RouterMetrics metrics_;
   Tensor tokens_per_expert_;
 };
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/kernels.h"
 #include "nn/moe/expert_choice_router.h"
 #include "nn/moe/top_k_router.h"
 
@@ -63,6 +64,14 @@ void Router::check_input(const Variable& x, const char* scheme) const {
   check_defined(x.data(), scheme, "x");
   MOELAB_CHECK(x.rank() == 2 && x.size(1) == d_, scheme, "x must be [T, ", d_, "], got ", x.shape());
   MOELAB_CHECK(x.size(0) >= 1, scheme, "x must have at least one token, got ", x.shape());
+}
+
+Tensor counts_from_offsets(const Tensor& offsets) {
+  // Through float64 (exact for any int32): the float ops run on every device; int32 ones do not.
+  const Tensor f = kernels::cast(offsets, DType::Float64);
+  const std::int64_t E = offsets.numel() - 1;
+  return kernels::cast(kernels::binary(kernels::BinaryOp::Sub, kernels::narrow(f, 0, 1, E), kernels::narrow(f, 0, 0, E)),
+                       DType::Int32);
 }
 
 // ---------------------------------------------------------------- registry

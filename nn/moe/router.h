@@ -8,9 +8,18 @@
 //                                    the MoE layer computes y_t = sum_j g_tj * expert_{e_tj}(x_t),
 //                                    so the router learns through the gates (and the aux losses)
 //   aux_losses         (name, 0-d Variable) pairs, already multiplied by their coefficients; the
-//                                    trainer adds them to the task loss
-//   metrics            name -> value for logging (dropped_fraction, router_entropy, ...)
+//                                    MoE layer hands them to its caller (FeedForward::forward_with_aux)
 //   tokens_per_expert  int32 [E]     kept assignments per expert (sums to T*k when none dropped)
+//   max_kept           an upper bound on the kept assignments that the router knows without
+//                                    looking at the data (E*C for a capacity C), or -1 for T*k
+//   metrics            a function computing name -> value for logging (dropped_fraction,
+//                                    router_entropy, ...) when called, or empty
+//
+// Everything a plan holds stays on x's device: a router must not read data back to the host
+// (a GPU would wait for it every layer of every step). Metrics need the data on the host, so they
+// are a closure over device tensors, run only when someone asks (at evaluation, for logging).
+// kernels::group_by_expert (core/kernels.h) is the device-side counting sort that applies a
+// capacity and counts tokens per expert; routers and the MoE layer both use it.
 //
 // Routers are Modules (their parameters appear as "router.weight" once the MoE layer registers
 // the router under the name "router") and are built by name from a RouterConfig through a
@@ -39,13 +48,19 @@
 
 namespace moelab {
 
+using RouterMetrics = std::function<std::map<std::string, double>()>;
+
 struct RoutingPlan {
   Tensor experts;    // int32 [T, k], -1 if dropped
   Variable gates;    // [T, k], 0 where dropped
   std::vector<std::pair<std::string, Variable>> aux_losses;  // 0-d, coefficient applied
-  std::map<std::string, double> metrics;
   Tensor tokens_per_expert;  // int32 [E]
+  std::int64_t max_kept = -1;  // bound on kept assignments known without the data; -1: T*k
+  RouterMetrics metrics;       // reads the device when called; may be empty
 };
+
+// int32 [E + 1] offsets -> int32 [E] counts offsets[e+1] - offsets[e], on the offsets' device.
+Tensor counts_from_offsets(const Tensor& offsets);
 
 class Router : public Module {
  public:

@@ -158,7 +158,16 @@ std::vector<std::int32_t> SoftMoE::choose(const ExpertSubset& subset, const Vari
 // xs: [B, S, d] -> ys: [B, S, d]; the rows of dropped (example, expert) pairs stay 0.
 Variable SoftMoE::run_experts(const Variable& xs, const std::vector<std::int32_t>& keep) {
   const std::int64_t B = xs.size(0), n = config_.experts, p = config_.slots_per_expert, S = n * p, d = config_.d;
-  // Kept slot rows of xs viewed as [B*S, d], expert-major: expert 0's slots of every kept example
+  if (std::all_of(keep.begin(), keep.end(), [](std::int32_t v) { return v != 0; })) {
+    // Every expert on every example (training, and the full model at evaluation): each expert
+    // takes its B*p slot rows. [B, S, d] = [B, n, p, d] -> [n, B, p, d] -> [n, B*p, d], two batched
+    // products (ExpertBank::forward_each), and back. Nothing depends on data: no sort, no upload.
+    last_computed_ = B * S;
+    const Variable per_expert = reshape(permute(reshape(xs, {B, n, p, d}), {1, 0, 2, 3}), {n, B * p, d});
+    const Variable ys = experts_->forward_each(per_expert);                                   // [n, B*p, d]
+    return reshape(permute(reshape(ys, {n, B, p, d}), {1, 0, 2, 3}), {B, S, d});
+  }
+  // A subset (evaluation: Algorithm 1, random subsets, masks), chosen on the host. Kept slot rows of xs viewed as [B*S, d], expert-major: expert 0's slots of every kept example
   // (example order, then slot order), then expert 1's, ...; offsets from the per-expert counts.
   std::vector<std::int32_t> rows, offsets(static_cast<std::size_t>(n + 1), 0);
   for (std::int64_t e = 0; e < n; ++e) {

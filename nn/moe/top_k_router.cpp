@@ -1,9 +1,12 @@
 // nn/moe/top_k_router.cpp — token-choice top-k routing (see the header for the math and papers).
 #include "nn/moe/top_k_router.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <iostream>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "autograd/ops.h"
@@ -17,13 +20,8 @@ namespace {
 
 constexpr const char* kScheme = "TopKRouter";
 
-// Host copy of a float tensor as doubles.
+// Host copy of a float tensor as doubles (metrics only: they run on demand, never in a step).
 std::vector<double> host_doubles(const Tensor& t) { return t.to(Device::cpu()).to(DType::Float64).to_vector<double>(); }
-
-// A constant (no gradient) of `shape` from double values, in `like`'s dtype and device.
-Variable constant(const std::vector<double>& values, const Shape& shape, const Variable& like) {
-  return Variable(from_vector(values, shape).to(like.dtype()).to(like.device()));
-}
 
 }  // namespace
 
@@ -91,46 +89,38 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
     }
     case GateMode::SoftmaxTopk: gates = gather_last(probs, chosen); break;
     case GateMode::TopkSoftmax: gates = softmax(gather_last(logits, chosen)); break;
-    case GateMode::Equal: gates = constant(std::vector<double>(T * k, 1.0 / k), {T, k}, x); break;
+    case GateMode::Equal: gates = Variable(full({T, k}, 1.0 / static_cast<double>(k), x.dtype(), x.device())); break;
   }
 
-  // Counting and capacity on the host, in token order: assignment (t, j) before (t, j + 1) before (t + 1, 0).
-  const std::vector<std::int32_t> idx = chosen.to(Device::cpu()).to_vector<std::int32_t>();
-  std::vector<std::int64_t> wanted(E, 0), kept(E, 0);
-  for (std::int32_t e : idx) ++wanted[e];
+  // Counting and capacity on the device, in token order: assignment (t, j) before (t, j + 1)
+  // before (t + 1, 0); each expert keeps its first `capacity` (kernels::group_by_expert).
   const bool capped = o.capacity_factor > 0.0;
   const std::int64_t capacity =
-      capped ? static_cast<std::int64_t>(std::ceil(o.capacity_factor * static_cast<double>(T * k) / E)) : T * k;
-  std::vector<std::int32_t> experts(idx.size());
-  std::vector<double> keep(idx.size(), 1.0);
-  std::int64_t dropped = 0;
-  for (std::size_t a = 0; a < idx.size(); ++a) {
-    const std::int32_t e = idx[a];
-    if (kept[e] < capacity) {
-      ++kept[e];
-      experts[a] = e;
-    } else {
-      experts[a] = -1;
-      keep[a] = 0.0;
-      ++dropped;
-    }
+      capped ? static_cast<std::int64_t>(std::ceil(o.capacity_factor * static_cast<double>(T * k) / E)) : -1;
+  const kernels::ExpertGroups groups = kernels::group_by_expert(chosen, E, capacity);
+  if (capped) {
+    // kept + 1 is 0 for a dropped assignment and >= 1 for a kept one: min(kept + 1, 1) is the keep
+    // mask, and dropped gates := 0.
+    const Tensor keep = kernels::binary_scalar(
+        kernels::BinaryOp::Minimum, kernels::binary_scalar(kernels::BinaryOp::Add, kernels::cast(groups.kept, x.dtype()), 1.0),
+        1.0);  // [T, k]
+    gates = gates * Variable(keep);
   }
-  if (dropped > 0) gates = gates * constant(keep, {T, k}, x);  // dropped gates := 0
 
   RoutingPlan plan;
-  plan.experts = from_vector(experts, {T, k}).to(x.device());
+  plan.experts = groups.kept;
   plan.gates = gates;
-  std::vector<std::int32_t> counts(kept.begin(), kept.end());
-  plan.tokens_per_expert = from_vector(counts, {E}).to(x.device());
+  plan.tokens_per_expert = counts_from_offsets(groups.offsets);
+  if (capped) plan.max_kept = std::min(T * k, E * capacity);
 
   // f_e = wanted_e / (T*k): the routing decision before dropping (constant). [E]
-  std::vector<double> f(E);
-  for (std::int64_t e = 0; e < E; ++e) f[e] = static_cast<double>(wanted[e]) / static_cast<double>(T * k);
+  const Tensor f = kernels::binary_scalar(kernels::BinaryOp::Div, kernels::cast(groups.wanted, x.dtype()),
+                                          static_cast<double>(T * k));
 
   // Aux losses (differentiable) when their coefficient is on.
   if (o.load_balance > 0.0) {
     Variable P = mean(probs, 0);  // [E]
-    plan.aux_losses.emplace_back("load_balance", sum(P * constant(f, {E}, x)) * (o.load_balance * E));
+    plan.aux_losses.emplace_back("load_balance", sum(P * Variable(f)) * (o.load_balance * E));
   }
   if (o.z_loss > 0.0) {
     // logsumexp(l_t) = l_t0 - log_softmax(l_t)_0, stable and built from differentiable ops. [T, 1]
@@ -138,30 +128,36 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
     plan.aux_losses.emplace_back("z_loss", mean(square(lse)) * o.z_loss);
   }
 
-  // Metrics (host, float64).
-  const std::vector<double> p = host_doubles(probs.data()), l = host_doubles(logits.data());
-  double entropy = 0.0, z_raw = 0.0;
-  std::vector<double> P(E, 0.0);
-  for (std::int64_t t = 0; t < T; ++t) {
-    double m = l[t * E];
-    for (std::int64_t e = 1; e < E; ++e) m = std::max(m, l[t * E + e]);
-    double s = 0.0;
-    for (std::int64_t e = 0; e < E; ++e) {
-      const double pe = p[t * E + e];
-      if (pe > 0.0) entropy -= pe * std::log(pe);
-      P[e] += pe / static_cast<double>(T);
-      s += std::exp(l[t * E + e] - m);
+  // Metrics on demand (host, float64), from the device tensors of this call.
+  plan.metrics = [probs = probs.data(), logits = logits.data(), f, offsets = groups.offsets, T, k, E, capped,
+                  capacity]() {
+    const std::vector<double> p = host_doubles(probs), l = host_doubles(logits), fe = host_doubles(f);
+    const std::int64_t kept = offsets.to(Device::cpu()).to_vector<std::int32_t>().back();
+    double entropy = 0.0, z_raw = 0.0;
+    std::vector<double> P(static_cast<std::size_t>(E), 0.0);
+    for (std::int64_t t = 0; t < T; ++t) {
+      double m = l[t * E];
+      for (std::int64_t e = 1; e < E; ++e) m = std::max(m, l[t * E + e]);
+      double s = 0.0;
+      for (std::int64_t e = 0; e < E; ++e) {
+        const double pe = p[t * E + e];
+        if (pe > 0.0) entropy -= pe * std::log(pe);
+        P[e] += pe / static_cast<double>(T);
+        s += std::exp(l[t * E + e] - m);
+      }
+      const double lse = m + std::log(s);
+      z_raw += lse * lse / static_cast<double>(T);
     }
-    const double lse = m + std::log(s);
-    z_raw += lse * lse / static_cast<double>(T);
-  }
-  double lb_raw = 0.0;
-  for (std::int64_t e = 0; e < E; ++e) lb_raw += static_cast<double>(E) * f[e] * P[e];
-  plan.metrics["dropped_fraction"] = static_cast<double>(dropped) / static_cast<double>(T * k);
-  plan.metrics["router_entropy"] = entropy / static_cast<double>(T);
-  plan.metrics["load_balance_raw"] = lb_raw;
-  plan.metrics["z_loss_raw"] = z_raw;
-  if (capped) plan.metrics["capacity"] = static_cast<double>(capacity);
+    double lb_raw = 0.0;
+    for (std::int64_t e = 0; e < E; ++e) lb_raw += static_cast<double>(E) * fe[e] * P[e];
+    std::map<std::string, double> m;
+    m["dropped_fraction"] = static_cast<double>(T * k - kept) / static_cast<double>(T * k);
+    m["router_entropy"] = entropy / static_cast<double>(T);
+    m["load_balance_raw"] = lb_raw;
+    m["z_loss_raw"] = z_raw;
+    if (capped) m["capacity"] = static_cast<double>(capacity);
+    return m;
+  };
   return plan;
 }
 
@@ -189,8 +185,11 @@ RoutingPlan TopKRouter::route(const Variable& x) {
   check_input(x, kScheme);
   MOELAB_CHECK(x.dtype() == weight_.dtype(), kScheme, "x is ", x.dtype(), " but the router weight is ", weight_.dtype());
   Tensor noise;
-  if (is_training() && options_.jitter > 0.0)
-    noise = uniform(x.shape(), 1.0 - options_.jitter, 1.0 + options_.jitter, jitter_gen_, x.dtype(), x.device());
+  if (is_training() && options_.jitter > 0.0) {
+    // Drawn on x's device (fill_uniform), so nothing is uploaded.
+    noise = Tensor::empty(x.shape(), x.dtype(), x.device());
+    kernels::fill_uniform(noise, 1.0 - options_.jitter, 1.0 + options_.jitter, jitter_gen_);
+  }
   return top_k_route(x, weight_, bias_, k(), options_, noise);
 }
 

@@ -33,7 +33,9 @@
 //                    in token order (token t before t + 1; within a token its 1st choice first);
 //                    later ones are dropped (expert -1, gate 0) — the token then passes through
 //                    the layer's residual only (Switch, GShard)
-// Metrics: dropped_fraction, router_entropy (mean_t of -sum_e p log p, in nats), capacity (when
+// The counting and the capacity run on x's device (kernels::group_by_expert), so the router reads
+// nothing back to the host; with a capacity, max_kept = min(T*k, E*C).
+// Metrics (computed when asked, from the last plan's device tensors): dropped_fraction, router_entropy (mean_t of -sum_e p log p, in nats), capacity (when
 // set), load_balance_raw and z_loss_raw (the two losses without coefficients, always reported).
 //
 // Everything differentiable is built from autograd ops (matmul, softmax, gather_last, div, ...),

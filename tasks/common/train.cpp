@@ -59,12 +59,13 @@ TrainReport train_decoder(Decoder& model, const TrainConfig& config, const Batch
     opt.set_lr_factor(schedule->factor(step));
     TokenBatch batch = next_batch(data_gen);
     if (!progress) progress = std::make_unique<Progress>(label, config.steps, batch.inputs.numel());
-    Variable loss = nn::cross_entropy(model.forward(batch.inputs.to(device)), batch.targets.to(device));
+    AuxLosses aux;  // the routers' load-balancing and z losses of this forward, if any
+    Variable loss = nn::cross_entropy(model.forward(batch.inputs.to(device), aux), batch.targets.to(device));
     const double value = loss.data().to(Device::cpu()).to(DType::Float64).item<double>();
     if (!std::isfinite(value))
       throw std::runtime_error(label + ": the training loss became " + std::to_string(value) + " at step " +
                                std::to_string(step + 1) + " (try a smaller learning rate)");
-    if (const Variable aux = moe_aux_loss(model); aux.defined()) loss = loss + aux;
+    if (const Variable total = aux.total(); total.defined()) loss = loss + total;
     opt.zero_grad();
     loss.backward();
     if (config.clip > 0) clip_grad_norm_tensor(params, config.clip);  // no read back
