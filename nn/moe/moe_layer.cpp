@@ -54,8 +54,9 @@ Variable MoELayer::forward_with_aux(const Variable& x, AuxLosses& aux) {
   // E*C), so that no shape depends on the data.
   const kernels::ExpertGroups groups = kernels::group_by_expert(plan.experts, E);
   const std::int64_t M = plan.max_kept >= 0 ? std::min(plan.max_kept, T * k) : T * k;
-  const Tensor assignment = kernels::narrow(groups.order, 0, 0, M);  // [M] a = t*k + j
-  const Tensor token = kernels::narrow(groups.rows, 0, 0, M);        // [M] t = a / k
+  const bool all_rows = M == T * k;
+  const Tensor assignment = all_rows ? groups.order : kernels::narrow(groups.order, 0, 0, M);  // [M] a = t*k + j
+  const Tensor token = all_rows ? groups.rows : kernels::narrow(groups.rows, 0, 0, M);         // [M] t = a / k
 
   const Variable xs = index_select(xf, token);                                  // [M, d]
   const Variable ys = experts_->forward(xs, groups.offsets);                   // [M, d] (0 past offsets[E])
