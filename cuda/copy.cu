@@ -1,14 +1,18 @@
-// cuda/copy.cu — fill and dtype conversion on the GPU (mirrors core/cpu/copy.cpp).
+// cuda/copy.cu — fill, arange and dtype conversion on the GPU (mirrors core/cpu/copy.cpp).
 //
-//   fill:  x: [...] any dtype,   x[i] = value (converted to the dtype like static_cast does)
-//   cast:  x: [...] -> out: [...], out[i] = static_cast<To>(x[i]) for every pair of float32,
-//          float64 and int32 (float -> int truncates toward zero, as on the CPU)
+//   fill:    x: [...] any dtype,   x[i] = value (converted to the dtype like static_cast does)
+//   arange:  x: [...] any dtype,   x[i] = start + step * i in double, then converted like
+//            static_cast; the product and the sum are rounded separately (cuda/rounded_math.cuh:
+//            nvcc would fuse them into one FMA), as the CPU's loop computes them when not contracted
+//   cast:    x: [...] -> out: [...], out[i] = static_cast<To>(x[i]) for every pair of float32,
+//            float64 and int32 (float -> int truncates toward zero, as on the CPU)
 // One thread per element in a grid-stride loop (the grid is capped by blocks_for; each thread
-// then handles several elements). Both are pure per-element maps, so the results are exact and
+// then handles several elements). All three are pure per-element maps, so the results are exact and
 // independent of the launch shape.
 #include "cuda/context.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/device_utils.cuh"
+#include "cuda/rounded_math.cuh"
 
 namespace moelab {
 namespace {
@@ -18,6 +22,14 @@ __global__ void fill_kernel(T* x, std::int64_t n, T value) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::int64_t{gridDim.x} * blockDim.x)
     x[i] = value;
+}
+
+template <class T>
+__global__ void arange_kernel(T* x, std::int64_t n, double start, double step) {
+  using namespace cuda::rounded;
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x)
+    x[i] = static_cast<T>(add(start, mul(step, static_cast<double>(i))));
 }
 
 template <class From, class To>
@@ -34,6 +46,15 @@ void CudaBackend::fill(Tensor& x, double value) {
   if (n == 0) return;
   dispatch_all(x.dtype(), [&]<class T>() {
     fill_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(x.data<T>(), n, static_cast<T>(value));
+    MOELAB_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void CudaBackend::arange(Tensor& x, double start, double step) {
+  const std::int64_t n = x.numel();
+  if (n == 0) return;
+  dispatch_all(x.dtype(), [&]<class T>() {
+    arange_kernel<T><<<cuda::blocks_for(n), cuda::kThreads, 0, cuda::stream()>>>(x.data<T>(), n, start, step);
     MOELAB_CUDA_CHECK_LAUNCH();
   });
 }

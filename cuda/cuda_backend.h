@@ -2,8 +2,10 @@
 // CUDA kernels of our own.
 //
 // One class, its methods defined one concept per file in cuda/, mirroring core/cpu/ file for file:
-// memory.cu, copy.cu, random_fill.cu, matmul.cu, grouped_matmul.cu, elementwise.cu, reduce.cu,
-// softmax.cu, cross_entropy.cu, index.cu, sort.cu, shape_ops.cu, mask.cu, norm.cu, rope.cu, optim.cu.
+// memory.cu, copy.cu, random_fill.cu, matmul.cu, grouped_matmul.cu, routing.cu, elementwise.cu,
+// reduce.cu, softmax.cu, cross_entropy.cu, index.cu, sort.cu, shape_ops.cu, mask.cu, norm.cu, rope.cu,
+// optim.cu. cuda/group_offsets.cuh checks the device-side group offsets that routing.cu makes and
+// grouped_matmul.cu reads; cuda/device_errors.cuh reports what kernels find wrong.
 // cuda/context.h holds what they share (stream, cuBLAS handle, cuRAND generator, error checks),
 // cuda/caching_allocator.h the device memory cache, cuda/device_utils.cuh dtype dispatch, device
 // maths and block reductions, cuda/gemm.cuh the row-major GEMM on cuBLAS. Inputs are already checked and contiguous (core/kernels/ does that);
@@ -27,13 +29,17 @@ class CudaBackend final : public Backend {
 
   void fill(Tensor& x, double value) override;
   void cast(const Tensor& x, Tensor& out) override;
+  void arange(Tensor& x, double start, double step) override;  // copy.cu
   void fill_uniform(Tensor& x, double low, double high, Generator& gen) override;  // random_fill.cu
   void fill_normal(Tensor& x, double mean, double std, Generator& gen) override;   // random_fill.cu
   void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) override;
-  void grouped_matmul(const Tensor& x, const Tensor& w, const std::vector<std::int64_t>& offsets, bool trans_w,
-                      Tensor& out) override;  // grouped_matmul.cpp
-  void grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<std::int64_t>& offsets,
-                                  Tensor& dw) override;  // grouped_matmul.cpp
+  void grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets, bool trans_w,
+                      Tensor& out) override;  // grouped_matmul.cu
+  void grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const Tensor& offsets,
+                                  Tensor& dw) override;  // grouped_matmul.cu
+  void group_by_expert(const Tensor& ids, std::int64_t capacity, Tensor& kept, Tensor& order, Tensor& rows,
+                       Tensor& offsets, Tensor& wanted) override;  // routing.cu
+  void row_groups(const Tensor& offsets, Tensor& out) override;  // routing.cu
   void unary(kernels::UnaryOp op, const Tensor& x, Tensor& out) override;
   void binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) override;
   void binary_broadcast(kernels::BinaryOp op, const Tensor& a, const Tensor& b, const BroadcastPlan& plan,

@@ -1,4 +1,6 @@
-// cuda/device_errors.cu — the mapped host memory behind cuda/device_errors.cuh, and its check.
+// cuda/device_errors.cu — the mapped host memory behind cuda/device_errors.cuh, and its check:
+// the message for each op says what was wrong in the op's own words (the CPU's, where the CPU
+// checks the same thing), and that it was found on the GPU.
 #include <string>
 
 #include "core/error.h"
@@ -32,6 +34,10 @@ const char* op_name(int op) {
     case kScatterAddLast: return "scatter_add_last";
     case kCrossEntropy: return "cross_entropy";
     case kCrossEntropyBackward: return "cross_entropy_backward";
+    case kGroupByExpert: return "group_by_expert";
+    case kGroupedMatmul: return "grouped_matmul";
+    case kGroupedMatmulWeightGrad: return "grouped_matmul_weight_grad";
+    case kRowGroups: return "row_groups";
     default: return "cuda";
   }
 }
@@ -46,6 +52,13 @@ void raise_device_error() {
   if (op == kNoDeviceError) return;
   const DeviceError found{op, e->position, e->value, e->limit};
   e->op = kNoDeviceError;
+  if (op == kGroupByExpert)  // worded as the CPU's check in core/kernels/routing.cpp
+    fail(op_name(op), "ids (flat position ", found.position, ") = ", found.value, " is outside [-1, ", found.limit,
+         ") for ", found.limit, " experts (found on the GPU; that assignment was counted as dropped)");
+  if (op == kGroupedMatmul || op == kGroupedMatmulWeightGrad || op == kRowGroups)
+    fail(op_name(op), "offsets[", found.position, "] = ", found.value,
+         " breaks 0 = offsets[0] <= offsets[1] <= ... <= offsets[E] <= ", op == kRowGroups ? "rows = " : "N = ",
+         found.limit, " (the first bad entry; found on the GPU, where the op kept to the rows that exist)");
   const bool target = op == kCrossEntropy || op == kCrossEntropyBackward;
   fail(op_name(op), target ? "targets[" : "index (flat position ", found.position, target ? "] = " : ") = ",
        found.value, target ? " is outside [0, " : " is out of range [0, ", found.limit,

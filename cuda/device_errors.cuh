@@ -1,9 +1,12 @@
-// cuda/device_errors.cuh — errors found inside kernels (an index or target out of range), reported
-// at the next stream synchronisation instead of by a host check that would wait for the data.
+// cuda/device_errors.cuh — errors found inside kernels (an index, target, expert id or group
+// offset out of range), reported at the next stream synchronisation instead of by a host check
+// that would wait for the data.
 //
-// The hot path never waits on the host (README), so the CUDA index ops and cross-entropy test
-// every index they read in the kernel itself: a bad one is skipped (no memory outside the tensors
-// is touched; the output holds 0 there) and the first is recorded in one DeviceError that lives
+// The hot path never waits on the host (README), so the CUDA index ops, cross-entropy, routing
+// (cuda/routing.cu) and the grouped products (cuda/grouped_matmul.cu) test every index or offset
+// they read on the device: a bad one is skipped or clamped (no memory outside the tensors is
+// touched; the op's own comment says what the output holds then) and the first is recorded in
+// one DeviceError that lives
 // in mapped, page-locked host memory (cudaHostAlloc with cudaHostAllocMapped): kernels write it
 // through its device alias, the host reads it directly, with no copy. The host looks at it right
 // after each stream synchronisation (CudaBackend::copy_to_host, copy_from_host, synchronize), when
@@ -27,13 +30,17 @@ enum DeviceErrorOp : int {
   kScatterAddLast,
   kCrossEntropy,
   kCrossEntropyBackward,
+  kGroupByExpert,            // an expert id outside [-1, E): position = flat assignment, limit = E
+  kGroupedMatmul,            // offsets not 0 = o[0] <= ... <= o[E] <= N: position = e, limit = N
+  kGroupedMatmulWeightGrad,  // the same, in the weight gradient
+  kRowGroups,                // the same, with limit = the number of rows
 };
 
 struct DeviceError {
   int op;              // DeviceErrorOp of the first error since the last check
-  long long position;  // flat position of the bad index (the row, for cross-entropy)
-  long long value;     // the bad index
-  long long limit;     // the valid range is [0, limit)
+  long long position;  // flat position of the bad index (the row, for cross-entropy; e, for offsets)
+  long long value;     // the bad index (or offset)
+  long long limit;     // the valid range is [0, limit) ([-1, limit) for expert ids; offsets <= limit)
 };
 
 // The device alias of the one DeviceError (allocated on first use).

@@ -1,5 +1,5 @@
-// cuda/gemm.cuh — row-major matrix products on column-major cuBLAS (used by cuda/matmul.cu and
-// cuda/grouped_matmul.cu).
+// cuda/gemm.cuh — row-major matrix products on column-major cuBLAS (used by cuda/matmul.cu; the
+// grouped products in cuda/grouped_matmul.cu have their own kernel, as cuBLAS wants host sizes).
 //
 // moelab stores matrices row-major; cuBLAS reads them column-major. A row-major [R, C] matrix
 // with leading dimension C is, read column-major, its transpose [C, R] with the same leading
