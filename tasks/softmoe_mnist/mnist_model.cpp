@@ -76,10 +76,10 @@ std::int64_t expert_hidden(std::int64_t experts) {
   return kPixels / experts;
 }
 
-SoftMoEClassifier::SoftMoEClassifier(std::int64_t experts, Generator& gen) {
+SoftMoEClassifier::SoftMoEClassifier(std::int64_t experts, Generator& gen, SlotInputs slot_inputs) {
   SoftMoEConfig c;
   c.d = kTokenWidth, c.experts = experts, c.slots_per_expert = 1, c.hidden = expert_hidden(experts);
-  c.normalize = true, c.phi_init = PhiInit::Uniform, c.bias = false;
+  c.normalize = true, c.slot_inputs = slot_inputs, c.phi_init = PhiInit::Uniform, c.bias = false;
   moe_ = register_module("moe", std::make_shared<SoftMoE>(c, gen));
   head_ = register_module("head", std::make_shared<Linear>(kPixels, kImageClasses, gen, /*bias=*/false));
 }

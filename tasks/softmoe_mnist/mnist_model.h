@@ -10,7 +10,10 @@
 //                          2 = bottom left, 3 = bottom right; inside a token, patch row r col c is
 //                          value r * 14 + c
 //   Y = SoftMoE(X)  [B, 4, 196]   n experts, one slot each; phi [196, n] uniform in [-1, 1];
-//                          x and phi l2-normalised with a learnable scale (init 1); experts are
+//                          x and phi l2-normalised with a learnable scale (init 1), the slots
+//                          mixing the normalised tokens (slot_inputs normalized: the released
+//                          code's normalize_moe_input=True; raw: the original Soft MoE's layer,
+//                          see nn/moe/soft_moe.h); experts are
 //                          bias-free ReLU MLPs 196 -> floor(784 / n) -> 196 (all n together hold
 //                          2 * 196 * 784 = 307,328 parameters whatever n is)
 //   logits = head(flatten(Y))  [B, 10]   a bias-free Linear 784 -> 10
@@ -64,7 +67,7 @@ std::int64_t expert_hidden(std::int64_t experts);
 class SoftMoEClassifier : public Module {
  public:
   // Draws phi, the experts, then the head from gen. experts in [1, 784].
-  SoftMoEClassifier(std::int64_t experts, Generator& gen);
+  SoftMoEClassifier(std::int64_t experts, Generator& gen, SlotInputs slot_inputs = SlotInputs::Normalized);
 
   // tokens: [B, 4, 196] -> logits [B, 10]; with a subset only its experts are computed.
   Variable forward(const Variable& tokens);
