@@ -48,6 +48,8 @@ expect 1 "no mnist data found" M $moelab softmoe-mnist --preset toy --out M  # n
 [ -e M ] && { echo "FAIL: a run folder was made for missing data"; failures=$((failures + 1)); }
 expect 2 "teacher_active = 1 is below teacher_k = 8" T $moelab teacher-student --preset toy \
   --set teacher_active=1 --out T
+expect 2 "sampling" B $moelab phonebook --preset demo --set sampling=shuffle --out B
+expect 2 "slot_inputs" B $moelab softmoe-mnist --preset toy --set slot_inputs=normalised --out B
 
 # Resuming: the same settings resume; other settings are refused, naming them, and the folder's
 # config.json stays the earlier run's. The audit's case: phonebook with other steps.

@@ -131,7 +131,7 @@ TEST_CASE("training_batch: [B, 15], targets are inputs shifted by one, no target
   std::set<std::vector<std::int32_t>> encoded;
   for (const Entry& e : book) encoded.insert(encode(e));
 
-  const TokenBatch b = training_batch(book, 32, gen);
+  const TokenBatch b = training_batch(book, EpochSampler(10, 32, Sampling::Replacement).next(gen));
   CHECK(b.inputs.shape() == Shape{32, 15});
   CHECK(b.targets.shape() == Shape{32, 15});
   CHECK(b.counted_targets == 32 * 15);
@@ -147,8 +147,17 @@ TEST_CASE("training_batch: [B, 15], targets are inputs shifted by one, no target
   }
   CHECK(drawn.size() > 5);  // 32 draws from 10 entries: with replacement, not one entry repeated
 
-  CHECK_THROWS_AS(training_batch(book, 0, gen), Error);
-  CHECK_THROWS_AS(training_batch({}, 4, gen), Error);
+  // Rows follow the indices given, in order.
+  const TokenBatch picked = training_batch(book, {3, 3, 7});
+  const std::vector<std::int32_t> px = picked.inputs.to_vector<std::int32_t>();
+  CHECK(std::vector<std::int32_t>(px.begin(), px.begin() + 15) == std::vector<std::int32_t>(px.begin() + 15, px.begin() + 30));
+  const std::vector<std::int32_t> seven = encode(book[7]);
+  CHECK(std::vector<std::int32_t>(px.begin() + 30, px.end()) == std::vector<std::int32_t>(seven.begin(), seven.begin() + 15));
+
+  CHECK_THROWS_AS(training_batch(book, {}), Error);
+  CHECK_THROWS_AS(training_batch(book, {10}), Error);
+  CHECK_THROWS_AS(training_batch(book, {-1}), Error);
+  CHECK_THROWS_AS(training_batch({}, {0}), Error);
 }
 
 TEST_CASE("test_indices: distinct, in range, all of them when count >= size") {
@@ -172,9 +181,11 @@ TEST_CASE("test_indices: distinct, in range, all of them when count >= size") {
 }
 
 // The issue's effect test. d 64, 2 layers, 4 heads, AdamW lr 3e-3 (50 warmup steps, then constant),
-// batch 64: 100% exact match after 100-120 steps for every seed tried (8 of them), about 35 ms a
-// step on one core, so the check every 50 steps stops at step 100 or 150; the cap of 600 steps
-// leaves a wide margin and keeps a regression from running long.
+// batch 64: 100% exact match after 100-120 steps for every seed tried (8 of them, batches drawn
+// with replacement), about 35 ms a step on one core, so the check every 50 steps stops at step 100
+// or 150; the cap of 600 steps leaves a wide margin and keeps a regression from running long.
+// With epoch sampling (the default now; 64 > 50, so every step shows the whole book once) this seed
+// stops at step 100 too.
 TEST_CASE("recall: a tiny model memorizes a 50-entry phone-book to 100% exact match") {
   const int threads_before = num_threads();
   set_num_threads(2);  // the 2-core CPU the experiments target
@@ -200,9 +211,10 @@ TEST_CASE("recall: a tiny model memorizes a 50-entry phone-book to 100% exact ma
   constexpr std::int64_t kMaxSteps = 600, kCheckEvery = 50, kWarmup = 50;
   RecallResult after;
   std::int64_t steps = 0;
+  EpochSampler sampler(50, 64, Sampling::Epochs);  // batch > book: every step shows the whole book
   while (steps < kMaxSteps) {
     opt.set_lr_factor(steps < kWarmup ? static_cast<double>(steps + 1) / kWarmup : 1.0);
-    const TokenBatch b = training_batch(book, 64, data_gen);
+    const TokenBatch b = training_batch(book, sampler.next(data_gen));
     const Variable loss = nn::cross_entropy(model.forward(b.inputs), b.targets);
     opt.zero_grad();
     loss.backward();

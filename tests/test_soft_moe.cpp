@@ -1,7 +1,8 @@
 // tests/test_soft_moe.cpp — the Soft MoE layer and its expert-subset evaluation.
 //
-//   - forward equals a float64 loop over the formulas of nn/moe/soft_moe.h (normalize on / off,
-//     p = 1 and p = 2, a non-default scale, expert biases), 1e-12; float32 agrees to 1e-5
+//   - forward equals a float64 loop over the formulas of nn/moe/soft_moe.h (normalize off, on
+//     with the slots mixing X_hat or X, p = 1 and p = 2, a non-default scale, expert biases),
+//     1e-12; float32 agrees to 1e-5 (tests/test_soft_moe_scale.cpp: the scale (in)variance)
 //   - D's columns sum to 1 over the tokens, C's rows sum to 1 over the slots
 //   - All, TopK(n) and an all-ones mask equal forward(x) bitwise
 //   - Algorithm 1 keeps exactly k experts, the k largest column sums computed by hand, ties to
@@ -9,7 +10,8 @@
 //   - random subsets: k per example, reproducible for a seed, different across seeds
 //   - dropped experts are not computed: NaN weights of a masked expert never reach the output,
 //     and the output equals the loop with that expert's slot outputs set to 0
-//   - float64 gradcheck of x and every parameter (normalize on / off, with a subset mask)
+//   - float64 gradcheck of x and every parameter (normalize off, on with either slot inputs,
+//     with a subset mask)
 //   - bad shapes, k out of range and bad masks throw moelab::Error with a clear message
 #include <doctest/doctest.h>
 
@@ -18,6 +20,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/gradcheck.h"
@@ -45,8 +48,9 @@ std::vector<double> values(const Tensor& t) { return moelab::testing::to_doubles
 void set_values(Variable p, const Tensor& v) { kernels::copy(p.data(), v); }
 
 SoftMoEConfig f64_config(std::int64_t d, std::int64_t n, std::int64_t p, std::int64_t h, bool normalize,
-                         bool bias = false) {
+                         bool bias = false, SlotInputs slots = SlotInputs::Normalized) {
   SoftMoEConfig c;
+  c.slot_inputs = slots;
   c.d = d;
   c.experts = n;
   c.slots_per_expert = p;
@@ -85,21 +89,25 @@ Reference reference(const SoftMoE& moe, const Tensor& x, const std::vector<std::
     }
   }
   Reference r;
-  std::vector<double> L(sz(B * m * S));
+  std::vector<double> L(sz(B * m * S)), norm(sz(B * m), 1.0);  // norm: ||X[b, i]|| + 1e-6, or 1
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t i = 0; i < m; ++i) {
-      double norm = 1.0;
       if (c.normalize) {
         double sq = 0;
         for (std::int64_t k = 0; k < d; ++k) sq += X(b, i, k) * X(b, i, k);
-        norm = std::sqrt(sq) + 1e-6;
+        norm[sz(b * m + i)] = std::sqrt(sq) + 1e-6;
       }
       for (std::int64_t s = 0; s < S; ++s) {
         double acc = 0;
-        for (std::int64_t k = 0; k < d; ++k) acc += X(b, i, k) / norm * w[sz(k * S + s)];
+        for (std::int64_t k = 0; k < d; ++k) acc += X(b, i, k) / norm[sz(b * m + i)] * w[sz(k * S + s)];
         L[sz((b * m + i) * S + s)] = acc;
       }
     }
+  // What the slots mix: X_hat (normalize, slot_inputs Normalized) or X.
+  const bool mix_normalized = c.normalize && c.slot_inputs == SlotInputs::Normalized;
+  auto Xmix = [&](std::int64_t b, std::int64_t i, std::int64_t k) {
+    return mix_normalized ? X(b, i, k) / norm[sz(b * m + i)] : X(b, i, k);
+  };
   auto at = [&](std::int64_t b, std::int64_t i, std::int64_t s) { return sz((b * m + i) * S + s); };
   r.D.assign(L.size(), 0.0);
   r.C.assign(L.size(), 0.0);
@@ -121,7 +129,7 @@ Reference reference(const SoftMoE& moe, const Tensor& x, const std::vector<std::
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t i = 0; i < m; ++i)
       for (std::int64_t s = 0; s < S; ++s) r.scores[sz(b * n + s / p)] += r.C[at(b, i, s)];
-  // Slots: Xs = D^T X, Ys = expert(Xs) for kept experts, Y = C Ys.
+  // Slots: Xs = D^T X_hat (or D^T X), Ys = expert(Xs) for kept experts, Y = C Ys.
   std::vector<double> ys(sz(B * S * d), 0.0);
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t s = 0; s < S; ++s) {
@@ -129,7 +137,7 @@ Reference reference(const SoftMoE& moe, const Tensor& x, const std::vector<std::
       if (!keep.empty() && !keep[sz(b * n + e)]) continue;
       std::vector<double> xs(sz(d), 0.0), hid(sz(h));
       for (std::int64_t k = 0; k < d; ++k)
-        for (std::int64_t i = 0; i < m; ++i) xs[sz(k)] += r.D[at(b, i, s)] * X(b, i, k);
+        for (std::int64_t i = 0; i < m; ++i) xs[sz(k)] += r.D[at(b, i, s)] * Xmix(b, i, k);
       for (std::int64_t o = 0; o < h; ++o) {
         double acc = bias ? b_in[sz(e * h + o)] : 0.0;
         for (std::int64_t k = 0; k < d; ++k) acc += xs[sz(k)] * w_in[sz((e * d + k) * h + o)];
@@ -184,13 +192,17 @@ void check_error(F&& f, const std::vector<std::string>& parts) {
 
 }  // namespace
 
-TEST_CASE("Soft MoE forward equals the float64 loop (normalize on / off, p = 1 and 2)") {
-  for (bool normalize : {false, true})
+// normalize off; on with the slots mixing X_hat (the default); on with the slots mixing X.
+const std::vector<std::pair<bool, SlotInputs>> kVariants{
+    {false, SlotInputs::Normalized}, {true, SlotInputs::Normalized}, {true, SlotInputs::Raw}};
+
+TEST_CASE("Soft MoE forward equals the float64 loop (normalize off / on, both slot inputs, p = 1 and 2)") {
+  for (const auto& [normalize, slots] : kVariants)
     for (std::int64_t p : {1, 2}) {
       const bool bias = p == 2;
-      INFO("normalize ", normalize, " p ", p, " bias ", bias);
+      INFO("normalize ", normalize, " raw slots ", slots == SlotInputs::Raw, " p ", p, " bias ", bias);
       Generator gen(21);
-      SoftMoE moe(f64_config(5, 3, p, 7, normalize, bias), gen);
+      SoftMoE moe(f64_config(5, 3, p, 7, normalize, bias, slots), gen);
       if (normalize) set_values(moe.scale(), full({1}, 1.7, DType::Float64));  // a scale that is used
       const Tensor x = randn({2, 4, 5}, gen);
       const Variable y = moe.forward(Variable(x));
@@ -424,14 +436,14 @@ TEST_CASE("Dropped experts are never computed: a masked expert's NaN weights do 
   CHECK(values(y0.data()) == std::vector<double>(sz(B * 3 * d), 0.0));
 }
 
-TEST_CASE("Soft MoE gradcheck in float64: x and every parameter, with and without normalize, with a mask") {
-  for (bool normalize : {false, true})
+TEST_CASE("Soft MoE gradcheck in float64: x and every parameter, normalize off / on, both slot inputs, a mask") {
+  for (const auto& [normalize, slots] : kVariants)
     for (bool masked : {false, true}) {
       const bool bias = normalize && masked;
-      INFO("normalize ", normalize, " masked ", masked, " bias ", bias);
+      INFO("normalize ", normalize, " raw slots ", slots == SlotInputs::Raw, " masked ", masked, " bias ", bias);
       Generator gen(29);
       const std::int64_t B = 2, n = 3, p = 2;
-      SoftMoE moe(f64_config(4, n, p, 5, normalize, bias), gen);
+      SoftMoE moe(f64_config(4, n, p, 5, normalize, bias, slots), gen);
       if (normalize) set_values(moe.scale(), full({1}, 1.3, DType::Float64));
       const Tensor x = randn({B, 3, 4}, gen);
       const ExpertSubset subset = masked ? ExpertSubset::from_mask(from_vector(std::vector<std::int32_t>{1, 0, 1, 0, 1, 1}, {B, n}))
@@ -474,4 +486,7 @@ TEST_CASE("Soft MoE: bad shapes, k out of range and bad masks throw moelab::Erro
   int_config.dtype = DType::Int32;
   check_error([&] { SoftMoE bad(int_config, gen); }, {"SoftMoE", "float dtype"});
   check_error([&] { parse_phi_init("gaussian"); }, {"SoftMoE", "gaussian", "uniform or lecun_normal"});
+  CHECK(parse_slot_inputs("normalized") == SlotInputs::Normalized);
+  CHECK(parse_slot_inputs("raw") == SlotInputs::Raw);
+  check_error([&] { parse_slot_inputs("normalised"); }, {"SoftMoE", "normalised", "normalized or raw"});
 }

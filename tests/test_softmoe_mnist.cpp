@@ -81,11 +81,15 @@ TEST_CASE("the classifier: hidden width floor(784/n), expert parameters constant
     SoftMoEClassifier model(n, gen);
     CHECK(model.moe().experts().ffn() == 784 / n);
     CHECK(model.moe().config().slots_per_expert == 1);
+    CHECK(model.moe().config().normalize);
+    CHECK(model.moe().config().slot_inputs == SlotInputs::Normalized);  // the implicit-bias paper's layer
     CHECK(model.moe().phi().shape() == Shape{196, n});
     CHECK(!model.head().bias().defined());
     CHECK(model.head().weight().shape() == Shape{10, 784});
     if (784 % n == 0) CHECK(model.moe().experts().num_parameters() == 2 * 196 * 784);
   }
+  Generator gen(1);
+  CHECK(SoftMoEClassifier(4, gen, SlotInputs::Raw).moe().config().slot_inputs == SlotInputs::Raw);
   CHECK_THROWS_AS(expert_hidden(0), Error);
   CHECK_THROWS_AS(expert_hidden(785), Error);
   CHECK(binomial(16, 4) == 1820);

@@ -7,12 +7,16 @@
 // digits of data/mnist are not in a fresh clone), or from the folder MOELAB_FASHION_MNIST names.
 // Setting: n = 4 experts, the first 6,000 training and 1,000 test images, 500 Adam steps of 128
 // (about 5 s on one core).
-// Measured with this setting (seeds 0-3 of mix_seed): full network 79.2-82.2% test accuracy,
-// best 1-subset 87.4-91.7%, random 1-subsets 51.3-59.0% (5 draws, std 0.5-1.5 points); the
-// assertions leave wide margins (best >= random + 0.25, best >= 0.75, full >= 0.70).
-// Algorithm 1 is not asserted: on Fashion-MNIST it falls BELOW random subsets, even with the
-// paper's full training (docs/results/softmoe-fashion-cpu; bench/pytorch/softmoe_mnist_check.py, an
-// independent PyTorch version, agrees). On the MNIST digits it beats them (docs/results/softmoe-mnist-cpu).
+// Measured with this setting (seeds 0-3 of mix_seed) and the implicit-bias paper's layer (the
+// slots mix the normalised tokens): full network 77.3-80.9% test accuracy, best 1-subset
+// 71.0-87.7%, random 1-subsets 42.8-50.2% (5 draws, std 0.6-1.4 points); seed 0, the one asserted,
+// is the weakest (79.8 / 71.0 / 42.8). The assertions leave margins: best >= random + 0.20, best >=
+// 0.65, full >= 0.70. (With the original Soft MoE's raw-token slots, slot_inputs = Raw, the same
+// seeds gave 79.2-82.2 / 87.4-91.7 / 51.3-59.0%.)
+// Algorithm 1 is not asserted: with the raw-token slots it fell BELOW random subsets on
+// Fashion-MNIST, even with the paper's full training (docs/results/softmoe-fashion-cpu, recorded
+// with that layer; bench/pytorch/softmoe_mnist_check.py agreed then), and beat them on the MNIST
+// digits (docs/results/softmoe-mnist-cpu). Both are to be measured again with the paper's layer.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -56,6 +60,6 @@ TEST_CASE("Table 1 at toy size on Fashion-MNIST: the best k = n/4 subset per ima
   const MeanStd rnd = mean_std(random);
   MESSAGE("full " << full << ", best 1-subset " << best << ", random 1-subsets " << rnd.mean << " +- " << rnd.std);
   CHECK(full >= 0.70);
-  CHECK(best >= 0.75);
-  CHECK(best >= rnd.mean + 0.25);
+  CHECK(best >= 0.65);
+  CHECK(best >= rnd.mean + 0.20);
 }

@@ -6,11 +6,19 @@ the data when moelab's numbers surprise.
 The same setup as tasks/softmoe_mnist/mnist_model.h: four 14x14 patches normalised with
 0.1307 / 0.3081, one Soft MoE layer (n one-slot experts, phi uniform in [-1, 1], x and phi
 l2-normalised with a learnable scale, bias-free ReLU experts 196 -> 784 // n -> 196), a bias-free
-784 -> 10 head, Adam 1e-3, batch 256, reshuffled every epoch. Algorithm 1 keeps, per image, the k
-experts with the largest column sums of C (C not renormalised); random subsets are drawn per image.
+784 -> 10 head, Adam 1e-3, batch 256, reshuffled every epoch (the last batch of an epoch short).
+Algorithm 1 keeps, per image, the k experts with the largest column sums of C (C not
+renormalised); random subsets are drawn per image.
+
+The Soft MoE layer is the implicit-bias paper's: its released code (normalize_moe_input=True)
+l2-normalises the tokens before the layer, so the slots mix the NORMALISED tokens,
+xs = D^T X_hat, and the layer is scale-invariant. An earlier version of this script mixed the raw
+tokens (xs = D^T X, the original Soft MoE's layer), the same choice moelab made then, so it could
+not catch it; --slot-inputs raw still runs that layer, for comparison with moelab's
+`--set slot_inputs=raw`.
 
   /usr/bin/python3 bench/pytorch/softmoe_mnist_check.py --data /usr/share/datasets/fashion-mnist \\
-      --experts 8 --steps 3525 --seed 0
+      --experts 8 --steps 3525 --seed 0 [--slot-inputs normalized|raw]
 A dev-time check (PyTorch 1.13 from Debian's python3-torch); the engine never uses it.
 """
 import argparse
@@ -45,8 +53,9 @@ def load(folder, stem):
 
 
 class SoftMoEClassifier(torch.nn.Module):
-    def __init__(self, n, d=196):
+    def __init__(self, n, d=196, slot_inputs="normalized"):
         super().__init__()
+        self.slot_inputs = slot_inputs
         h = 784 // n
         self.phi = torch.nn.Parameter(torch.empty(d, n).uniform_(-1, 1))
         self.scale = torch.nn.Parameter(torch.ones(1))
@@ -55,14 +64,15 @@ class SoftMoEClassifier(torch.nn.Module):
         self.head = torch.nn.Linear(784, 10, bias=False)
 
     def routing(self, x):                                          # x: [B, 4, 196]
-        xn = x / (x.norm(dim=-1, keepdim=True) + 1e-6)
+        xn = x / (x.norm(dim=-1, keepdim=True) + 1e-6)             # X_hat
         pn = self.phi / (self.phi.norm(dim=0, keepdim=True) + 1e-6)
         logits = xn @ (self.scale * pn)                            # [B, m, n]
-        return logits.softmax(dim=1), logits.softmax(dim=2)        # D over tokens, C over slots
+        return logits.softmax(dim=1), logits.softmax(dim=2), xn    # D over tokens, C over slots, X_hat
 
     def forward(self, x, keep=None):                               # keep: [B, n] 0/1 or None
-        d_w, c_w = self.routing(x)
-        xs = d_w.transpose(1, 2) @ x                               # [B, n, 196]
+        d_w, c_w, xn = self.routing(x)
+        mixed = xn if self.slot_inputs == "normalized" else x      # the paper's layer: X_hat
+        xs = d_w.transpose(1, 2) @ mixed                           # [B, n, 196]
         ys = torch.relu(torch.einsum("bnd,ndh->bnh", xs, self.w_in))
         ys = torch.einsum("bnh,nhd->bnd", ys, self.w_out)          # [B, n, 196]
         if keep is not None:
@@ -89,12 +99,14 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--draws", type=int, default=10)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--slot-inputs", choices=("normalized", "raw"), default="normalized",
+                   help="what the slots mix: normalised tokens (the paper's code) or raw tokens (original Soft MoE)")
     a = p.parse_args()
     torch.manual_seed(a.seed)
     torch.set_num_threads(a.threads)
     xtr, ytr = load(a.data, "train")
     xte, yte = load(a.data, "t10k")
-    model = SoftMoEClassifier(a.experts)
+    model = SoftMoEClassifier(a.experts, slot_inputs=a.slot_inputs)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     start, step, order, pos = time.time(), 0, None, len(xtr)
     while step < a.steps:

@@ -20,6 +20,12 @@ PhiInit parse_phi_init(const std::string& name) {
   fail("SoftMoE", "unknown phi_init '", name, "' (expected uniform or lecun_normal)");
 }
 
+SlotInputs parse_slot_inputs(const std::string& name) {
+  if (name == "normalized") return SlotInputs::Normalized;
+  if (name == "raw") return SlotInputs::Raw;
+  fail("SoftMoE", "unknown slot_inputs '", name, "' (expected normalized or raw)");
+}
+
 SoftMoE::SoftMoE(const SoftMoEConfig& config, Generator& gen) : config_(config) {
   const std::int64_t d = config.d, n = config.experts, p = config.slots_per_expert;
   MOELAB_CHECK(d >= 1 && n >= 1 && p >= 1 && config.hidden >= 0, "SoftMoE",
@@ -58,24 +64,34 @@ void SoftMoE::check_input(const Variable& x) const {
   MOELAB_CHECK(x.dtype() == phi_.dtype(), "SoftMoE", "x is ", x.dtype(), " but the parameters are ", phi_.dtype());
 }
 
-// x: [B, m, d] -> L, D, C: [B, m, S]
-SoftMoERouting SoftMoE::routing(const Variable& x) const {
-  check_input(x);
-  const std::int64_t B = x.size(0), m = x.size(1), d = config_.d, S = config_.slots();
-  const Variable xf = reshape(x, {B * m, d});  // [B*m, d]
-  Variable a = xf, w = phi_;
-  if (config_.normalize) {
-    // x_hat = x / (||x|| + eps) per token: [B*m, d] / [B*m, 1] broadcasts each norm along its row.
-    const Variable norms = l2_norm(xf, 1, /*keepdim=*/true) + kNormEps;                  // [B*m, 1]
-    a = xf / norms;                                                                      // [B*m, d]
-    // phi_hat = phi / (||phi_col|| + eps): [d, S] / [S] broadcasts over the leading axis.
-    w = (phi_ / (l2_norm(phi_, 0, /*keepdim=*/false) + kNormEps)) * scale_;             // [d, S]
-  }
+// x: [B, m, d] -> the tokens the logits see: X_hat = X / (||X|| + eps) per token with normalize,
+// else x itself.
+Variable SoftMoE::routed_tokens(const Variable& x) const {
+  if (!config_.normalize) return x;
+  const std::int64_t B = x.size(0), m = x.size(1), d = config_.d;
+  const Variable xf = reshape(x, {B * m, d});                                           // [B*m, d]
+  // [B*m, d] / [B*m, 1] broadcasts each token's norm along its row.
+  const Variable norms = l2_norm(xf, 1, /*keepdim=*/true) + kNormEps;                  // [B*m, 1]
+  return reshape(xf / norms, {B, m, d});                                               // [B, m, d]
+}
+
+// x_tokens: [B, m, d], what routed_tokens gave -> L, D, C: [B, m, S]
+SoftMoERouting SoftMoE::routing_of(const Variable& x_tokens) const {
+  const std::int64_t B = x_tokens.size(0), m = x_tokens.size(1), d = config_.d, S = config_.slots();
+  Variable w = phi_;
+  // phi_hat = phi / (||phi_col|| + eps): [d, S] / [S] broadcasts over the leading axis.
+  if (config_.normalize) w = (phi_ / (l2_norm(phi_, 0, /*keepdim=*/false) + kNormEps)) * scale_;  // [d, S]
   SoftMoERouting r;
-  r.logits = reshape(matmul(a, w), {B, m, S});                                           // [B, m, S]
+  r.logits = reshape(matmul(reshape(x_tokens, {B * m, d}), w), {B, m, S});             // [B, m, S]
   r.combine = softmax(r.logits);                                                         // over slots
   r.dispatch = transpose(softmax(transpose(r.logits, 1, 2)), 1, 2);                      // over tokens
   return r;
+}
+
+// x: [B, m, d] -> L, D, C: [B, m, S]
+SoftMoERouting SoftMoE::routing(const Variable& x) const {
+  check_input(x);
+  return routing_of(routed_tokens(x));
 }
 
 namespace {
@@ -191,9 +207,13 @@ Variable SoftMoE::forward(const Variable& x) { return forward(x, ExpertSubset::a
 
 // x: [B, m, d] -> [B, m, d]
 Variable SoftMoE::forward(const Variable& x, const ExpertSubset& subset) {
-  const SoftMoERouting r = routing(x);  // checks x
+  check_input(x);
+  const Variable x_hat = routed_tokens(x);  // X_hat with normalize, else x
+  const SoftMoERouting r = routing_of(x_hat);
   const std::vector<std::int32_t> keep = choose(subset, x, r.combine);
-  const Variable xs = matmul(r.dispatch, x, /*trans_a=*/true);  // D^T X: [B, S, m] @ [B, m, d] -> [B, S, d]
+  // The slots mix X_hat (the implicit-bias paper's layer) or X (the original Soft MoE's; see the header).
+  const Variable& mixed = config_.slot_inputs == SlotInputs::Normalized ? x_hat : x;
+  const Variable xs = matmul(r.dispatch, mixed, /*trans_a=*/true);  // D^T X: [B, S, m] @ [B, m, d] -> [B, S, d]
   const Variable ys = run_experts(xs, keep);                    // [B, S, d]
   last_mask_ = from_vector(keep, {x.size(0), config_.experts});
   return matmul(r.combine, ys);                                 // C Ys: [B, m, S] @ [B, S, d] -> [B, m, d]

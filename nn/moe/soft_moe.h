@@ -14,7 +14,9 @@
 //                                 L = X_hat @ (scale * phi_hat)     (normalize = true)
 //   D     [B, m, S]       dispatch: softmax of L over the m TOKENS (axis 1); every column sums to 1
 //   C     [B, m, S]       combine:  softmax of L over the S SLOTS  (axis 2); every row sums to 1
-//   Xs    [B, S, d]       slot inputs  Xs = D^T X   (slot s = a weighted average of the tokens)
+//   Xs    [B, S, d]       slot inputs  Xs = D^T X_hat  (normalize, slot_inputs = Normalized: the default)
+//                                      Xs = D^T X      (normalize = false, or slot_inputs = Raw)
+//                         (slot s = a weighted average of the tokens)
 //   Ys    [B, S, d]       slot outputs Ys[b, s] = expert_{s/p}(Xs[b, s])   (a ReLU MLP d -> h -> d)
 //   Y     [B, m, d]       output       Y = C Ys     (token i = a weighted average of the slots)
 //
@@ -22,8 +24,7 @@
 // its input stays on the scale of one token whatever m is), which needs weights that sum to 1 over
 // the tokens, i.e. a softmax down each column of L. A token must receive a convex combination of
 // slot outputs, which needs weights that sum to 1 over the slots, i.e. a softmax along each row of
-// the same L. One set of logits, two softmaxes. The slot inputs use the ORIGINAL X (not X_hat),
-// as both reference implementations do: normalisation only shapes the routing logits.
+// the same L. One set of logits, two softmaxes.
 //
 // Normalisation (normalize = true, the papers' setting, and the default here): per token
 // X_hat = X / (||X||_2 + 1e-6); per column phi_hat = phi / (||phi_col||_2 + 1e-6); a learnable
@@ -32,6 +33,19 @@
 // it, large d or large inputs saturate both softmaxes). The squared norm is clamped at a tiny
 // positive value before the square root, so an all-zero token (a blank image patch) gets a zero
 // gradient instead of NaN; the value is unchanged for any norm above ~1e-15.
+//
+// What the slots mix when normalize is on (slot_inputs). The two papers' code differs here:
+//   Normalized (the default)  Xs = D^T X_hat: the normalised tokens, for the logits AND the slots.
+//              The implicit-bias paper's text ("one may normalize the input X before passing it
+//              to the Soft MoE") and its released MNIST code (normalize_moe_input=True, which
+//              l2-normalises the tokens before the layer) do this. The layer is then scale-
+//              invariant: f(c X) = f(X) for c > 0 (up to the 1e-6), since X_hat, D and C do not
+//              change. Both Soft MoE experiments (tasks/softmoe_mnist, tasks/softmoe_l2norm with
+//              normalize) use it by default, as they reproduce that paper.
+//   Raw        Xs = D^T X: the original Soft MoE's code (Puigcerver et al.'s JAX layer) normalises
+//              only inside the logits; the slots mix the raw tokens, so with positively homogeneous
+//              experts (bias-free ReLU MLPs) f(c X) = c f(X). Kept for that paper's layer.
+// Without normalize there is no X_hat and slot_inputs changes nothing: Xs = D^T X.
 //
 // phi's initial values (phi_init): Uniform in [-1, 1) (the default; the implicit-bias paper's
 // MNIST code) or LecunNormal, normal with std 1/sqrt(d) (the Soft MoE paper's JAX code, which
@@ -60,7 +74,8 @@
 // "experts.w_out" [n, h, d] (+ "experts.b_in", "experts.b_out" with bias = true).
 //
 //   SoftMoEConfig c{.d = 196, .experts = 16, .hidden = 196 * 4 / 16};   // the MNIST setup
-//   SoftMoE moe(c, gen);
+//   SoftMoE moe(c, gen);                                         // slots mix X_hat (the implicit-bias paper's)
+//   c.slot_inputs = parse_slot_inputs("raw");                    // the original Soft MoE's layer: slots mix X
 //   Variable y = moe.forward(x);                                 // x: [B, 4, 196] -> [B, 4, 196]
 //   Variable y4 = moe.forward(x, ExpertSubset::top_k(4));        // Algorithm 1 with k = 4
 //   Tensor kept = moe.last_mask();                               // int32 [B, 16], four 1s a row
@@ -86,12 +101,19 @@ enum class PhiInit { Uniform, LecunNormal };
 // "uniform" or "lecun_normal" -> PhiInit; anything else throws moelab::Error.
 PhiInit parse_phi_init(const std::string& name);
 
+// What the slots mix when normalize is on (see above): the normalised tokens X_hat (the
+// implicit-bias paper's code) or the raw tokens X (the original Soft MoE's code).
+enum class SlotInputs { Normalized, Raw };
+// "normalized" or "raw" -> SlotInputs; anything else throws moelab::Error.
+SlotInputs parse_slot_inputs(const std::string& name);
+
 struct SoftMoEConfig {
   std::int64_t d = 0;                 // token width
   std::int64_t experts = 0;           // n
   std::int64_t slots_per_expert = 1;  // p
   std::int64_t hidden = 0;            // h, the experts' hidden width (0 means h = d)
   bool normalize = true;              // l2-normalised x and phi columns, learnable scale
+  SlotInputs slot_inputs = SlotInputs::Normalized;  // with normalize: Xs = D^T X_hat, or D^T X (Raw)
   PhiInit phi_init = PhiInit::Uniform;
   bool bias = false;                  // expert biases b_in, b_out
   DType dtype = DType::Float32;
@@ -149,6 +171,9 @@ class SoftMoE : public Module {
 
  private:
   void check_input(const Variable& x) const;
+  // x: [B, m, d] -> X_hat (normalize) or x; X_hat: [B, m, d] -> L, D, C.
+  Variable routed_tokens(const Variable& x) const;
+  SoftMoERouting routing_of(const Variable& x_tokens) const;
   // The keep mask int32 [B * n] (row-major [B, n]) for a subset; combine is C.
   std::vector<std::int32_t> choose(const ExpertSubset& subset, const Variable& x, const Variable& combine) const;
   // xs: [B, S, d] -> ys: [B, S, d], running only the kept experts' slots.

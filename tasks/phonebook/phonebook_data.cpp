@@ -110,14 +110,15 @@ Entry decode_entry(const std::vector<std::int32_t>& tokens) {
   return e;
 }
 
-TokenBatch training_batch(const std::vector<Entry>& book, std::int64_t batch, Generator& gen) {
-  MOELAB_CHECK(!book.empty(), "phonebook::training_batch", "the book is empty");
-  MOELAB_CHECK(batch >= 1, "phonebook::training_batch", "batch must be >= 1, got ", batch);
-  MOELAB_CHECK(book.size() <= 0xFFFFFFFFull, "phonebook::training_batch", "book too large: ", book.size());
+TokenBatch training_batch(const std::vector<Entry>& book, const std::vector<std::int64_t>& indices) {
+  MOELAB_CHECK(!indices.empty(), "phonebook::training_batch", "no entries to batch");
   std::vector<std::vector<std::int32_t>> seqs;
-  seqs.reserve(static_cast<std::size_t>(batch));
-  for (std::int64_t b = 0; b < batch; ++b)
-    seqs.push_back(encode(book[gen.next_below(static_cast<std::uint32_t>(book.size()))]));
+  seqs.reserve(indices.size());
+  for (std::int64_t i : indices) {
+    MOELAB_CHECK(i >= 0 && i < static_cast<std::int64_t>(book.size()), "phonebook::training_batch", "index ", i,
+                 " is outside the book of ", book.size(), " entries");
+    seqs.push_back(encode(book[static_cast<std::size_t>(i)]));
+  }
   return make_lm_batch(seqs, kEos);  // all sequences are 16 tokens: no padding, every target counts
 }
 

@@ -16,7 +16,10 @@
 //                          =   36    0 1 2 3 4  38   26 27 28 29 30 31 32 33  37
 //   decode(...)            ->  "<bos>abcde<sep>01234567<eos>"
 //
-// Training (training_batch). B entries drawn uniformly with replacement; next-token prediction on
+// Training (training_batch). The entries of a batch are chosen by tasks/common/epoch_sampler.h:
+// by default a fresh shuffle of the book per epoch, taken in order (every entry once per epoch,
+// as the paper trains for a number of epochs), or with replacement (sampling=replacement, the old
+// recipe, which leaves about e^-E of the book unseen after E epochs). Next-token prediction on
 // every position with no loss mask (the paper masks nothing for this task): inputs are tokens
 // 0..14 and targets tokens 1..15 of each entry, both int32 [B, 15]. The name tokens are targets
 // too; they cannot be predicted (names are random) and only add a constant floor to the loss.
@@ -30,7 +33,8 @@
 //
 //   Generator gen(0);
 //   std::vector<Entry> book = make_book(1000, gen);
-//   TokenBatch b = training_batch(book, 128, gen);        // b.inputs, b.targets: [128, 15]
+//   EpochSampler sampler(book.size(), 128, Sampling::Epochs);
+//   TokenBatch b = training_batch(book, sampler.next(gen));   // b.inputs, b.targets: [128, 15]
 //   ... train a Decoder (vocab kVocab, max_seq >= 15) with nn::cross_entropy(model.forward(b.inputs), b.targets)
 //   RecallResult r = recall(model, book, test_indices(book.size(), 1000, gen));
 //   // r.exact_match in [0, 1]; the paper's criterion: r.exact_match >= 0.9
@@ -43,6 +47,7 @@
 #include "core/random.h"
 #include "nn/decoder.h"
 #include "tasks/common/batch.h"
+#include "tasks/common/epoch_sampler.h"
 
 namespace moelab::phonebook {
 
@@ -85,9 +90,10 @@ std::string decode(const std::vector<std::int32_t>& tokens);
 // The entry of a well-formed sequence (exactly encode's layout); moelab::Error otherwise.
 Entry decode_entry(const std::vector<std::int32_t>& tokens);
 
-// `batch` >= 1 entries drawn uniformly with replacement (book non-empty): inputs and targets int32
-// [batch, kSequenceLength - 1], every target counted (make_lm_batch with no mask).
-TokenBatch training_batch(const std::vector<Entry>& book, std::int64_t batch, Generator& gen);
+// The entries book[i], i in indices (non-empty, each in range; an EpochSampler's batch): inputs and
+// targets int32 [indices.size(), kSequenceLength - 1], every target counted (make_lm_batch with no
+// mask). moelab::Error for an empty list or an index outside the book.
+TokenBatch training_batch(const std::vector<Entry>& book, const std::vector<std::int64_t>& indices);
 
 // `count` >= 1 distinct indices in [0, book_size), drawn uniformly and returned in increasing
 // order; when count >= book_size, every index 0 .. book_size - 1.

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <set>
 
+#include "tasks/common/epoch_sampler.h"
 #include "tasks/common/models.h"
 #include "tasks/common/train.h"
 #include "tasks/phonebook/phonebook_data.h"
@@ -30,6 +31,7 @@ Settings phonebook_settings() {
   s.add_int("steps", 1200, "optimizer steps per training run (when epochs = 0)", 1, 1e9);
   s.add_int_list("epochs", {0}, "passes over the book per run instead of a fixed step count (0: use steps)", 0, 1e6);
   s.add_int("batch", 128, "entries per optimizer step", 1, 1 << 20);
+  s.add_text("sampling", "epochs", kSamplingHelp, sampling_choices());
   s.add_real_list("lrs", {3e-3}, "peak learning rates to try; the best run counts", 1e-9, 10);
   s.add_real("weight_decay", 0.1, "AdamW weight decay on matrices", 0, 10);
   s.add_real("warmup_fraction", 0.2, "share of the steps with a linear warmup (then linear decay to 0)", 0, 1);
@@ -127,9 +129,10 @@ int run_phonebook(const RunContext& ctx) {
 
   const double threshold = s.real("threshold");
   const std::int64_t batch = s.integer("batch");
-  std::printf("phonebook: %zu models x %zu book sizes x %zu learning rates x %zu budgets, %d threads -> %s\n",
-              models.size(), sizes.size(), s.reals("lrs").size(), s.ints("epochs").size(), ctx.threads,
-              ctx.dir.path().c_str());
+  std::printf("phonebook: %zu models x %zu book sizes x %zu learning rates x %zu budgets, %s sampling, %d threads "
+              "-> %s\n",
+              models.size(), sizes.size(), s.reals("lrs").size(), s.ints("epochs").size(), s.text("sampling").c_str(),
+              ctx.threads, ctx.dir.path().c_str());
   for (std::size_t mi = 0; mi < models.size(); ++mi) {
     const ModelSpec& spec = models[mi];
     std::int64_t failures_in_a_row = 0;
@@ -156,13 +159,16 @@ int run_phonebook(const RunContext& ctx) {
           model->to(ctx.device);  // before train_decoder builds its optimizer
           const ModelSize size = model_size(*model);
           TrainConfig tc;
-          tc.steps = epochs > 0 ? (epochs * book_size + batch - 1) / batch : s.integer("steps");
+          // Which entries each step shows (tasks/common/epoch_sampler.h); an epoch budget is
+          // ceil(N / batch) steps per epoch (the last batch of each epoch short).
+          EpochSampler sampler(book_size, batch, parse_sampling(s.text("sampling")));
+          tc.steps = epochs > 0 ? sampler.steps_for_epochs(epochs) : s.integer("steps");
           tc.lr = lr, tc.weight_decay = s.real("weight_decay"), tc.warmup_fraction = s.real("warmup_fraction");
           tc.clip = s.real("clip"), tc.eval_every = s.integer("eval_every");
           const std::string label = job_label(s, spec, book_size, lr, epochs);
           phonebook::RecallResult last{};
           const TrainReport report = train_decoder(
-              *model, tc, [&](Generator& g) { return phonebook::training_batch(book, batch, g); }, data_gen,
+              *model, tc, [&](Generator& g) { return phonebook::training_batch(book, sampler.next(g)); }, data_gen,
               [&](Decoder& m) {
                 last = phonebook::recall(m, book, tested);
                 return std::map<std::string, double>{{"exact_match", last.exact_match},
@@ -191,7 +197,10 @@ Experiment phonebook_experiment() {
   e.details =
       "Trains each model of the grid (dense widths; MoE widths x expert counts, top-k, FFN width = d) on "
       "phone-books of each size, asks 1,000 of its names, and reports the largest book recalled at >= "
-      "threshold exact-match accuracy against total and active parameters.";
+      "threshold exact-match accuracy against total and active parameters. Batches are taken from a fresh "
+      "shuffle of the book each epoch (every entry once per epoch; the last batch of an epoch is short when "
+      "batch does not divide N); sampling=replacement draws them with replacement instead, the recipe of "
+      "results recorded before this was the default.";
   e.settings = phonebook_settings;
   e.presets = phonebook_presets();
   e.default_preset = "cpu";

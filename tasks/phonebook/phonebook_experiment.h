@@ -8,7 +8,10 @@
 // width d with E experts, top-k, Mixtral gates, FFN width d) and every book size N:
 //   1. draw the book (tasks/phonebook/phonebook_data.h; the same book for every model),
 //   2. train the model from scratch by next-token prediction on its entries, for a fixed budget
-//      (`steps`, or `epochs` passes over the book when set), AdamW with weight decay 0.1, warmup
+//      (`steps`, or `epochs` passes over the book when set), the batches taken in order from a
+//      fresh shuffle of the book each epoch (`sampling`, tasks/common/epoch_sampler.h: every entry
+//      once per epoch, the last batch of an epoch short; `replacement` draws entries with
+//      replacement, the recipe before epochs were the default), AdamW with weight decay 0.1, warmup
 //      over 20% of the steps then linear decay (tasks/common/train.h), once per learning rate of
 //      `lrs` (the best counts, as the paper sweeps learning rates),
 //   3. ask 1,000 names of the book (`BOS name SEP`, greedy decoding) and count exact matches of

@@ -39,6 +39,7 @@ SoftMoEConfig ModelSpec::config() const {
   c.slots_per_expert = 1;
   c.hidden = hidden();
   c.normalize = normalize;
+  c.slot_inputs = parse_slot_inputs(slot_inputs);
   c.phi_init = parse_phi_init(phi_init);
   c.bias = bias;
   return c;

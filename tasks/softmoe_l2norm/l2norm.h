@@ -51,6 +51,7 @@ struct ModelSpec {
   std::int64_t experts = 1;     // n, one slot each
   std::int64_t width_factor = 10;  // n * h = width_factor * d (the paper: 10)
   bool normalize = false;       // SoftMoE's l2-normalised routing (the paper's eq. (1): no)
+  std::string slot_inputs = "normalized";  // with normalize: slots mix X_hat ("normalized") or X ("raw")
   std::string phi_init = "uniform";
   bool bias = false;            // expert biases (the paper: none, 20 d^2 expert parameters)
 

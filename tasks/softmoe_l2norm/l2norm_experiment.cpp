@@ -42,6 +42,9 @@ Settings l2norm_settings() {
             "experts hold 2 * width_factor * d^2 = 20 d^2 parameters for every n)", 1, 1 << 16);
   s.add_flag("expert_bias", false, "biases in the experts (the paper: none, 20 d^2 expert parameters)");
   s.add_flag("normalize", false, "l2-normalised routing logits with a learnable scale (the paper's eq. (1): no)");
+  s.add_text("slot_inputs", "normalized", "with normalize, what the slots mix: normalized tokens (the paper's "
+             "code; the layer is then scale-invariant and cannot follow ||x||) or raw tokens (the original Soft "
+             "MoE's layer)", {"normalized", "raw"});
   s.add_text("phi_init", "uniform", "initial router phi: U[-1, 1) or normal(0, 1/d)", {"uniform", "lecun_normal"});
   s.add_int("steps", 500, "optimizer steps, each on a fresh batch", 1, 1e9);
   s.add_int("batch", 10000, "samples per step", 1, 1 << 24);
@@ -108,6 +111,7 @@ l2norm::ModelSpec spec_for(const Settings& s, std::int64_t d, std::int64_t n) {
   m.width_factor = s.integer("width_factor");
   m.bias = s.flag("expert_bias");
   m.normalize = s.flag("normalize");
+  m.slot_inputs = s.text("slot_inputs");
   m.phi_init = s.text("phi_init");
   return m;
 }

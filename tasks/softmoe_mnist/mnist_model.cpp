@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <numeric>
 
 #include "autograd/no_grad.h"
 #include "autograd/ops.h"
@@ -77,10 +76,10 @@ std::int64_t expert_hidden(std::int64_t experts) {
   return kPixels / experts;
 }
 
-SoftMoEClassifier::SoftMoEClassifier(std::int64_t experts, Generator& gen) {
+SoftMoEClassifier::SoftMoEClassifier(std::int64_t experts, Generator& gen, SlotInputs slot_inputs) {
   SoftMoEConfig c;
   c.d = kTokenWidth, c.experts = experts, c.slots_per_expert = 1, c.hidden = expert_hidden(experts);
-  c.normalize = true, c.phi_init = PhiInit::Uniform, c.bias = false;
+  c.normalize = true, c.slot_inputs = slot_inputs, c.phi_init = PhiInit::Uniform, c.bias = false;
   moe_ = register_module("moe", std::make_shared<SoftMoE>(c, gen));
   head_ = register_module("head", std::make_shared<Linear>(kPixels, kImageClasses, gen, /*bias=*/false));
 }
@@ -133,22 +132,12 @@ TrainResult train_classifier(SoftMoEClassifier& model, const ImageDataset& train
 
   const auto start = std::chrono::steady_clock::now();
   TrainResult r;
-  std::vector<std::int64_t> order(static_cast<std::size_t>(train.size()));
-  std::size_t next = order.size();  // position in the current epoch's order; at the end: reshuffle
+  EpochSampler sampler(train.size(), o.batch, o.sampling);
   double loss_sum = 0;
   std::int64_t losses = 0;
   model.train();
   for (std::int64_t step = 1; step <= o.steps; ++step) {
-    if (next >= order.size()) {  // a new epoch: Fisher-Yates over all training images
-      std::iota(order.begin(), order.end(), 0);
-      for (std::size_t i = order.size() - 1; i > 0; --i)
-        std::swap(order[i], order[gen.next_below(static_cast<std::uint32_t>(i + 1))]);
-      next = 0;
-    }
-    const std::size_t take = std::min<std::size_t>(static_cast<std::size_t>(o.batch), order.size() - next);
-    const std::vector<std::int64_t> idx(order.begin() + static_cast<std::ptrdiff_t>(next),
-                                        order.begin() + static_cast<std::ptrdiff_t>(next + take));
-    next += take;
+    const std::vector<std::int64_t> idx = sampler.next(gen);
     opt.zero_grad();
     const Device device = model.device();  // made on the host, the batch goes where the model is
     Variable loss = nn::cross_entropy(model.forward(Variable(patch_images(train, idx).to(device))),

@@ -10,11 +10,16 @@
 //                          2 = bottom left, 3 = bottom right; inside a token, patch row r col c is
 //                          value r * 14 + c
 //   Y = SoftMoE(X)  [B, 4, 196]   n experts, one slot each; phi [196, n] uniform in [-1, 1];
-//                          x and phi l2-normalised with a learnable scale (init 1); experts are
+//                          x and phi l2-normalised with a learnable scale (init 1), the slots
+//                          mixing the normalised tokens (slot_inputs normalized: the released
+//                          code's normalize_moe_input=True; raw: the original Soft MoE's layer,
+//                          see nn/moe/soft_moe.h); experts are
 //                          bias-free ReLU MLPs 196 -> floor(784 / n) -> 196 (all n together hold
 //                          2 * 196 * 784 = 307,328 parameters whatever n is)
 //   logits = head(flatten(Y))  [B, 10]   a bias-free Linear 784 -> 10
 //   loss = cross-entropy; Adam, lr 1e-3, batch 256, the training images reshuffled every epoch
+//                          (tasks/common/epoch_sampler.h; sampling=replacement draws them with
+//                          replacement instead)
 //
 // The head has no bias and is linear, so the logits are a sum over experts: with c_e the logits of
 // the network in which only expert e is kept (every other expert's slot output zeroed, C and D
@@ -33,6 +38,7 @@
 #include "nn/linear.h"
 #include "nn/module.h"
 #include "nn/moe/soft_moe.h"
+#include "tasks/common/epoch_sampler.h"
 #include "tasks/softmoe_mnist/idx.h"
 
 namespace moelab::softmoe_mnist {
@@ -61,7 +67,7 @@ std::int64_t expert_hidden(std::int64_t experts);
 class SoftMoEClassifier : public Module {
  public:
   // Draws phi, the experts, then the head from gen. experts in [1, 784].
-  SoftMoEClassifier(std::int64_t experts, Generator& gen);
+  SoftMoEClassifier(std::int64_t experts, Generator& gen, SlotInputs slot_inputs = SlotInputs::Normalized);
 
   // tokens: [B, 4, 196] -> logits [B, 10]; with a subset only its experts are computed.
   Variable forward(const Variable& tokens);
@@ -80,6 +86,7 @@ class SoftMoEClassifier : public Module {
 struct TrainOptions {
   std::int64_t steps = 3525;       // optimizer steps (15 epochs of 60,000 images at batch 256)
   std::int64_t batch = 256;
+  Sampling sampling = Sampling::Epochs;  // which images each step takes (tasks/common/epoch_sampler.h)
   double lr = 1e-3;                // Adam, PyTorch's default betas and eps, no weight decay
   std::int64_t eval_every = 0;     // test accuracy every this many steps (0: only at the end)
   std::string label;               // progress line label; empty: no progress output
@@ -97,8 +104,8 @@ struct TrainResult {
   double seconds = 0;
 };
 
-// Trains `model` on `train` (reshuffled by `gen` at every epoch; the last batch of an epoch may
-// be smaller, as PyTorch's DataLoader gives it), evaluates on `test`. `on_eval` (optional) sees
+// Trains `model` on `train` (by default reshuffled by `gen` at every epoch, the last batch of an
+// epoch smaller, as PyTorch's DataLoader gives it: tasks/common/epoch_sampler.h), evaluates on `test`. `on_eval` (optional) sees
 // each record as it is made. A NaN loss is an error naming the step.
 TrainResult train_classifier(SoftMoEClassifier& model, const ImageDataset& train, const ImageDataset& test,
                              const TrainOptions& options, Generator& gen,

@@ -31,6 +31,10 @@ Settings softmoe_mnist_settings() {
             "count: EXPERIMENTS.md says to match its steps, not its epochs)", 1, 1e9);
   s.add_int("batch", 256, "images per step", 1, 1 << 20);
   s.add_real("lr", 1e-3, "Adam learning rate", 1e-9, 10);
+  s.add_text("sampling", "epochs", kSamplingHelp, sampling_choices());
+  s.add_text("slot_inputs", "normalized", "what the Soft MoE slots mix: normalized tokens (the implicit-bias paper's "
+             "code, normalize_moe_input=True; scale-invariant) or raw tokens (the original Soft MoE's layer)",
+             {"normalized", "raw"});
   s.add_int("eval_every", 500, "test accuracy every N steps during training (and at the end)", 1, 1e9);
   s.add_int_list("table1_experts", {4, 8, 16}, "n for Table 1 (k = n/4, exhaustive search over k-subsets)", 4, 64);
   s.add_int_list("k_divisors", {2, 4, 8}, "Figure 2 / Table 10: k = n / divisor for each divisor dividing n", 1, 784);
@@ -165,10 +169,11 @@ void train_missing(const RunContext& ctx, const MnistSplit& data) {
       }
       Generator init(sm::mix_seed(ctx.seed, seed, n, 1));
       Generator shuffle(sm::mix_seed(ctx.seed, seed, n, 2));
-      sm::SoftMoEClassifier model(n, init);
+      sm::SoftMoEClassifier model(n, init, parse_slot_inputs(s.text("slot_inputs")));
       model.to(ctx.device);  // before train_classifier builds its optimizer
       sm::TrainOptions o;
       o.steps = s.integer("steps"), o.batch = s.integer("batch"), o.lr = s.real("lr");
+      o.sampling = parse_sampling(s.text("sampling"));
       o.eval_every = s.integer("eval_every");
       o.label = "n = " + std::to_string(n) + ", seed " + std::to_string(seed);
       const sm::TrainResult r = sm::train_classifier(model, data.train, data.test, o, shuffle, [&](const sm::EvalRecord& e) {

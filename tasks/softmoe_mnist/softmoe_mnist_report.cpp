@@ -95,9 +95,9 @@ std::vector<std::int64_t> timing_ks(std::int64_t n) { return {n, 3 * n / 4, n / 
 
 }  // namespace
 
-std::unique_ptr<SoftMoEClassifier> load_model(const TrainedModel& m) {
+std::unique_ptr<SoftMoEClassifier> load_model(const TrainedModel& m, SlotInputs slot_inputs) {
   Generator unused(0);
-  auto model = std::make_unique<SoftMoEClassifier>(m.experts, unused);
+  auto model = std::make_unique<SoftMoEClassifier>(m.experts, unused, slot_inputs);
   load_checkpoint(m.checkpoint, *model, nullptr, nullptr);
   model->eval();
   return model;
@@ -116,7 +116,7 @@ void evaluate_and_report(const RunContext& ctx, const MnistSplit& data, const st
   std::vector<Table1Row> table1_rows;
   std::vector<TimingRow> timing_rows;
   for (const TrainedModel& m : models) {
-    std::unique_ptr<SoftMoEClassifier> model = load_model(m);
+    std::unique_ptr<SoftMoEClassifier> model = load_model(m, parse_slot_inputs(s.text("slot_inputs")));
     model->to(ctx.device);
     const double all = accuracy(*model, test);
     std::printf("n = %lld, seed %lld: test accuracy %s%% with all experts\n", static_cast<long long>(m.experts),
@@ -160,7 +160,7 @@ void evaluate_and_report(const RunContext& ctx, const MnistSplit& data, const st
   if (const std::int64_t wide = s.integer("timing_wide_hidden"); wide > 0) {
     Generator gen(mix_seed(ctx.seed, 0, 8, 99));
     SoftMoEConfig c;
-    c.d = kTokenWidth, c.experts = 8, c.hidden = wide;
+    c.d = kTokenWidth, c.experts = 8, c.hidden = wide, c.slot_inputs = parse_slot_inputs(s.text("slot_inputs"));
     SoftMoE layer(c, gen);
     layer.to(ctx.device);
     for (std::int64_t batch : s.ints("timing_batches")) {
@@ -224,7 +224,12 @@ void evaluate_and_report(const RunContext& ctx, const MnistSplit& data, const st
   md << "Training: " << s.integer("steps") << " Adam steps of " << s.integer("batch") << " images, lr "
      << cell(s.real("lr")) << " (" << format_number(static_cast<double>(s.integer("steps") * s.integer("batch")) /
                                                          static_cast<double>(data.train.size()), "%.1f")
-     << " epochs of these " << data.train.size() << " training images; the paper: 15 epochs of 60,000 = 3525 steps). "
+     << " epochs of these " << data.train.size() << " training images; the paper: 15 epochs of 60,000 = 3525 steps; "
+     << (s.text("sampling") == "epochs" ? "a fresh shuffle per epoch" : "images drawn with replacement")
+     << "). Soft MoE slots mix the "
+     << (s.text("slot_inputs") == "normalized" ? "normalised tokens (the implicit-bias paper's code)"
+                                               : "raw tokens (the original Soft MoE's layer, not the paper's)")
+     << ". "
      << "Accuracies are on the " << test.size() << " test images; random subsets are drawn per image, "
      << draws << " draws, sample std (n - 1).\n\n";
   md << "## Networks\n\n| n | seed | expert hidden | expert params | total params | steps | test accuracy | train time |\n"

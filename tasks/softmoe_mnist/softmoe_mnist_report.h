@@ -22,8 +22,9 @@ struct TrainedModel {
   std::string checkpoint;  // path
 };
 
-// Loads a trained network from its checkpoint.
-std::unique_ptr<SoftMoEClassifier> load_model(const TrainedModel& m);
+// Loads a trained network from its checkpoint; slot_inputs must be the one it was trained with
+// (the run's setting: the checkpoint holds weights only).
+std::unique_ptr<SoftMoEClassifier> load_model(const TrainedModel& m, SlotInputs slot_inputs);
 
 // Every evaluation above, written into ctx.dir; `models` in (seed, n) order.
 void evaluate_and_report(const RunContext& ctx, const MnistSplit& data, const std::vector<TrainedModel>& models);
