@@ -19,7 +19,7 @@
 //
 // The micro-kernel keeps the whole mr x nr tile of C in vector registers and, for each p, loads
 // one row of the B panel (nr floats = nr / lanes vectors), broadcasts each of the mr values of
-// the A panel, and does mr * nr / lanes fused multiply-adds: `acc += a * b` on vector types, which
+// A's column p (from a packed panel or straight from A), and does mr * nr / lanes fused multiply-adds: `acc += a * b` on vector types, which
 // the compiler turns into FMA instructions (the .cpp files are compiled with -ffp-contract=fast).
 // With AVX-512 the tile is 12 x 32 (24 accumulator registers of 32); with AVX2 6 x 16 (12 of 16).
 #pragma once
@@ -42,10 +42,14 @@ inline void store(float* p, typename Isa::Vec v) {
   __builtin_memcpy(p, &v, sizeof(v));
 }
 
-// C tile [mr, nr] (row stride ldc) = or += A panel [kc][mr] @ B panel [kc][nr].
-template <class Isa>
-void micro_kernel(std::int64_t kc, const float* a_panel, const float* b_panel, float* c, std::int64_t ldc,
-                  bool accumulate) {
+// C tile [mr, nr] (row stride ldc) = or += A [mr, kc] @ B panel [kc][nr], where A(r, p) is
+//   kRowMajor:  a[r * a_stride + p]   (A's rows are contiguous: a row-major A read in place)
+//   otherwise:  a[p * a_stride + r]   (A's columns are contiguous: a packed panel, a_stride = mr, or
+//                                      a transposed A read in place, a_stride = its row length)
+// Both read the same A(r, p) and do the same FMAs in the same order; only the addresses differ.
+template <class Isa, bool kRowMajor>
+void micro_kernel(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel, float* c,
+                  std::int64_t ldc, bool accumulate) {
   using Vec = typename Isa::Vec;
   constexpr int MR = Isa::mr, V = Isa::nr / Isa::lanes;  // V vectors per tile row
   Vec acc[MR][V] = {};
@@ -53,10 +57,10 @@ void micro_kernel(std::int64_t kc, const float* a_panel, const float* b_panel, f
     Vec b[V];
     for (int v = 0; v < V; ++v) b[v] = load<Isa>(b_panel + v * Isa::lanes);
     for (int r = 0; r < MR; ++r) {
-      const Vec a = Isa::broadcast(a_panel[r]);  // A[r, p] in every lane
-      for (int v = 0; v < V; ++v) acc[r][v] += a * b[v];
+      const Vec x = Isa::broadcast(kRowMajor ? a[r * a_stride + p] : a[r]);  // A(r, p) in every lane
+      for (int v = 0; v < V; ++v) acc[r][v] += x * b[v];
     }
-    a_panel += MR;
+    if (!kRowMajor) a += a_stride;
     b_panel += Isa::nr;
   }
   for (int r = 0; r < MR; ++r)
@@ -97,7 +101,8 @@ void small_gemm(const float* a, std::int64_t a_rs, std::int64_t a_cs, const floa
 template <class Isa>
 const GemmKernels& kernels_for() {
   static_assert(Isa::mr <= kMaxMR && Isa::nr <= kMaxNR && Isa::nr % Isa::lanes == 0);
-  static const GemmKernels kernels{Isa::isa, Isa::mr, Isa::nr, &micro_kernel<Isa>, &small_gemm<Isa>};
+  static const GemmKernels kernels{Isa::isa, Isa::mr, Isa::nr, &micro_kernel<Isa, false>, &micro_kernel<Isa, true>,
+                                   &small_gemm<Isa>};
   return kernels;
 }
 
