@@ -107,7 +107,7 @@ float* packed_b_buffer(std::size_t floats) {
 // packs its share of each B block; with team > 1 it runs inside the product's own parallel region,
 // whose barriers separate the packing of a B block from its use and from the next block.
 struct Blocked {
-  const GemmKernels& kern;
+  const GemmTiles& tiles;
   Operand op_a, op_b;
   bool a_row_major;  // op(A)'s rows contiguous (read with tile_rows), else its columns (tile)
   float* out;
@@ -115,7 +115,7 @@ struct Blocked {
   float* packed_b;
 
   void run(int t, int team) const {
-    const int MR = kern.mr, NR = kern.nr;
+    const int MR = tiles.mr, NR = tiles.nr;
     const std::int64_t row_panels = (m + MR - 1) / MR;
     // This thread's rows of C: a contiguous range of whole MR-row panels.
     const std::int64_t first_panel = row_panels * t / team, last_panel = row_panels * (t + 1) / team;
@@ -141,11 +141,11 @@ struct Blocked {
           const std::int64_t rows = std::min<std::int64_t>(MR, row_end - i);
           // A's panel: in place when full, else packed with zero rows below.
           const float* a_panel = &op_a.data[i * op_a.row_stride + pc * op_a.col_stride];
-          auto tile = a_row_major ? kern.tile_rows : kern.tile;
+          auto tile = a_row_major ? tiles.tile_rows : tiles.tile;
           std::int64_t a_stride = a_row_major ? op_a.row_stride : op_a.col_stride;
           if (rows < MR) {
             pack_a_panel(op_a, MR, i, rows, pc, kc, edge_a);
-            a_panel = edge_a, tile = kern.tile, a_stride = MR;
+            a_panel = edge_a, tile = tiles.tile, a_stride = MR;
           }
           for (std::int64_t jr = 0; jr < nc; jr += NR) {
             const std::int64_t cols = std::min<std::int64_t>(NR, nc - jr);
@@ -171,8 +171,11 @@ struct Blocked {
   }
 };
 
-// Products with m * n * k at most this and k <= KC skip packing (GemmKernels::small).
-constexpr std::int64_t kSmallProduct = 64 * 1024;
+// Products with m * n * k at most this, k <= KC and B not transposed skip packing
+// (GemmKernels::small). Its loop keeps rows of C in memory, so it only wins on tiny products; with
+// a transposed B it is a scalar dot product per element, and even Soft MoE's [8, 196] @ [196, 4]
+// ran faster blocked, where packing transposes B once.
+constexpr std::int64_t kSmallProduct = 16 * 1024;
 
 }  // namespace
 
@@ -199,15 +202,17 @@ void gemm_f32(const GemmKernels& kern, const float* a, const float* b, float* ou
               std::int64_t n, bool trans_a, bool trans_b) {
   const Operand op_a = trans_a ? Operand{a, 1, m} : Operand{a, k, 1};
   const Operand op_b = trans_b ? Operand{b, 1, k} : Operand{b, n, 1};
-  if (k <= KC && m * n * k <= kSmallProduct)
+  if (k <= KC && m * n * k <= kSmallProduct && !trans_b)
     return kern.small(a, op_a.row_stride, op_a.col_stride, b, op_b.row_stride, op_b.col_stride, out, m, k, n);
-  const std::int64_t row_panels = (m + kern.mr - 1) / kern.mr;
+  // A product at most one vector wide takes the narrow tile (core/cpu/gemm_kernels.h).
+  const GemmTiles& tiles = n <= kern.narrow.nr ? kern.narrow : kern.wide;
+  const std::int64_t row_panels = (m + tiles.mr - 1) / tiles.mr;
   // Inside a parallel region (a batch of products shared among threads) this product gets one
   // thread, and then no region of its own: an inactive nested region still costs a team's set-up.
   const int threads = omp_in_parallel() ? 1
                       : static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(omp_get_max_threads(), row_panels)));
-  const std::int64_t nc_max = std::min(NC, (n + kern.nr - 1) / kern.nr * kern.nr);
-  const Blocked job{kern, op_a, op_b, !trans_a, out, m, k, n,
+  const std::int64_t nc_max = std::min(NC, (n + tiles.nr - 1) / tiles.nr * tiles.nr);
+  const Blocked job{tiles, op_a, op_b, !trans_a, out, m, k, n,
                     packed_b_buffer(static_cast<std::size_t>(std::min(KC, k) * nc_max))};
   if (threads == 1) return job.run(0, 1);
 #pragma omp parallel num_threads(threads)

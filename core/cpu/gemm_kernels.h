@@ -1,6 +1,6 @@
 // core/cpu/gemm_kernels.h — the float32 GEMM's inner kernels, one set per instruction set.
 //
-// core/cpu/gemm_f32.cpp does the blocking, packing and threading; the arithmetic happens in two
+// core/cpu/gemm_f32.cpp does the blocking, packing and threading; the arithmetic happens in
 // kernels whose speed depends on the vector width, so they are compiled once per instruction set
 // (gemm_kernels_generic.cpp, gemm_kernels_avx2.cpp, gemm_kernels_avx512.cpp, from the one template
 // in gemm_micro_kernel.h) and chosen at run time (core/cpu/cpu_features.h):
@@ -25,18 +25,25 @@
 
 namespace moelab::cpu {
 
-struct GemmKernels {
-  CpuIsa isa;
-  int mr, nr;  // the C tile of `tile`; mr <= kMaxMR, nr <= kMaxNR
+// One tile shape: C tiles of mr x nr, A read as a packed panel or a transposed A (tile) or as a
+// row-major A (tile_rows).
+struct GemmTiles {
+  int mr, nr;
   void (*tile)(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel, float* c,
                std::int64_t ldc, bool accumulate);
   void (*tile_rows)(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel, float* c,
                     std::int64_t ldc, bool accumulate);
+};
+
+struct GemmKernels {
+  CpuIsa isa;
+  GemmTiles wide;    // the register tile for most products (12 x 32 on AVX-512, 6 x 16 on AVX2)
+  GemmTiles narrow;  // one vector wide, taller (24 x 16, 12 x 8): for products with n <= narrow.nr
   void (*small)(const float* a, std::int64_t a_rs, std::int64_t a_cs, const float* b, std::int64_t b_rs,
                 std::int64_t b_cs, float* c, std::int64_t m, std::int64_t k, std::int64_t n);
 };
 
-constexpr int kMaxMR = 12, kMaxNR = 32;
+constexpr int kMaxMR = 24, kMaxNR = 32;
 
 // The kernels for one instruction set; throws moelab::Error for a set this build or CPU lacks.
 const GemmKernels& gemm_kernels(CpuIsa isa);
