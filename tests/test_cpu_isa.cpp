@@ -3,7 +3,7 @@
 //
 // Every GEMM kernel set this CPU can run (core/cpu/gemm_kernels.h: generic, avx2, avx512) is
 // run on the same products: shapes that take the small-product path, the blocked path with full
-// and edge tiles, several KC slices, transposed operands. avx2 and avx512 must agree bitwise (both
+// and edge tiles, wide and narrow tiles, several KC slices, transposed operands. avx2 and avx512 must agree bitwise (both
 // compute each element as one FMA chain in the same order); generic must agree bitwise too when
 // the baseline it is compiled for has FMA, and to rounding otherwise. On a CPU without AVX-512
 // the avx512 comparison is skipped, and said so.
@@ -59,6 +59,9 @@ std::vector<Product> products() {
       out.push_back({130, 513, 70, ta, tb});    // blocked: three KC slices, partial everything
       out.push_back({1030, 20, 33, ta, tb});    // blocked: many row panels, threads share them
       out.push_back({25, 40, 1100, ta, tb});    // blocked: two NC blocks
+      out.push_back({300, 70, 6, ta, tb});      // narrow tile everywhere (n <= 8), edge rows
+      out.push_back({77, 300, 16, ta, tb});     // n = 16: avx512's narrow tile against avx2's wide one
+      out.push_back({64, 16, 64, ta, tb});      // attention at d 64 (k = 16), blocked
     }
   return out;
 }
@@ -94,8 +97,9 @@ TEST_CASE("every kernel set this CPU runs gives the same products, bitwise for t
     return;
   }
   const GemmKernels& avx2 = gemm_kernels(CpuIsa::Avx2);
-  CHECK(avx2.mr == 6);
-  CHECK(avx2.nr == 16);
+  CHECK(avx2.wide.mr == 6);
+  CHECK(avx2.wide.nr == 16);
+  CHECK(avx2.narrow.nr == 8);
   const bool have_avx512 = detected_isa() == CpuIsa::Avx512;
   if (!have_avx512) MESSAGE("SKIPPED the avx512 comparison: this CPU has no AVX-512");
 #if defined(__FMA__)

@@ -214,8 +214,13 @@ void CpuBackend::relu_backward(const Tensor& x, const Tensor& grad, Tensor& out)
     const T* px = x.data<T>();
     const T* pg = grad.data<T>();
     T* po = out.data<T>();
-    cpu::for_chunks(x.numel(), [&](std::int64_t s, std::int64_t e) {
-      for (std::int64_t i = s; i < e; ++i) po[i] = px[i] > T(0) ? pg[i] : T(0);
+    // Pointers captured by value and grad read unconditionally: a branch-free select that the
+    // compiler vectorises (captured by reference, every iteration reloaded them and branched).
+    cpu::for_chunks(x.numel(), [px, pg, po](std::int64_t s, std::int64_t e) {
+      for (std::int64_t i = s; i < e; ++i) {
+        const T g = pg[i];
+        po[i] = px[i] > T(0) ? g : T(0);
+      }
     });
   });
 }

@@ -7,30 +7,34 @@
 //   for each block of NC columns of B and C                        (jc)
 //     for each slice of KC of the inner dimension                  (pc)
 //       pack B[pc:pc+KC, jc:jc+NC] into column panels NR wide      -> stays in L2, shared by threads
-//       for each block of MC rows of A and C (this thread's rows)  (ic)
-//         pack A[ic:ic+MC, pc:pc+KC] into row panels MR tall       -> one panel stays in L1
-//         for each MR-row panel of A                               (ir)
-//           for each NR-column panel of B                          (jr)
-//             micro-kernel: C[MR, NR] (+)= Apanel[MR, KC] @ Bpanel[KC, NR]
+//       for each MR-row panel of A and C (this thread's rows)      (ir)
+//         for each NR-column panel of B                            (jr)
+//           micro-kernel: C[MR, NR] (+)= A[MR, KC] @ Bpanel[KC, NR]
 //
-// Packing copies the operands into the exact order the micro-kernel reads them (contiguous, zero
-// padded at the edges), which also makes transposed operands free: only the packing loop knows
-// the layout. The micro-kernel keeps the whole MR x NR tile of C in vector registers and, for
-// each k, does MR * NR fused multiply-adds (core/cpu/gemm_micro_kernel.h). Its arithmetic depends
-// on the vector width, so it is compiled once per instruction set (core/cpu/gemm_kernels_*.cpp)
-// and the widest the CPU supports is chosen at run time (core/cpu/cpu_features.h): 12 x 32 tiles
-// with AVX-512, 6 x 16 with AVX2. This file, the blocking, the packing and the threads, is the
-// same for all of them.
+// Packing copies B into the exact order the micro-kernel reads it (contiguous, zero padded at the
+// right edge), which also makes a transposed B free: only the packing loop knows the layout. A is
+// read in place: the micro-kernel broadcasts one element of A per row and step, and takes A's
+// layout as a stride (row-major A through GemmKernels::tile_rows, a transposed A through tile);
+// only the partial panel at the bottom edge is packed, with zero rows. The training step's A has
+// 128 columns or fewer and meets few columns of B, so packing it (and blocking its rows by MC for
+// L2, as BLIS does for large matrices) did not pay: with it, the driver outside the micro-kernel
+// took 26% of a 2048 x 128 @ 128 x 128 product's time (perf, one thread).
+// The micro-kernel keeps the whole MR x NR tile of C in vector registers and, for each k, does
+// MR * NR fused multiply-adds (core/cpu/gemm_micro_kernel.h). Its arithmetic depends on the vector
+// width, so it is compiled once per instruction set (core/cpu/gemm_kernels_*.cpp) and the widest
+// the CPU supports is chosen at run time (core/cpu/cpu_features.h): 12 x 32 tiles with AVX-512,
+// 6 x 16 with AVX2. This file, the blocking, the packing and the threads, is the same for all.
 //
-// Threads split the rows of C into contiguous ranges (whole MR panels) and share the packed B.
-// Every element of C is summed over k in the same order whatever the thread count, so results are
+// Threads split the rows of C into contiguous ranges (whole MR panels) and share the packed B. A
+// product called inside a parallel region (matmul.cpp gives each thread whole products of a batch)
+// runs on its thread alone, without opening a region of its own. Every element of C is summed over
+// k in the same order whatever the thread count and whichever way A is read, so results are
 // bitwise identical for 1, 2 or 16 threads.
 #include "core/cpu/gemm_f32.h"
 
 #include <omp.h>
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 
 #include "core/cpu/gemm_kernels.h"
@@ -41,18 +45,6 @@ namespace {
 
 constexpr std::int64_t KC = 256;   // inner-dimension slice: an A panel (MR x KC) fits in L1
 constexpr std::int64_t NC = 1024;  // columns per packed B block (KC x NC floats = 1 MiB, in L2/L3)
-constexpr std::int64_t MC = 96;    // rows per packed A block (MC x KC floats = 96 KiB, in L2); a multiple of every MR
-
-// The same as the micro-kernel for a partial tile at the right or bottom edge: compute a full
-// tile into a scratch buffer, then copy (or add) its valid rows x cols into C.
-void edge_kernel(const GemmKernels& kern, std::int64_t kc, const float* a_panel, const float* b_panel, float* c,
-                 std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool accumulate) {
-  alignas(64) float tile[kMaxMR * kMaxNR];
-  kern.tile(kc, a_panel, b_panel, tile, kern.nr, false);
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t j = 0; j < cols; ++j)
-      c[r * ldc + j] = (accumulate ? c[r * ldc + j] : 0.0f) + tile[r * kern.nr + j];
-}
 
 // Element (i, p) of op(A) and (p, j) of op(B), whatever the storage.
 struct Operand {
@@ -61,35 +53,134 @@ struct Operand {
   float at(std::int64_t i, std::int64_t j) const { return data[i * row_stride + j * col_stride]; }
 };
 
-// Packs rows [i0, i0+mc) x inner [p0, p0+kc) of op(A) as panels of mr rows: panel[p][r].
-void pack_a(const Operand& a, int mr, std::int64_t i0, std::int64_t mc, std::int64_t p0, std::int64_t kc,
-            float* out) {
-  for (std::int64_t panel = 0; panel < mc; panel += mr) {
-    const std::int64_t rows = std::min<std::int64_t>(mr, mc - panel);
-    for (std::int64_t p = 0; p < kc; ++p) {
-      for (std::int64_t r = 0; r < rows; ++r) out[r] = a.at(i0 + panel + r, p0 + p);
-      for (std::int64_t r = rows; r < mr; ++r) out[r] = 0.0f;
-      out += mr;
-    }
-  }
-}
-
-// Packs one nr-wide column panel of op(B): columns [j0, j0+cols) x inner [p0, p0+kc) as panel[p][c].
-void pack_b_panel(const Operand& b, int nr, std::int64_t p0, std::int64_t kc, std::int64_t j0, std::int64_t cols,
+// Packs rows [i0, i0+rows) x inner [p0, p0+kc) of op(A), rows <= mr, as one panel[p][r] of mr
+// rows, zero padded: only for the bottom edge, full panels are read in place.
+void pack_a_panel(const Operand& a, int mr, std::int64_t i0, std::int64_t rows, std::int64_t p0, std::int64_t kc,
                   float* out) {
   for (std::int64_t p = 0; p < kc; ++p) {
-    if (cols == nr && b.col_stride == 1) {
-      std::memcpy(out, b.data + (p0 + p) * b.row_stride + j0, nr * sizeof(float));
-    } else {
-      for (std::int64_t c = 0; c < cols; ++c) out[c] = b.at(p0 + p, j0 + c);
-      for (std::int64_t c = cols; c < nr; ++c) out[c] = 0.0f;
-    }
-    out += nr;
+    for (std::int64_t r = 0; r < rows; ++r) out[r] = a.at(i0 + r, p0 + p);
+    for (std::int64_t r = rows; r < mr; ++r) out[r] = 0.0f;
+    out += mr;
   }
 }
 
-// Products with m * n * k at most this and k <= KC skip packing (GemmKernels::small).
-constexpr std::int64_t kSmallProduct = 64 * 1024;
+// Packs one nr-wide column panel of op(B): columns [j0, j0+cols) x inner [p0, p0+kc) as panel[p][c],
+// zero padded. A full row is copied 8 floats at a time with fixed-size copies, which compile to
+// vector moves: a memcpy call per row of 32 floats (what GCC makes of a plain copy loop) cost more
+// than the copy, a tenth of the dense training step.
+void pack_b_panel(const Operand& b, int nr, std::int64_t p0, std::int64_t kc, std::int64_t j0, std::int64_t cols,
+                  float* __restrict out) {
+  if (b.col_stride == 1) {  // rows of op(B) contiguous: copy kc runs of cols floats
+    const float* src = b.data + p0 * b.row_stride + j0;
+    for (std::int64_t p = 0; p < kc; ++p, src += b.row_stride, out += nr) {
+      if (cols == nr) {  // nr is a multiple of 8
+        for (std::int64_t c = 0; c < nr; c += 8) __builtin_memcpy(out + c, src + c, 8 * sizeof(float));
+        continue;
+      }
+      for (std::int64_t c = 0; c < cols; ++c) out[c] = src[c];
+      for (std::int64_t c = cols; c < nr; ++c) out[c] = 0.0f;
+    }
+    return;
+  }
+  // op(B) = stored B^T (row_stride 1): column c of the panel is a contiguous run of B's row j0 + c;
+  // read it in order and write it with stride nr.
+  for (std::int64_t c = 0; c < cols; ++c) {
+    const float* src = b.data + (j0 + c) * b.col_stride + p0;
+    for (std::int64_t p = 0; p < kc; ++p) out[p * nr + c] = src[p];
+  }
+  for (std::int64_t p = 0; p < kc; ++p)
+    for (std::int64_t c = cols; c < nr; ++c) out[p * nr + c] = 0.0f;
+}
+
+// Scratch that lives as long as the thread: products run thousands of times a step, and a fresh
+// allocation each time (with its page faults) cost more than small products themselves.
+float* scratch(std::unique_ptr<float[]>& buffer, std::size_t& capacity, std::size_t floats) {
+  if (floats > capacity) {
+    buffer.reset(new float[floats]);
+    capacity = floats;
+  }
+  return buffer.get();
+}
+
+float* packed_b_buffer(std::size_t floats) {
+  thread_local std::unique_ptr<float[]> buffer;
+  thread_local std::size_t capacity = 0;
+  return scratch(buffer, capacity, floats);
+}
+
+// One product cut into the blocks of the header. Thread `t` of `team` computes its rows of C and
+// packs its share of each B block; with team > 1 it runs inside the product's own parallel region,
+// whose barriers separate the packing of a B block from its use and from the next block.
+struct Blocked {
+  const GemmTiles& tiles;
+  Operand op_a, op_b;
+  bool a_row_major;  // op(A)'s rows contiguous (read with tile_rows), else its columns (tile)
+  float* out;
+  std::int64_t m, k, n;
+  float* packed_b;
+
+  void run(int t, int team) const {
+    const int MR = tiles.mr, NR = tiles.nr;
+    const std::int64_t row_panels = (m + MR - 1) / MR;
+    // This thread's rows of C: a contiguous range of whole MR-row panels.
+    const std::int64_t first_panel = row_panels * t / team, last_panel = row_panels * (t + 1) / team;
+    const std::int64_t row_begin = first_panel * MR, row_end = std::min(m, last_panel * MR);
+    alignas(64) float edge_a[kMaxMR * KC];  // the bottom edge's A panel, packed and zero padded
+    for (std::int64_t jc = 0; jc < n; jc += NC) {
+      const std::int64_t nc = std::min(NC, n - jc);
+      for (std::int64_t pc = 0; pc < k; pc += KC) {
+        const std::int64_t kc = std::min(KC, k - pc);
+        const bool accumulate = pc > 0;
+        // Pack B[pc:pc+kc, jc:jc+nc], one NR panel per iteration, shared by the team.
+        const std::int64_t panels = (nc + NR - 1) / NR;
+        if (team == 1) {
+          for (std::int64_t q = 0; q < panels; ++q)
+            pack_b_panel(op_b, NR, pc, kc, jc + q * NR, std::min<std::int64_t>(NR, nc - q * NR), packed_b + q * NR * kc);
+        } else {
+#pragma omp for schedule(static)
+          for (std::int64_t q = 0; q < panels; ++q)
+            pack_b_panel(op_b, NR, pc, kc, jc + q * NR, std::min<std::int64_t>(NR, nc - q * NR), packed_b + q * NR * kc);
+          // (implicit barrier: B is packed before anyone reads it)
+        }
+        for (std::int64_t i = row_begin; i < row_end; i += MR) {
+          const std::int64_t rows = std::min<std::int64_t>(MR, row_end - i);
+          // A's panel: in place when full, else packed with zero rows below.
+          const float* a_panel = &op_a.data[i * op_a.row_stride + pc * op_a.col_stride];
+          auto tile = a_row_major ? tiles.tile_rows : tiles.tile;
+          std::int64_t a_stride = a_row_major ? op_a.row_stride : op_a.col_stride;
+          if (rows < MR) {
+            pack_a_panel(op_a, MR, i, rows, pc, kc, edge_a);
+            a_panel = edge_a, tile = tiles.tile, a_stride = MR;
+          }
+          for (std::int64_t jr = 0; jr < nc; jr += NR) {
+            const std::int64_t cols = std::min<std::int64_t>(NR, nc - jr);
+            float* c = out + i * n + jc + jr;
+            const float* b_panel = packed_b + jr * kc;
+            if (rows == MR && cols == NR) {
+              tile(kc, a_panel, a_stride, b_panel, c, n, accumulate);
+            } else {  // a partial tile: compute it whole into scratch, then copy (or add) its valid part
+              alignas(64) float part[kMaxMR * kMaxNR];
+              tile(kc, a_panel, a_stride, b_panel, part, NR, false);
+              for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t j = 0; j < cols; ++j)
+                  c[r * n + j] = (accumulate ? c[r * n + j] : 0.0f) + part[r * NR + j];
+            }
+          }
+        }
+        if (team > 1) {
+#pragma omp barrier
+          // (everyone is done reading this packed B before the next slice overwrites it)
+        }
+      }
+    }
+  }
+};
+
+// Products with m * n * k at most this, k <= KC and B not transposed skip packing
+// (GemmKernels::small). Its loop keeps rows of C in memory, so it only wins on tiny products; with
+// a transposed B it is a scalar dot product per element, and even Soft MoE's [8, 196] @ [196, 4]
+// ran faster blocked, where packing transposes B once.
+constexpr std::int64_t kSmallProduct = 16 * 1024;
 
 }  // namespace
 
@@ -116,59 +207,21 @@ void gemm_f32(const GemmKernels& kern, const float* a, const float* b, float* ou
               std::int64_t n, bool trans_a, bool trans_b) {
   const Operand op_a = trans_a ? Operand{a, 1, m} : Operand{a, k, 1};
   const Operand op_b = trans_b ? Operand{b, 1, k} : Operand{b, n, 1};
-  if (k <= KC && m * n * k <= kSmallProduct)
+  if (k <= KC && m * n * k <= kSmallProduct && !trans_b)
     return kern.small(a, op_a.row_stride, op_a.col_stride, b, op_b.row_stride, op_b.col_stride, out, m, k, n);
-  const int MR = kern.mr, NR = kern.nr;
-  const std::int64_t row_panels = (m + MR - 1) / MR;
-  const int threads = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(omp_get_max_threads(), row_panels)));
-  const std::int64_t nc_max = std::min(NC, (n + NR - 1) / NR * NR);
-  const std::int64_t kc_max = std::min(KC, k);
-  // Packing buffers sized to this product, not to the blocking maxima, and not zero-filled (the
-  // packers write every element the kernels read, padding included): small products, like Soft
-  // MoE's per-example ones, would otherwise spend most of their time clearing 100 KiB buffers.
-  std::unique_ptr<float[]> packed_b(new float[static_cast<std::size_t>(kc_max * nc_max) + 16]);
-
+  // A product at most one vector wide takes the narrow tile (core/cpu/gemm_kernels.h).
+  const GemmTiles& tiles = n <= kern.narrow.nr ? kern.narrow : kern.wide;
+  const std::int64_t row_panels = (m + tiles.mr - 1) / tiles.mr;
+  // Inside a parallel region (a batch of products shared among threads) this product gets one
+  // thread, and then no region of its own: an inactive nested region still costs a team's set-up.
+  const int threads = omp_in_parallel() ? 1
+                      : static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(omp_get_max_threads(), row_panels)));
+  const std::int64_t nc_max = std::min(NC, (n + tiles.nr - 1) / tiles.nr * tiles.nr);
+  const Blocked job{tiles, op_a, op_b, !trans_a, out, m, k, n,
+                    packed_b_buffer(static_cast<std::size_t>(std::min(KC, k) * nc_max))};
+  if (threads == 1) return job.run(0, 1);
 #pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
-    const int team = omp_get_num_threads();
-    // This thread's rows of C: a contiguous range of whole MR-row panels.
-    const std::int64_t first_panel = row_panels * t / team, last_panel = row_panels * (t + 1) / team;
-    const std::int64_t row_begin = first_panel * MR, row_end = std::min(m, last_panel * MR);
-    const std::int64_t mc_max = std::min(MC, (std::max<std::int64_t>(row_end - row_begin, 0) + MR - 1) / MR * MR);
-    std::unique_ptr<float[]> packed_a(new float[static_cast<std::size_t>(mc_max * kc_max) + 16]);
-
-    for (std::int64_t jc = 0; jc < n; jc += NC) {
-      const std::int64_t nc = std::min(NC, n - jc);
-      for (std::int64_t pc = 0; pc < k; pc += KC) {
-        const std::int64_t kc = std::min(KC, k - pc);
-        const bool accumulate = pc > 0;
-        // Pack B[pc:pc+kc, jc:jc+nc] together, one NR panel per iteration.
-#pragma omp for schedule(static)
-        for (std::int64_t jr = 0; jr < nc; jr += NR)
-          pack_b_panel(op_b, NR, pc, kc, jc + jr, std::min<std::int64_t>(NR, nc - jr), packed_b.get() + jr * kc);
-        // (implicit barrier: B is packed before anyone reads it)
-        for (std::int64_t ic = row_begin; ic < row_end; ic += MC) {
-          const std::int64_t mc = std::min(MC, row_end - ic);
-          pack_a(op_a, MR, ic, mc, pc, kc, packed_a.get());
-          for (std::int64_t ir = 0; ir < mc; ir += MR) {
-            const std::int64_t rows = std::min<std::int64_t>(MR, mc - ir);
-            const float* a_panel = packed_a.get() + ir * kc;
-            for (std::int64_t jr = 0; jr < nc; jr += NR) {
-              const std::int64_t cols = std::min<std::int64_t>(NR, nc - jr);
-              float* c = out + (ic + ir) * n + jc + jr;
-              if (rows == MR && cols == NR)
-                kern.tile(kc, a_panel, packed_b.get() + jr * kc, c, n, accumulate);
-              else
-                edge_kernel(kern, kc, a_panel, packed_b.get() + jr * kc, c, n, rows, cols, accumulate);
-            }
-          }
-        }
-#pragma omp barrier
-        // (everyone is done reading this packed B before the next slice overwrites it)
-      }
-    }
-  }
+  job.run(omp_get_thread_num(), omp_get_num_threads());
 }
 
 }  // namespace moelab::cpu

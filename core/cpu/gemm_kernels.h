@@ -1,18 +1,21 @@
 // core/cpu/gemm_kernels.h — the float32 GEMM's inner kernels, one set per instruction set.
 //
-// core/cpu/gemm_f32.cpp does the blocking, packing and threading; the arithmetic happens in two
+// core/cpu/gemm_f32.cpp does the blocking, packing and threading; the arithmetic happens in
 // kernels whose speed depends on the vector width, so they are compiled once per instruction set
 // (gemm_kernels_generic.cpp, gemm_kernels_avx2.cpp, gemm_kernels_avx512.cpp, from the one template
 // in gemm_micro_kernel.h) and chosen at run time (core/cpu/cpu_features.h):
 //
-//   tile(kc, a_panel, b_panel, c, ldc, accumulate)
-//       C tile [mr, nr] (row stride ldc) = or += A panel [kc][mr] @ B panel [kc][nr]
+//   tile(kc, a, a_stride, b_panel, c, ldc, accumulate)
+//       C tile [mr, nr] (row stride ldc) = or += A [mr, kc] @ B panel [kc][nr], A(r, p) =
+//       a[p * a_stride + r]: a packed A panel [kc][mr] (a_stride = mr), or A^T read in place
+//   tile_rows(kc, a, a_stride, b_panel, c, ldc, accumulate)
+//       the same with A(r, p) = a[r * a_stride + p]: a row-major A read in place, unpacked
 //   small(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n)
 //       C [m, n] = op(A) [m, k] @ op(B) [k, n] without packing, for tiny products; element (i, p)
 //       of op(A) is a[i * a_rs + p * a_cs], element (p, j) of op(B) is b[p * b_rs + j * b_cs]
 //
-// Every element of C is one chain of multiply-adds over p = 0, 1, ..., k - 1 from 0, in both
-// kernels and in every instruction set, so the choice of kernel changes the speed, not the bits
+// Every element of C is one chain of multiply-adds over p = 0, 1, ..., k - 1 from 0, in every
+// kernel and in every instruction set, so the choice of kernel changes the speed, not the bits
 // (fused multiply-adds on avx2 and avx512; on generic, whatever the baseline compiles to).
 #pragma once
 
@@ -22,16 +25,25 @@
 
 namespace moelab::cpu {
 
+// One tile shape: C tiles of mr x nr, A read as a packed panel or a transposed A (tile) or as a
+// row-major A (tile_rows).
+struct GemmTiles {
+  int mr, nr;
+  void (*tile)(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel, float* c,
+               std::int64_t ldc, bool accumulate);
+  void (*tile_rows)(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel, float* c,
+                    std::int64_t ldc, bool accumulate);
+};
+
 struct GemmKernels {
   CpuIsa isa;
-  int mr, nr;  // the C tile of `tile`; mr <= kMaxMR, nr <= kMaxNR
-  void (*tile)(std::int64_t kc, const float* a_panel, const float* b_panel, float* c, std::int64_t ldc,
-               bool accumulate);
+  GemmTiles wide;    // the register tile for most products (12 x 32 on AVX-512, 6 x 16 on AVX2)
+  GemmTiles narrow;  // one vector wide, taller (24 x 16, 12 x 8): for products with n <= narrow.nr
   void (*small)(const float* a, std::int64_t a_rs, std::int64_t a_cs, const float* b, std::int64_t b_rs,
                 std::int64_t b_cs, float* c, std::int64_t m, std::int64_t k, std::int64_t n);
 };
 
-constexpr int kMaxMR = 12, kMaxNR = 32;
+constexpr int kMaxMR = 24, kMaxNR = 32;
 
 // The kernels for one instruction set; throws moelab::Error for a set this build or CPU lacks.
 const GemmKernels& gemm_kernels(CpuIsa isa);

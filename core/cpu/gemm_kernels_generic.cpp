@@ -11,7 +11,7 @@ namespace {
 
 struct Generic {
   static constexpr CpuIsa isa = CpuIsa::Generic;
-  static constexpr int lanes = 8, mr = 6, nr = 16;
+  static constexpr int lanes = 8, mr = 6, nr = 16, narrow_mr = 12;
   typedef float Vec __attribute__((vector_size(32)));
   static Vec broadcast(float x) { return Vec{} + x; }
   static float fma(float a, float b, float c) {

@@ -7,6 +7,7 @@
 //   struct Avx512 {
 //     static constexpr CpuIsa isa = CpuIsa::Avx512;
 //     static constexpr int lanes = 16, mr = 12, nr = 32;   // floats per vector; the C tile
+//     static constexpr int narrow_mr = 24;                 // the narrow tile: narrow_mr x lanes
 //     typedef float Vec __attribute__((vector_size(64)));  // one vector register
 //     static Vec broadcast(float x);                       // x in every lane
 //     static float fma(float a, float b, float c);         // a * b + c, as the tile rounds it
@@ -19,9 +20,12 @@
 //
 // The micro-kernel keeps the whole mr x nr tile of C in vector registers and, for each p, loads
 // one row of the B panel (nr floats = nr / lanes vectors), broadcasts each of the mr values of
-// the A panel, and does mr * nr / lanes fused multiply-adds: `acc += a * b` on vector types, which
+// A's column p (from a packed panel or straight from A), and does mr * nr / lanes fused multiply-adds: `acc += a * b` on vector types, which
 // the compiler turns into FMA instructions (the .cpp files are compiled with -ffp-contract=fast).
 // With AVX-512 the tile is 12 x 32 (24 accumulator registers of 32); with AVX2 6 x 16 (12 of 16).
+// Products at most one vector wide (routing logits [T, d] @ [d, 8], Soft MoE's experts of width 6)
+// use a narrow tile, one vector wide and twice as tall (24 x 16, 12 x 8), which computes a third or
+// a half of the padding columns the wide tile would.
 #pragma once
 
 #include <cstdint>
@@ -42,24 +46,35 @@ inline void store(float* p, typename Isa::Vec v) {
   __builtin_memcpy(p, &v, sizeof(v));
 }
 
-// C tile [mr, nr] (row stride ldc) = or += A panel [kc][mr] @ B panel [kc][nr].
-template <class Isa>
-void micro_kernel(std::int64_t kc, const float* a_panel, const float* b_panel, float* c, std::int64_t ldc,
-                  bool accumulate) {
+// C tile [mr, nr] (row stride ldc) = or += A [mr, kc] @ B panel [kc][nr], where A(r, p) is
+//   kRowMajor:  a[r * a_stride + p]   (A's rows are contiguous: a row-major A read in place)
+//   otherwise:  a[p * a_stride + r]   (A's columns are contiguous: a packed panel, a_stride = mr, or
+//                                      a transposed A read in place, a_stride = its row length)
+// Both read the same A(r, p) and do the same FMAs in the same order; only the addresses differ.
+template <class Isa, int MR, int NR, bool kRowMajor>
+void micro_kernel(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel, float* c,
+                  std::int64_t ldc, bool accumulate) {
   using Vec = typename Isa::Vec;
-  constexpr int MR = Isa::mr, V = Isa::nr / Isa::lanes;  // V vectors per tile row
+  constexpr int V = NR / Isa::lanes;  // V vectors per tile row
   Vec acc[MR][V] = {};
+  // (Unrolled by force: left to itself, GCC rolls the 24-row loop of the narrow tile up and keeps
+  // its accumulators in memory.)
   for (std::int64_t p = 0; p < kc; ++p) {
     Vec b[V];
+#pragma GCC unroll 4
     for (int v = 0; v < V; ++v) b[v] = load<Isa>(b_panel + v * Isa::lanes);
+#pragma GCC unroll 32
     for (int r = 0; r < MR; ++r) {
-      const Vec a = Isa::broadcast(a_panel[r]);  // A[r, p] in every lane
-      for (int v = 0; v < V; ++v) acc[r][v] += a * b[v];
+      const Vec x = Isa::broadcast(kRowMajor ? a[r * a_stride + p] : a[r]);  // A(r, p) in every lane
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) acc[r][v] += x * b[v];
     }
-    a_panel += MR;
-    b_panel += Isa::nr;
+    if (!kRowMajor) a += a_stride;
+    b_panel += NR;
   }
+#pragma GCC unroll 32
   for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
     for (int v = 0; v < V; ++v) {
       float* dst = c + r * ldc + v * Isa::lanes;
       store<Isa>(dst, accumulate ? load<Isa>(dst) + acc[r][v] : acc[r][v]);
@@ -67,7 +82,8 @@ void micro_kernel(std::int64_t kc, const float* a_panel, const float* b_panel, f
 }
 
 // Products too small for packing to pay off (Soft MoE's per-example ones: [8, 4] @ [4, 196],
-// [4, 8] @ [8, 196] and their gradients, 256 of them per batch): a direct loop, no packing. Each
+// [4, 8] @ [8, 196], 256 of them per batch): a direct loop, no packing. gemm_f32 sends only tiny
+// products with an untransposed B here (its kSmallProduct). Each
 // element of C is the same chain of fused multiply-adds over p = 0, 1, ..., k-1 from 0 as in the
 // micro-kernel, so for k <= KC (one slice of the blocked path) the result is bitwise the blocked
 // path's.
@@ -94,10 +110,16 @@ void small_gemm(const float* a, std::int64_t a_rs, std::int64_t a_cs, const floa
   }
 }
 
+template <class Isa, int MR, int NR>
+constexpr GemmTiles tiles() {
+  static_assert(MR <= kMaxMR && NR <= kMaxNR && NR % Isa::lanes == 0);
+  return GemmTiles{MR, NR, &micro_kernel<Isa, MR, NR, false>, &micro_kernel<Isa, MR, NR, true>};
+}
+
 template <class Isa>
 const GemmKernels& kernels_for() {
-  static_assert(Isa::mr <= kMaxMR && Isa::nr <= kMaxNR && Isa::nr % Isa::lanes == 0);
-  static const GemmKernels kernels{Isa::isa, Isa::mr, Isa::nr, &micro_kernel<Isa>, &small_gemm<Isa>};
+  static const GemmKernels kernels{Isa::isa, tiles<Isa, Isa::mr, Isa::nr>(), tiles<Isa, Isa::narrow_mr, Isa::lanes>(),
+                                   &small_gemm<Isa>};
   return kernels;
 }
 

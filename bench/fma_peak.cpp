@@ -1,0 +1,187 @@
+// bench/fma_peak.cpp — one core's float32 fused multiply-add peak, measured, in GFLOP/s.
+//
+// A "fraction of peak" needs a peak. Datasheets give one per socket at a nominal clock, which is
+// not what one core of a shared, turbo-clocked machine does; so this program measures it. The
+// loop keeps everything in registers and does nothing but FMAs:
+//
+//   acc[i] = acc[i] * x + y        for i = 0 .. A-1, repeated `iters` times
+//
+// Each FMA waits for the previous one on the same accumulator (a latency of L cycles, typically 4),
+// while the core can start P vector FMAs per cycle (typically 2), so at least L * P independent
+// accumulators are needed to keep every FMA unit busy; A = 16 (AVX-512: 16 of the 32 zmm
+// registers) and 12 (AVX2: 12 of the 16 ymm) cover L * P <= 12 with room to spare. The loop body is
+// written with intrinsics in functions compiled for their instruction set (GCC's target
+// attribute), and runs only when the CPU has it (core/cpu/cpu_features.h), so one binary measures
+// every set the CPU offers:
+//
+//   avx512   16 lanes x 16 accumulators      avx2   8 lanes x 12 accumulators
+//
+// FLOPs = 2 (multiply and add) x lanes x A x iters. x = 0.999 and y = 0.001 keep every value near 1
+// (no overflow, no denormals, whose microcode assists would slow the loop). The peak is the best of
+// --reps repetitions (a core at full speed, undisturbed for that long); the median is reported too.
+// The widest set's figure is the one core's peak the training-step benchmark is compared with
+// (docs/results/bench.md): `train_step_bench --threads 1 --peak-tflops <peak / 1000>`.
+//
+//   fma_peak [--reps 15] [--iters 20000000] [--out bench-results/fma_peak.json]
+//
+// A benchmark, not a test: it asserts nothing about speed.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/cpu/cpu_features.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+using moelab::cpu::CpuIsa;
+
+#if defined(__x86_64__)
+// Accumulator i starts at 1 + i / 64, read from memory the compiler cannot see into (an empty asm
+// that may have "changed" it), so that it cannot prove any two chains equal and merge them.
+struct Starts {
+  alignas(64) float value[16][16];
+  Starts() {
+    for (int i = 0; i < 16; ++i)
+      for (float& lane : value[i]) lane = 1.0f + static_cast<float>(i) / 64.0f;
+    asm volatile("" : : "r"(value) : "memory");
+  }
+};
+
+template <class V>
+float sum_lanes(V v) {
+  float lanes[sizeof(V) / sizeof(float)];
+  __builtin_memcpy(lanes, &v, sizeof(V));
+  float total = 0;
+  for (float lane : lanes) total += lane;
+  return total;
+}
+
+// 16 accumulators of 16 floats; returns their sum so that the compiler keeps the loop.
+__attribute__((target("avx512f"), noinline)) float fma_loop_avx512(std::int64_t iters) {
+  const __m512 x = _mm512_set1_ps(0.999f), y = _mm512_set1_ps(0.001f);
+  const Starts s0;
+  // Distinct starting values: identical ones would let the compiler merge the chains into one.
+  __m512 a0 = _mm512_load_ps(s0.value[0]), a1 = _mm512_load_ps(s0.value[1]), a2 = _mm512_load_ps(s0.value[2]), a3 = _mm512_load_ps(s0.value[3]);
+  __m512 a4 = _mm512_load_ps(s0.value[4]), a5 = _mm512_load_ps(s0.value[5]), a6 = _mm512_load_ps(s0.value[6]), a7 = _mm512_load_ps(s0.value[7]);
+  __m512 a8 = _mm512_load_ps(s0.value[8]), a9 = _mm512_load_ps(s0.value[9]), a10 = _mm512_load_ps(s0.value[10]), a11 = _mm512_load_ps(s0.value[11]);
+  __m512 a12 = _mm512_load_ps(s0.value[12]), a13 = _mm512_load_ps(s0.value[13]), a14 = _mm512_load_ps(s0.value[14]), a15 = _mm512_load_ps(s0.value[15]);
+  for (std::int64_t i = 0; i < iters; ++i) {
+    a0 = _mm512_fmadd_ps(a0, x, y), a1 = _mm512_fmadd_ps(a1, x, y), a2 = _mm512_fmadd_ps(a2, x, y);
+    a3 = _mm512_fmadd_ps(a3, x, y), a4 = _mm512_fmadd_ps(a4, x, y), a5 = _mm512_fmadd_ps(a5, x, y);
+    a6 = _mm512_fmadd_ps(a6, x, y), a7 = _mm512_fmadd_ps(a7, x, y), a8 = _mm512_fmadd_ps(a8, x, y);
+    a9 = _mm512_fmadd_ps(a9, x, y), a10 = _mm512_fmadd_ps(a10, x, y), a11 = _mm512_fmadd_ps(a11, x, y);
+    a12 = _mm512_fmadd_ps(a12, x, y), a13 = _mm512_fmadd_ps(a13, x, y), a14 = _mm512_fmadd_ps(a14, x, y);
+    a15 = _mm512_fmadd_ps(a15, x, y);
+  }
+  __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                           _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+  s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)),
+                                     _mm512_add_ps(_mm512_add_ps(a12, a13), _mm512_add_ps(a14, a15))));
+  return sum_lanes(s);
+}
+
+// 12 accumulators of 8 floats.
+__attribute__((target("avx2,fma"), noinline)) float fma_loop_avx2(std::int64_t iters) {
+  const __m256 x = _mm256_set1_ps(0.999f), y = _mm256_set1_ps(0.001f);
+  const Starts s0;
+  __m256 a0 = _mm256_load_ps(s0.value[0]), a1 = _mm256_load_ps(s0.value[1]), a2 = _mm256_load_ps(s0.value[2]), a3 = _mm256_load_ps(s0.value[3]);
+  __m256 a4 = _mm256_load_ps(s0.value[4]), a5 = _mm256_load_ps(s0.value[5]), a6 = _mm256_load_ps(s0.value[6]), a7 = _mm256_load_ps(s0.value[7]);
+  __m256 a8 = _mm256_load_ps(s0.value[8]), a9 = _mm256_load_ps(s0.value[9]), a10 = _mm256_load_ps(s0.value[10]), a11 = _mm256_load_ps(s0.value[11]);
+  for (std::int64_t i = 0; i < iters; ++i) {
+    a0 = _mm256_fmadd_ps(a0, x, y), a1 = _mm256_fmadd_ps(a1, x, y), a2 = _mm256_fmadd_ps(a2, x, y);
+    a3 = _mm256_fmadd_ps(a3, x, y), a4 = _mm256_fmadd_ps(a4, x, y), a5 = _mm256_fmadd_ps(a5, x, y);
+    a6 = _mm256_fmadd_ps(a6, x, y), a7 = _mm256_fmadd_ps(a7, x, y), a8 = _mm256_fmadd_ps(a8, x, y);
+    a9 = _mm256_fmadd_ps(a9, x, y), a10 = _mm256_fmadd_ps(a10, x, y), a11 = _mm256_fmadd_ps(a11, x, y);
+  }
+  const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                                 _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)),
+                                               _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11))));
+  return sum_lanes(s);
+}
+#endif
+
+struct Loop {
+  CpuIsa isa;
+  int lanes, accumulators;
+  float (*run)(std::int64_t iters);
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fma_peak: one core's measured float32 FMA peak (GFLOP/s), per vector instruction set"};
+  int reps = 15;
+  std::int64_t iters = 20'000'000;
+  std::string out_path = "bench-results/fma_peak.json";
+  app.add_option("--reps", reps, "timed repetitions per instruction set (the best is the peak)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--iters", iters, "loop iterations per repetition")->check(CLI::Range(1, 1 << 30))->capture_default_str();
+  app.add_option("--out", out_path, "JSON file to write")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  std::vector<Loop> loops;
+#if defined(__x86_64__)
+  const CpuIsa detected = moelab::cpu::detected_isa();
+  if (detected >= CpuIsa::Avx2) loops.push_back({CpuIsa::Avx2, 8, 12, &fma_loop_avx2});
+  if (detected >= CpuIsa::Avx512) loops.push_back({CpuIsa::Avx512, 16, 16, &fma_loop_avx512});
+#endif
+  if (loops.empty()) {
+    std::fprintf(stderr, "fma_peak: this CPU has neither AVX2+FMA nor AVX-512; nothing to measure\n");
+    return 1;
+  }
+
+  nlohmann::json sets = nlohmann::json::object();
+  double peak = 0;
+  std::string peak_isa;
+  float sink = 0;
+  for (const Loop& loop : loops) {
+    sink += loop.run(iters / 10);  // warm-up: the core reaches its clock for this width
+    std::vector<double> gflops;
+    for (int r = 0; r < reps; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      sink += loop.run(iters);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      gflops.push_back(2.0 * loop.lanes * loop.accumulators * static_cast<double>(iters) / seconds / 1e9);
+    }
+    std::sort(gflops.begin(), gflops.end());
+    const double best = gflops.back(), median = gflops[gflops.size() / 2];
+    sets[moelab::cpu::isa_name(loop.isa)] = {{"lanes", loop.lanes},
+                                              {"accumulators", loop.accumulators},
+                                              {"best_gflops", best},
+                                              {"median_gflops", median},
+                                              {"min_gflops", gflops.front()}};
+    std::printf("%-7s %2d lanes x %2d accumulators: best %.1f GFLOP/s, median %.1f, min %.1f\n",
+                moelab::cpu::isa_name(loop.isa), loop.lanes, loop.accumulators, best, median, gflops.front());
+    if (best > peak) peak = best, peak_isa = moelab::cpu::isa_name(loop.isa);
+  }
+  nlohmann::json report = {{"benchmark", "fma_peak"},
+                           {"cpu", moelab::cpu::cpu_description()},
+                           {"dtype", "float32"},
+                           {"threads", 1},
+                           {"reps", reps},
+                           {"iters", iters},
+                           {"sets", sets},
+                           {"peak_gflops", peak},
+                           {"peak_isa", peak_isa},
+                           {"checksum", sink}};
+  const std::filesystem::path path(out_path);
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << report.dump(2) << "\n";
+  std::printf("one core's float32 FMA peak: %.1f GFLOP/s (%s) -> %s\n", peak, peak_isa.c_str(), out_path.c_str());
+  return 0;
+}
