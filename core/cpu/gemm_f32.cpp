@@ -33,6 +33,9 @@
 #include "core/cpu/gemm_f32.h"
 
 #include <omp.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <memory>
@@ -64,6 +67,33 @@ void pack_a_panel(const Operand& a, int mr, std::int64_t i0, std::int64_t rows, 
   }
 }
 
+#ifdef __AVX2__
+// r[0..7] as the rows of an 8 x 8 matrix -> its transpose, in place (the usual unpack / shuffle /
+// lane-permute sequence: pairs, then quads, then the two 128-bit halves).
+inline void transpose_8x8(__m256 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+#endif
+
 // Packs one nr-wide column panel of op(B): columns [j0, j0+cols) x inner [p0, p0+kc) as panel[p][c],
 // zero padded. A full row is copied 8 floats at a time with fixed-size copies, which compile to
 // vector moves: a memcpy call per row of 32 floats (what GCC makes of a plain copy loop) cost more
@@ -82,11 +112,27 @@ void pack_b_panel(const Operand& b, int nr, std::int64_t p0, std::int64_t kc, st
     }
     return;
   }
-  // op(B) = stored B^T (row_stride 1): column c of the panel is a contiguous run of B's row j0 + c;
-  // read it in order and write it with stride nr.
+  // op(B) = stored B^T (row_stride 1): column c of the panel is a contiguous run of B's row j0 + c.
+  // Every x @ W^T (a Linear's forward) and attention's q @ k^T packs this way, so it is done in
+  // 8 x 8 blocks transposed in AVX2 registers (the baseline every build targets): eight loads of
+  // eight p from eight columns, eight stores of eight columns for one p. It is a copy, so the
+  // packed values, and every result, are the same bits as the scalar loop's, which does the edges.
+  std::int64_t c_done = 0, p_done = 0;
+#ifdef __AVX2__
+  c_done = cols - cols % 8, p_done = kc - kc % 8;
+  for (std::int64_t c = 0; c < c_done; c += 8) {
+    const float* src = b.data + (j0 + c) * b.col_stride + p0;
+    for (std::int64_t p = 0; p < p_done; p += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * b.col_stride + p);  // column c + i, p .. p+7
+      transpose_8x8(r);                                                               // r[i]: p + i, columns c .. c+7
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(out + (p + i) * nr + c, r[i]);
+    }
+  }
+#endif
   for (std::int64_t c = 0; c < cols; ++c) {
     const float* src = b.data + (j0 + c) * b.col_stride + p0;
-    for (std::int64_t p = 0; p < kc; ++p) out[p * nr + c] = src[p];
+    for (std::int64_t p = c < c_done ? p_done : 0; p < kc; ++p) out[p * nr + c] = src[p];
   }
   for (std::int64_t p = 0; p < kc; ++p)
     for (std::int64_t c = cols; c < nr; ++c) out[p * nr + c] = 0.0f;
