@@ -97,3 +97,14 @@ TEST_CASE("resuming with other settings is refused, naming every differing key; 
   { std::ofstream(dir.file("config.json"), std::ios::trunc) << "{\"settings\": {\"steps\": 1"; }
   CHECK_THROWS_WITH_AS(check_resume(dir, config_of(first), first), doctest::Contains("cannot be read"), UsageError);
 }
+
+TEST_CASE("config.json names the code: the git commit the binary was built from, and the CPU") {
+  const nlohmann::ordered_json config = config_of(example_settings());
+  REQUIRE(config.contains("commit"));
+  const std::string commit = config["commit"].get<std::string>();
+  // "unknown" outside a git checkout; else 12 hex digits, "+dirty" with uncommitted changes.
+  const std::string head = commit.substr(0, commit.find('+'));
+  const bool hex = head.size() == 12 && head.find_first_not_of("0123456789abcdef") == std::string::npos;
+  CHECK((commit == "unknown" || (hex && (commit.size() == 12 || commit.substr(12) == "+dirty"))));
+  CHECK(config.contains("cpu"));
+}

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/cpu/cpu_features.h"
+#include "moelab_build_info.h"  // generated: MOELAB_GIT_COMMIT (cmake/build_info.cmake)
 
 namespace moelab {
 
@@ -72,6 +73,8 @@ nlohmann::ordered_json run_config(const std::string& experiment, const std::stri
   // The CPU and the kernels' instruction set (core/cpu/cpu_features.h): results are bitwise
   // repeatable for one binary on any x86-64-v3 CPU, but not between builds for other sets.
   config["cpu"] = cpu::cpu_description();
+  // The code: the git commit the binary was built from ("+dirty": with uncommitted changes).
+  config["commit"] = MOELAB_GIT_COMMIT;
   config["command"] = command;
   const std::time_t now = std::time(nullptr);
   char when[64];
