@@ -134,3 +134,24 @@ TEST_CASE("every kernel set this CPU runs gives the same products, bitwise for t
     ++seed;
   }
 }
+
+TEST_CASE("a row-major B read in place (products of few rows) gives the bits of a packed B") {
+  // C's first rows do not depend on how many rows C has: a product of 100 rows packs B (many A
+  // panels share it), one of 4 or 24 rows reads B where it is (gemm_f32.cpp, b_in_place). k = 300
+  // makes two KC slices (the second accumulates), n = 196 leaves a partial panel at the right edge.
+  const std::int64_t k = 300, n = 196;
+  const std::vector<float> a = random_values(100 * k, 7), b = random_values(k * n, 8);
+  std::vector<const GemmKernels*> sets{&gemm_kernels(CpuIsa::Generic)};
+  if (detected_isa() >= CpuIsa::Avx2) sets.push_back(&gemm_kernels(CpuIsa::Avx2));
+  if (detected_isa() >= CpuIsa::Avx512) sets.push_back(&gemm_kernels(CpuIsa::Avx512));
+  for (const GemmKernels* kernels : sets) {
+    std::vector<float> all(static_cast<std::size_t>(100 * n));
+    gemm_f32(*kernels, a.data(), b.data(), all.data(), 100, k, n, false, false);
+    for (std::int64_t m : {1, 4, 13, 24}) {
+      INFO(isa_name(kernels->isa), " m=", m);
+      std::vector<float> few(static_cast<std::size_t>(m * n));
+      gemm_f32(*kernels, a.data(), b.data(), few.data(), m, k, n, false, false);
+      CHECK(bitwise_equal(few, std::vector<float>(all.begin(), all.begin() + m * n)));
+    }
+  }
+}

@@ -48,6 +48,7 @@ namespace {
 
 constexpr std::int64_t KC = 256;   // inner-dimension slice: an A panel (MR x KC) fits in L1
 constexpr std::int64_t NC = 1024;  // columns per packed B block (KC x NC floats = 1 MiB, in L2/L3)
+constexpr std::int64_t kInPlaceRowPanels = 2;  // at most this many A panels: B is not packed
 
 // Element (i, p) of op(A) and (p, j) of op(B), whatever the storage.
 struct Operand {
@@ -171,15 +172,25 @@ struct Blocked {
     // This thread's rows of C: a contiguous range of whole MR-row panels.
     const std::int64_t first_panel = row_panels * t / team, last_panel = row_panels * (t + 1) / team;
     const std::int64_t row_begin = first_panel * MR, row_end = std::min(m, last_panel * MR);
+    // B read in place: one thread (nobody shares a packed B), B's rows contiguous, and at most
+    // kInPlaceRowPanels A panels to use each B panel. The same multiply-adds in the same order as
+    // with a packed B: only where B is read from changes, never a bit of C.
+    const bool b_in_place = team == 1 && op_b.col_stride == 1 && last_panel - first_panel <= kInPlaceRowPanels;
     alignas(64) float edge_a[kMaxMR * KC];  // the bottom edge's A panel, packed and zero padded
     for (std::int64_t jc = 0; jc < n; jc += NC) {
       const std::int64_t nc = std::min(NC, n - jc);
       for (std::int64_t pc = 0; pc < k; pc += KC) {
         const std::int64_t kc = std::min(KC, k - pc);
         const bool accumulate = pc > 0;
-        // Pack B[pc:pc+kc, jc:jc+nc], one NR panel per iteration, shared by the team.
+        // Pack B[pc:pc+kc, jc:jc+nc], one NR panel per iteration, shared by the team. Or, when few
+        // A panels will read it (b_in_place), read a row-major B where it is and pack only the
+        // partial panel at its right edge: a copy that is used once or twice costs as much as the
+        // product itself (Soft MoE's [4, 128] @ [128, 196] per example, n = 128, was 2/5 packing).
         const std::int64_t panels = (nc + NR - 1) / NR;
-        if (team == 1) {
+        if (b_in_place) {
+          if (nc % NR != 0)
+            pack_b_panel(op_b, NR, pc, kc, jc + (panels - 1) * NR, nc % NR, packed_b + (panels - 1) * NR * kc);
+        } else if (team == 1) {
           for (std::int64_t q = 0; q < panels; ++q)
             pack_b_panel(op_b, NR, pc, kc, jc + q * NR, std::min<std::int64_t>(NR, nc - q * NR), packed_b + q * NR * kc);
         } else {
@@ -201,12 +212,14 @@ struct Blocked {
           for (std::int64_t jr = 0; jr < nc; jr += NR) {
             const std::int64_t cols = std::min<std::int64_t>(NR, nc - jr);
             float* c = out + i * n + jc + jr;
-            const float* b_panel = packed_b + jr * kc;
+            const bool b_here = b_in_place && cols == NR;  // a full panel of B, read where it is
+            const float* b_panel = b_here ? &op_b.data[pc * op_b.row_stride + jc + jr] : packed_b + jr * kc;
+            const std::int64_t b_stride = b_here ? op_b.row_stride : NR;
             if (rows == MR && cols == NR) {
-              tile(kc, a_panel, a_stride, b_panel, c, n, accumulate);
+              tile(kc, a_panel, a_stride, b_panel, b_stride, c, n, accumulate);
             } else {  // a partial tile: compute it whole into scratch, then copy (or add) its valid part
               alignas(64) float part[kMaxMR * kMaxNR];
-              tile(kc, a_panel, a_stride, b_panel, part, NR, false);
+              tile(kc, a_panel, a_stride, b_panel, b_stride, part, NR, false);
               for (std::int64_t r = 0; r < rows; ++r)
                 for (std::int64_t j = 0; j < cols; ++j)
                   c[r * n + j] = (accumulate ? c[r * n + j] : 0.0f) + part[r * NR + j];

@@ -5,10 +5,12 @@
 // (gemm_kernels_generic.cpp, gemm_kernels_avx2.cpp, gemm_kernels_avx512.cpp, from the one template
 // in gemm_micro_kernel.h) and chosen at run time (core/cpu/cpu_features.h):
 //
-//   tile(kc, a, a_stride, b_panel, c, ldc, accumulate)
+//   tile(kc, a, a_stride, b_panel, b_stride, c, ldc, accumulate)
 //       C tile [mr, nr] (row stride ldc) = or += A [mr, kc] @ B panel [kc][nr], A(r, p) =
-//       a[p * a_stride + r]: a packed A panel [kc][mr] (a_stride = mr), or A^T read in place
-//   tile_rows(kc, a, a_stride, b_panel, c, ldc, accumulate)
+//       a[p * a_stride + r]: a packed A panel [kc][mr] (a_stride = mr), or A^T read in place;
+//       B(p, j) = b_panel[p * b_stride + j]: a packed panel (b_stride = nr) or a row-major B
+//       read in place (b_stride = its row stride)
+//   tile_rows(kc, a, a_stride, b_panel, b_stride, c, ldc, accumulate)
 //       the same with A(r, p) = a[r * a_stride + p]: a row-major A read in place, unpacked
 //   small(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n)
 //       C [m, n] = op(A) [m, k] @ op(B) [k, n] without packing, for tiny products; element (i, p)
@@ -26,13 +28,14 @@
 namespace moelab::cpu {
 
 // One tile shape: C tiles of mr x nr, A read as a packed panel or a transposed A (tile) or as a
-// row-major A (tile_rows).
+// row-major A (tile_rows). b_panel's kc rows of nr floats are b_stride floats apart: nr when B was
+// packed, B's own row stride when a row-major B is read in place.
 struct GemmTiles {
   int mr, nr;
-  void (*tile)(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel, float* c,
-               std::int64_t ldc, bool accumulate);
-  void (*tile_rows)(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel, float* c,
-                    std::int64_t ldc, bool accumulate);
+  void (*tile)(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel, std::int64_t b_stride,
+               float* c, std::int64_t ldc, bool accumulate);
+  void (*tile_rows)(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel,
+                    std::int64_t b_stride, float* c, std::int64_t ldc, bool accumulate);
 };
 
 struct GemmKernels {

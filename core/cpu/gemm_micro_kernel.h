@@ -52,8 +52,8 @@ inline void store(float* p, typename Isa::Vec v) {
 //                                      a transposed A read in place, a_stride = its row length)
 // Both read the same A(r, p) and do the same FMAs in the same order; only the addresses differ.
 template <class Isa, int MR, int NR, bool kRowMajor>
-void micro_kernel(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel, float* c,
-                  std::int64_t ldc, bool accumulate) {
+void micro_kernel(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel, std::int64_t b_stride,
+                  float* c, std::int64_t ldc, bool accumulate) {
   using Vec = typename Isa::Vec;
   constexpr int V = NR / Isa::lanes;  // V vectors per tile row
   Vec acc[MR][V] = {};
@@ -70,7 +70,7 @@ void micro_kernel(std::int64_t kc, const float* a, std::int64_t a_stride, const 
       for (int v = 0; v < V; ++v) acc[r][v] += x * b[v];
     }
     if (!kRowMajor) a += a_stride;
-    b_panel += NR;
+    b_panel += b_stride;  // NR when packed
   }
 #pragma GCC unroll 32
   for (int r = 0; r < MR; ++r)
