@@ -188,3 +188,13 @@ TEST_CASE("rank correlation and clock text") {
   CHECK(clock_text(205) == "3:25");
   CHECK(clock_text(3723) == "1:02:03");
 }
+
+TEST_CASE("mean_std: the sample std (/ (n - 1)) by default, the population std (/ n) on request") {
+  // {2, 4, 4, 4, 5, 5, 7, 9}: mean 5, sum of squares 32.
+  const std::vector<double> v{2, 4, 4, 4, 5, 5, 7, 9};
+  CHECK(mean_std(v).mean == 5.0);
+  CHECK(mean_std(v).std == doctest::Approx(std::sqrt(32.0 / 7.0)));
+  CHECK(mean_std(v, StdKind::Population).std == doctest::Approx(2.0));
+  CHECK(mean_std({3.0}, StdKind::Population).std == 0.0);
+  CHECK(std::isnan(mean_std({}).mean));
+}

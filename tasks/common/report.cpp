@@ -41,14 +41,15 @@ double rank_correlation(const std::vector<double>& a, const std::vector<double>&
   return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : NAN;
 }
 
-MeanStd mean_std(const std::vector<double>& values) {
+MeanStd mean_std(const std::vector<double>& values, StdKind kind) {
   MeanStd r;
   if (values.empty()) return {NAN, NAN};
   r.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
   if (values.size() > 1) {
     double ss = 0;
     for (double v : values) ss += (v - r.mean) * (v - r.mean);
-    r.std = std::sqrt(ss / static_cast<double>(values.size() - 1));
+    const std::size_t divisor = kind == StdKind::Population ? values.size() : values.size() - 1;
+    r.std = std::sqrt(ss / static_cast<double>(divisor));
   }
   return r;
 }

@@ -19,9 +19,13 @@ namespace moelab {
 double rank_correlation(const std::vector<double>& a, const std::vector<double>& b);
 
 struct MeanStd {
-  double mean = 0, std = 0;  // std: the sample standard deviation (n - 1); 0 for one value
+  double mean = 0, std = 0;  // std: as asked (below); 0 for one value
 };
-MeanStd mean_std(const std::vector<double>& values);
+// Sample: the sample standard deviation, sum of squares / (n - 1) (the default: an estimate of the
+// spread from a few seeds). Population: / n, what numpy's np.std computes by default, for figures
+// that must match a paper's code that used it.
+enum class StdKind { Sample, Population };
+MeanStd mean_std(const std::vector<double>& values, StdKind kind = StdKind::Sample);
 
 struct FamilyPoint {
   std::string family;  // one plot line per family ("dense", "moe-d64", ...)
