@@ -120,6 +120,10 @@ TrainResult train_student(MoELayer& student, MoELayer& teacher, const TrainOptio
   if (!o.label.empty()) progress = std::make_unique<Progress>(o.label, o.epochs * steps_per_epoch, o.batch);
 
   const auto start = std::chrono::steady_clock::now();
+  // One test set for the whole run, drawn first from the data generator and kept for every
+  // epoch's evaluation, as the granularity paper's code keeps one: the epochs' test losses are
+  // then comparable, and the best epoch is not picked on a lucky draw.
+  const Batch test = draw_batch(teacher, o.test_samples, data_gen);
   TrainResult r;
   r.best_test = INFINITY;
   student.train();
@@ -136,7 +140,6 @@ TrainResult train_student(MoELayer& student, MoELayer& teacher, const TrainOptio
       train_sum += l / mean_square(b.y);
       if (progress) progress->update(e * steps_per_epoch + s + 1, l);
     }
-    const Batch test = draw_batch(teacher, o.test_samples, data_gen);
     EpochRecord rec{e + 1, o.lr * schedule->factor(e), train_sum / static_cast<double>(steps_per_epoch),
                     normalised_loss(student, test)};
     if (!std::isfinite(rec.test)) rec.test = INFINITY;  // a diverged run never counts as the best

@@ -35,7 +35,7 @@ Settings teacher_student_settings() {
              {"topk-softmax", "equal"});
   s.add_flag("student_router_bias", false, "trainable router bias in the student (the paper's Figure 3)");
   s.add_int("samples_per_epoch", 1 << 18, "fresh training samples per epoch (whole batches)", 1, 1e12);
-  s.add_int("test_samples", 1 << 12, "fresh test samples per epoch", 1, 1e9);
+  s.add_int("test_samples", 1 << 12, "test samples: one set drawn before training, used after every epoch", 1, 1e9);
   s.add_int("epochs", 100, "epochs (the cosine schedule steps once per epoch)", 1, 1e6);
   s.add_int("batch", 2048, "samples per optimizer step", 1, 1 << 24);
   s.add_real_list("lrs", {1e-3, 1e-2}, "AdamW learning rates to try; the best normalised loss counts", 1e-9, 10);
