@@ -52,7 +52,11 @@ Variable MoELayer::forward_with_aux(const Variable& x, AuxLosses& aux) {
   // first, grouped by expert in token order, then the dropped ones. M rows are processed: all T*k,
   // or the router's bound on the kept ones when it knows one without the data (expert choice:
   // E*C), so that no shape depends on the data.
-  const kernels::ExpertGroups groups = kernels::group_by_expert(plan.experts, E);
+  // (Reused from the router when it sorted already: top-k does for its capacity.)
+  const kernels::ExpertGroups groups = plan.groups ? *plan.groups : kernels::group_by_expert(plan.experts, E);
+  MOELAB_CHECK((groups.offsets.shape() == Shape{E + 1} && groups.order.shape() == Shape{T * k}), "MoELayer",
+               "the router's groups do not match its plan: offsets ", groups.offsets.shape(), ", order ",
+               groups.order.shape(), " for ", T, " x ", k, " assignments of ", E, " experts");
   const std::int64_t M = plan.max_kept >= 0 ? std::min(plan.max_kept, T * k) : T * k;
   const bool all_rows = M == T * k;
   const Tensor assignment = all_rows ? groups.order : kernels::narrow(groups.order, 0, 0, M);  // [M] a = t*k + j

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "autograd/variable.h"
+#include "core/kernels.h"
 #include "core/random.h"
 #include "nn/module.h"
 
@@ -57,6 +58,11 @@ struct RoutingPlan {
   Tensor tokens_per_expert;  // int32 [E]
   std::int64_t max_kept = -1;  // bound on kept assignments known without the data; -1: T*k
   RouterMetrics metrics;       // reads the device when called; may be empty
+  // Optional: kernels::group_by_expert of `experts` when the router ran it anyway (top-k does, for
+  // its capacity), so the MoE layer does not sort the same ids a second time. Its order, rows and
+  // offsets must be exactly those of group_by_expert(experts, E) (wanted may count before a
+  // capacity).
+  std::shared_ptr<const kernels::ExpertGroups> groups;
 };
 
 // int32 [E + 1] offsets -> int32 [E] counts offsets[e+1] - offsets[e], on the offsets' device.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,9 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
 
   RoutingPlan plan;
   plan.experts = groups.kept;
+  // The same order, rows and offsets as sorting groups.kept again: the kept assignments stably by
+  // expert, then the dropped ones in order. The MoE layer reuses them.
+  plan.groups = std::make_shared<const kernels::ExpertGroups>(groups);
   plan.gates = gates;
   plan.tokens_per_expert = counts_from_offsets(groups.offsets);
   if (capped) plan.max_kept = std::min(T * k, E * capacity);
