@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "autograd/ops.h"
@@ -37,19 +38,28 @@ SoftMoEConfig config(SlotInputs slots, DType dtype, std::int64_t d, std::int64_t
   return c;
 }
 
+struct ScaledOutputs {
+  Tensor y, y10;  // f(x) and f(10 x)
+};
+
+// A fresh layer with these slot inputs, applied to x and to 10 x. float64: a small layer;
+// float32: the MNIST network's layer (d 196, 8 experts of 98, 4 tokens).
+ScaledOutputs outputs_at_two_scales(SlotInputs slots, DType dtype, std::uint64_t seed) {
+  const bool f64 = dtype == DType::Float64;
+  Generator gen(seed);
+  const std::int64_t d = f64 ? 6 : 196, n = f64 ? 4 : 8, h = f64 ? 5 : 98, m = 4;
+  SoftMoE moe(config(slots, dtype, d, n, h), gen);
+  const Tensor x = normal({3, m, d}, 0.0, 1.0, gen, dtype);
+  return {moe.forward(Variable(x)).data(), moe.forward(Variable(x) * 10.0).data()};
+}
+
 }  // namespace
 
 TEST_CASE("Soft MoE with normalised slot inputs is scale-invariant: ||f(10x)|| / ||f(x)|| = 1") {
   for (DType dtype : {DType::Float64, DType::Float32}) {
     const bool f64 = dtype == DType::Float64;
     INFO((f64 ? "float64" : "float32"));
-    Generator gen(41);
-    // float64: a small layer; float32: the MNIST network's layer (d 196, 8 experts of 98, 4 tokens).
-    const std::int64_t d = f64 ? 6 : 196, n = f64 ? 4 : 8, h = f64 ? 5 : 98, m = 4;
-    SoftMoE moe(config(SlotInputs::Normalized, dtype, d, n, h), gen);
-    const Tensor x = normal({3, m, d}, 0.0, 1.0, gen, dtype);
-    const Tensor y = moe.forward(Variable(x)).data();
-    const Tensor y10 = moe.forward(Variable(x) * 10.0).data();
+    const auto [y, y10] = outputs_at_two_scales(SlotInputs::Normalized, dtype, 41);
     const double tol = f64 ? 1e-6 : 1e-5;  // float64: the eps of X / (||X|| + 1e-6), ~3e-8 here
     CHECK(norm_of(y) > 0);
     CHECK(norm_of(y10) / norm_of(y) == doctest::Approx(1.0).epsilon(tol));
@@ -61,12 +71,7 @@ TEST_CASE("Soft MoE with raw slot inputs (the original layer) scales with x: ||f
   for (DType dtype : {DType::Float64, DType::Float32}) {
     const bool f64 = dtype == DType::Float64;
     INFO((f64 ? "float64" : "float32"));
-    Generator gen(42);
-    const std::int64_t d = f64 ? 6 : 196, n = f64 ? 4 : 8, h = f64 ? 5 : 98, m = 4;
-    SoftMoE moe(config(SlotInputs::Raw, dtype, d, n, h), gen);
-    const Tensor x = normal({3, m, d}, 0.0, 1.0, gen, dtype);
-    const Tensor y = moe.forward(Variable(x)).data();
-    const Tensor y10 = moe.forward(Variable(x) * 10.0).data();
+    const auto [y, y10] = outputs_at_two_scales(SlotInputs::Raw, dtype, 42);
     CHECK(norm_of(y10) / norm_of(y) == doctest::Approx(10.0).epsilon(f64 ? 1e-6 : 1e-5));
   }
 }
