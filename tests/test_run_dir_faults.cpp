@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string>
+#include <unistd.h>
 
 #include "tasks/common/checked_file.h"
 #include "tasks/common/plot.h"
@@ -68,12 +70,13 @@ TEST_CASE("full disk: write_text and write_json fail loudly and keep the old fil
   testing::TempDir tmp;
   const RunDir dir(tmp.path() / "run");
   dir.write_text("summary.md", "old summary\n");
-  // The file is written as summary.md.partial, then renamed: make that name /dev/full.
-  std::filesystem::create_symlink("/dev/full", dir.file("summary.md.partial"));
+  // The file is written as summary.md.partial.<pid>, then renamed: make that name /dev/full.
+  const std::string partial = "summary.md.partial." + std::to_string(::getpid());
+  std::filesystem::create_symlink("/dev/full", dir.file(partial));
   CHECK_THROWS_WITH_AS(dir.write_text("summary.md", std::string(100000, 'x')),
-                       doctest::Contains("summary.md.partial': No space left on device"), std::runtime_error);
+                       doctest::Contains((partial + "': No space left on device").c_str()), std::runtime_error);
   CHECK(slurp(dir.file("summary.md")) == "old summary\n");              // not cut, not emptied
-  CHECK_FALSE(std::filesystem::exists(std::filesystem::symlink_status(dir.file("summary.md.partial"))));  // no stale .partial
+  CHECK_FALSE(std::filesystem::exists(std::filesystem::symlink_status(dir.file(partial))));  // no stale .partial
   dir.write_text("summary.md", "new summary\n");
   CHECK(slurp(dir.file("summary.md")) == "new summary\n");
 
@@ -85,7 +88,7 @@ TEST_CASE("full disk: write_text and write_json fail loudly and keep the old fil
                          doctest::Contains("No space left on device"), std::runtime_error);
   }
   CHECK_FALSE(std::filesystem::exists(dir.file("config.json")));
-  CHECK_FALSE(std::filesystem::exists(dir.file("config.json.partial")));
+  CHECK_FALSE(std::filesystem::exists(dir.file("config.json.partial." + std::to_string(::getpid()))));
 }
 
 TEST_CASE("full disk: plots fail loudly, also when gnuplot cuts the PNG and still exits with 0") {

@@ -45,7 +45,9 @@ void write_all(int fd, const char* data, std::size_t bytes, const std::filesyste
 void simulate_full_disk_after(std::int64_t bytes) { simulated_room = bytes < 0 ? -1 : bytes; }
 
 void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path temp = path.string() + ".partial";
+  // The process id in the name: jobs of one sweep run as concurrent processes in one folder and
+  // may replace the same file (config.json) at once; each writes its own copy, the last rename wins.
+  const std::filesystem::path temp = path.string() + ".partial." + std::to_string(::getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("cannot create", temp, errno);
   try {
