@@ -69,5 +69,9 @@ check teacher-student teacher-student --preset toy --set d=8 --set teacher_k=2 -
   --set student_k=2,4 --set student_active=8 --set samples_per_epoch=256 --set test_samples=64 --set epochs=2 \
   --set batch=128 --set seeds=0,1
 
+# Shortest path: two models x two seeds on 5-vertex graphs, a few steps.
+check shortest-path shortest-path --set n=5 --set dense_widths=8 --set moe_widths=8 --set experts=2 --set heads=2 \
+  --set layers=1 --set steps=30 --set batch=8 --set eval_every=15 --set test_examples=30 --set seeds=0,1
+
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all checks passed"
