@@ -5,7 +5,8 @@
 #   B: moelab <experiment> ... --set mode=list  -> every listed line run as its own process, in a
 #      shuffled order  -> moelab <experiment> ... --set mode=report
 # and then every file A's report wrote must be in B, equal byte for byte, except: the timings are cut
-# from CSV files first (columns named `seconds`, rows of the metric tokens_per_second), and config.json (it records the command and
+# first (CSV columns named `seconds`, rows of the metric tokens_per_second, the summary line
+# "Training time of the jobs"), and config.json (it records the command and
 # the start time), the plots' PNGs and the points/ folder are not compared. A second mode=list
 # in B must list nothing. Run by ctest as jobs_grid_matches_all:
 #   sh tests/jobs_grid_check.sh build/moelab
@@ -23,6 +24,7 @@ strip_seconds() {
     *.csv) grep -v ',tokens_per_second,' "$1" |
              awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) drop[i] = ($i == "seconds") }
                       { out = ""; sep = ""; for (i = 1; i <= NF; i++) if (!drop[i]) { out = out sep $i; sep = "," } print out }' ;;
+    *.md) grep -v '^Training time of the jobs' "$1" ;;
     *) cat "$1" ;;
   esac
 }
@@ -72,6 +74,9 @@ check teacher-student teacher-student --preset toy --set d=8 --set teacher_k=2 -
 # Shortest path: two models x two seeds on 5-vertex graphs, a few steps.
 check shortest-path shortest-path --set n=5 --set dense_widths=8 --set moe_widths=8 --set experts=2 --set heads=2 \
   --set layers=1 --set steps=30 --set batch=8 --set eval_every=15 --set test_examples=30 --set seeds=0,1
+
+# Soft MoE learning ||x||: n = 1 and 10 x two seeds, a few steps.
+check softmoe-l2norm softmoe-l2norm --preset toy --set steps=20 --set batch=64 --set log_every=5 --set seeds=0,1
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all checks passed"
