@@ -78,5 +78,10 @@ check shortest-path shortest-path --set n=5 --set dense_widths=8 --set moe_width
 # Soft MoE learning ||x||: n = 1 and 10 x two seeds, a few steps.
 check softmoe-l2norm softmoe-l2norm --preset toy --set steps=20 --set batch=64 --set log_every=5 --set seeds=0,1
 
+# Every experiment documents the modes in its --help.
+for e in phonebook shortest-path teacher-student softmoe-mnist softmoe-l2norm; do
+  "$moelab" $e --help | grep -q 'mode = all .*list: print a command per' || fail "$e --help does not document the modes"
+done
+
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all checks passed"
