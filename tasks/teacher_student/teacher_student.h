@@ -30,7 +30,7 @@
 // and the teacher's name, so every student of one teacher sees the same function. (The paper does
 // not say how its teachers are initialised; the default initialisation is our assumption.)
 //
-// Note (EXPERIMENTS.md): with k = 1 and topk-softmax gates the single gate is always 1, so a
+// Note (docs/EXPERIMENTS.md): with k = 1 and topk-softmax gates the single gate is always 1, so a
 // k = 1 student's router gets no gradient; with "equal" gates no router gets one. The paper's
 // grids start at k = 2.
 #pragma once

@@ -68,14 +68,14 @@ std::vector<Preset> teacher_student_presets() {
        {{"teacher_k", "8"}, {"student_k", "2,4,8"}, {"student_ratios", "2,4,8,16,32"},
         {"student_router_bias", "true"}}},
       {"cpu-fig2",
-       "Figure 2 at EXPERIMENTS.md's CPU size (d = 32, kw = 32, k'w' = 40, 2^16 samples per epoch, 100 "
+       "Figure 2 at docs/EXPERIMENTS.md's CPU size (d = 32, kw = 32, k'w' = 40, 2^16 samples per epoch, 100 "
        "epochs, batch 2048, best of lr 1e-3 and 1e-2) on a coarser grid, k and k' in {2,4,8,16} (4e2a, 8e4a, "
        "16e8a, 32e16a: 16 points; a training run takes about 4 (k + k') + 6 s on one core here, about 36 "
        "core-minutes in all, under 20 minutes with mode=list | parallel -j2). The full 8 x 8 grid: "
        "--set teacher_k=2,4,6,8,10,12,14,16 --set student_k=2,4,6,8,10,12,14,16 (about 2.8 core-hours)",
        cpu({{"teacher_k", "2,4,8,16"}, {"student_k", "2,4,8,16"}})},
       {"cpu-fig3",
-       "Figure 3 at EXPERIMENTS.md's CPU size: teacher 16e8a; students k' in {2,4,8} x m'/k' in {2,4,8,16,32} "
+       "Figure 3 at docs/EXPERIMENTS.md's CPU size: teacher 16e8a; students k' in {2,4,8} x m'/k' in {2,4,8,16,32} "
        "with a trainable router bias (15 points, about 33 core-minutes, under 20 minutes "
        "with mode=list | parallel -j2)",
        cpu({{"teacher_k", "8"}, {"student_k", "2,4,8"}, {"student_ratios", "2,4,8,16,32"},
