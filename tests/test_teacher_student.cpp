@@ -1,5 +1,5 @@
 // tests/test_teacher_student.cpp — the granularity paper's teacher-student regression
-// (tasks/teacher_student/): the teacher is a deterministic function of its seed; a student with the
+// (docs/REFERENCES.md; tasks/teacher_student/): the teacher is a deterministic function of its seed; a student with the
 // teacher's architecture and weights has zero loss; the grid, names and normalised loss are what
 // the experiment reports; and, at toy size, a student whose granularity matches the teacher's
 // (16e8a, teacher 16e8a) reaches a clearly lower normalised loss than a coarse student of equal

@@ -1,6 +1,7 @@
 // tasks/teacher_student/teacher_student.h — the granularity paper's teacher-student regression
-// (Section 4, Figures 2 and 3, Appendix D): a student MoE trained by MSE to imitate a random
-// teacher MoE on standard Gaussian inputs.
+// (Boix-Adsera and Rigollet, "The power of fine-grained experts: Granularity boosts expressivity
+// in Mixture of Experts", 2025; docs/REFERENCES.md. Section 4, Figures 2 and 3, Appendix D): a
+// student MoE trained by MSE to imitate a random teacher MoE on standard Gaussian inputs.
 //
 // The architecture of both models is one routed MoE layer (nn/moe/moe_layer.h, the same MoELayer
 // the other experiments train), written "<m>e<k>a" (m experts, k active per token), with expert

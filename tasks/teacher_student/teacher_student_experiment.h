@@ -1,5 +1,6 @@
 // tasks/teacher_student/teacher_student_experiment.h — `moelab teacher-student`: the granularity
-// paper's Figures 2 and 3 (Section 4, Appendix D).
+// paper's Figures 2 and 3 (Section 4, Appendix D; "The power of fine-grained experts",
+// docs/REFERENCES.md).
 //
 // Question: can a student MoE fit a random teacher MoE whose granularity (active experts per token)
 // is higher than its own? The paper's answer: no — a student fits only if k' >= k, even with many
