@@ -1,9 +1,9 @@
-// tests/test_teacher_student.cpp — the granularity paper's teacher-student regression
-// (docs/REFERENCES.md; tasks/teacher_student/): the teacher is a deterministic function of its seed; a student with the
-// teacher's architecture and weights has zero loss; the grid, names and normalised loss are what
-// the experiment reports; and, at toy size, a student whose granularity matches the teacher's
-// (16e8a, teacher 16e8a) reaches a clearly lower normalised loss than a coarse student of equal
-// active size (4e2a) — the paper's Figure 2 effect.
+// tests/test_teacher_student.cpp — the granularity paper's (docs/REFERENCES.md) teacher-student
+// regression (tasks/teacher_student/): the teacher is a deterministic function of its seed; a
+// student with the teacher's architecture and weights has zero loss; the grid, names and
+// normalised loss are what the experiment reports; and, at toy size, a student whose granularity
+// matches the teacher's (16e8a, teacher 16e8a) reaches a clearly lower normalised loss than a
+// coarse student of equal active size (4e2a) — the paper's Figure 2 effect.
 //
 // Why not a k' = 1 student: with top-1 routing the softmax over the one selected logit is always 1,
 // so its router gets no gradient at all (docs/EXPERIMENTS.md); the paper's grids start at k = 2.
