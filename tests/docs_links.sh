@@ -28,10 +28,12 @@ report() { echo "docs_links: $*" >&2; failures=$((failures + 1)); }
 
 # files ROOT: the files to check, relative to ROOT, one per line.
 files() {
-  if git -C "$1" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git -C "$1" ls-files
-  else
-    (cd "$1" && find . -type f -not -path './.git/*' -not -path './build*' | sed 's|^\./||')
+  # safe.directory: a checkout owned by another user (a CI container) is still read as one.
+  if git -c safe.directory='*' -C "$1" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git -c safe.directory='*' -C "$1" ls-files
+  else                                   # not a checkout: every file but build and run outputs
+    (cd "$1" && find . -type f -not -path './.git/*' -not -path './build*' -not -path './runs/*' \
+       -not -path './data/*' -not -path './.device/*' -not -path './bench-results/*' | sed 's|^\./||')
   fi
 }
 
