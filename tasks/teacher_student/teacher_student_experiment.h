@@ -30,8 +30,8 @@
 // student's total size relative to its teacher, one line per student granularity) when some
 // granularity comes in several sizes.
 //
-// Presets: fig2 / fig3 (the paper's sizes, d = 256; GPU-scale), cpu-fig2 / cpu-fig3 (docs/EXPERIMENTS.md's
-// CPU setting, d = 32), toy (a minute, for trying the command).
+// Presets: fig2 / fig3 (the paper's sizes, d = 256; GPU-scale), cpu-fig2 / cpu-fig3 (the CPU
+// setting of docs/EXPERIMENTS.md, d = 32), toy (a minute, for trying the command).
 #pragma once
 
 #include "tasks/common/experiment.h"
