@@ -33,7 +33,8 @@ files() {
     git -c safe.directory='*' -C "$1" ls-files
   else                                   # not a checkout: every file but build and run outputs
     (cd "$1" && find . -type f -not -path './.git/*' -not -path './build*' -not -path './runs/*' \
-       -not -path './data/*' -not -path './.device/*' -not -path './bench-results/*' | sed 's|^\./||')
+       -not -path './data/*' -not -path './.device/*' -not -path './bench-results/*') |
+      sed 's|^\./||'
   fi
 }
 
@@ -121,21 +122,36 @@ self_test() {
   local scratch before
   scratch=$(mktemp -d)
   mkdir -p "$scratch/docs"
-  printf '# Title\n\n## A heading, with (punctuation)\n\nSee [b](docs/B.md#b-page) and `[x](nowhere)`.\n' >"$scratch/README.md"
-  printf '# B page\n\n<a id="p1"></a>Back to [the top](../README.md#a-heading-with-punctuation), [p1](#p1).\n\n```\n[B, T](not-a-link)\n```\n' >"$scratch/docs/B.md"
+  cat >"$scratch/README.md" <<'PAGE'
+# Title
+
+## A heading, with (punctuation)
+
+See [b](docs/B.md#b-page) and `[x](nowhere)`.
+PAGE
+  cat >"$scratch/docs/B.md" <<'PAGE'
+# B page
+
+<a id="p1"></a>Back to [the top](../README.md#a-heading-with-punctuation), [p1](#p1).
+
+```
+[B, T](not-a-link)
+```
+PAGE
   before=$failures
   check_outside "$scratch" none 2>/dev/null
   check_links "$scratch" 2>/dev/null
   if [ "$failures" -ne "$before" ]; then
     echo "docs_links: self-test: a clean folder was reported" >&2; rm -rf "$scratch"; exit 1
   fi
-  printf 'Broken: [gone](docs/missing.md), [anchor](docs/B.md#nope), [out](../../etc/passwd).\n' >>"$scratch/README.md"
+  echo 'Broken: [gone](docs/missing.md), [anchor](docs/B.md#nope), [out](../../etc/x.md).' \
+    >>"$scratch/README.md"
   printf '// see ../shared%spapers/x.md and EXPERIMENTS.md\n' / >"$scratch/code.cpp"
   check_outside "$scratch" none 2>/dev/null
   check_links "$scratch" 2>/dev/null
   rm -rf "$scratch"
   if [ $((failures - before)) -ne 5 ]; then
-    echo "docs_links: self-test: expected 5 problems in the planted folder, found $((failures - before))" >&2
+    echo "docs_links: self-test: 5 planted problems, $((failures - before)) found" >&2
     exit 1
   fi
   failures=$before
