@@ -1,4 +1,5 @@
-// tests/test_softmoe_l2norm.cpp — the implicit-bias paper's Appendix C (tasks/softmoe_l2norm/):
+// tests/test_softmoe_l2norm.cpp — the implicit-bias paper's Appendix C (docs/REFERENCES.md;
+// tasks/softmoe_l2norm/):
 // the data and its tokenisation, the constant predictor's loss, the model's sizes (expert width
 // 10d/n, 20 d^2 expert parameters, a head without parameters), the paper's effect at toy size, and
 // the `moelab softmoe-l2norm` command end to end (files, resuming, bad settings).

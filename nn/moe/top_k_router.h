@@ -12,7 +12,8 @@
 //   "equal"                          g_tj = 1 / k (constant)                   the granularity paper's theory;
 //                                    the router then gets no gradient through the gates (a warning says so)
 // The renormalised mode and topk-softmax give the same gates (softmax is shift-invariant); they
-// are kept apart because the papers name them apart.
+// are kept apart because the papers name them apart. (The granularity paper is Boix-Adsera and
+// Rigollet, "The power of fine-grained experts", 2025; every paper named here: docs/REFERENCES.md.)
 //
 // Options (RouterConfig::options; unknown keys and bad values are errors):
 //   gates            see above

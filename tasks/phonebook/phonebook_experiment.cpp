@@ -56,7 +56,7 @@ std::vector<Preset> phonebook_presets() {
         {"book_sizes", "400,500,600,800"}, {"steps", "1000"}, {"batch", "64"}, {"lrs", "1e-2"},
         {"eval_every", "250"}, {"test_names", "300"}}},
       {"cpu",
-       "EXPERIMENTS.md's CPU setting (within an hour on 2 cores): dense d 64/96/128, MoE d 64 with 4/8/16 "
+       "docs/EXPERIMENTS.md's CPU setting (within an hour on 2 cores): dense d 64/96/128, MoE d 64 with 4/8/16 "
        "experts, books of 250 to 4000 entries, 1200 steps of 128",
        {}},
       {"paper",

@@ -50,7 +50,7 @@ Settings shortest_path_settings() {
 std::vector<Preset> shortest_path_presets() {
   return {
       {"cpu",
-       "EXPERIMENTS.md's CPU setting (within an hour on 2 cores): 8-vertex graphs (p at the peak mean length, "
+       "docs/EXPERIMENTS.md's CPU setting (within an hour on 2 cores): 8-vertex graphs (p at the peak mean length, "
        "3.5 is unreachable), dense d 32/64/96, MoE d 32 with 4/8/16 experts, 2000 steps of 64, seeds 0 and 1",
        {}},
       {"paper",
