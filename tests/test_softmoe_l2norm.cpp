@@ -1,4 +1,5 @@
-// tests/test_softmoe_l2norm.cpp — the implicit-bias paper's Appendix C (tasks/softmoe_l2norm/):
+// tests/test_softmoe_l2norm.cpp — the implicit-bias paper's Appendix C (docs/REFERENCES.md;
+// tasks/softmoe_l2norm/):
 // the data and its tokenisation, the constant predictor's loss, the model's sizes (expert width
 // 10d/n, 20 d^2 expert parameters, a head without parameters), the paper's effect at toy size, and
 // the `moelab softmoe-l2norm` command end to end (files, resuming, bad settings).
@@ -250,6 +251,6 @@ TEST_CASE("softmoe-l2norm command: a disk that fills up mid-run fails loudly; th
   CHECK(metrics.size() == 8 * 3);  // one curve per job: the unfinished job's rows were dropped
   CHECK(points.size() == metrics.size());
   CHECK(std::filesystem::exists(dir.file("summary.md")));
-  for (const auto& f : std::filesystem::directory_iterator(dir.path()))
-    CHECK(f.path().filename().string().find(".partial") == std::string::npos);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))  // no temporary file left
+    CHECK(entry.path().filename().string().find(".partial") == std::string::npos);
 }

@@ -1,12 +1,12 @@
-// tests/test_teacher_student.cpp — the granularity paper's teacher-student regression
-// (tasks/teacher_student/): the teacher is a deterministic function of its seed; a student with the
-// teacher's architecture and weights has zero loss; the grid, names and normalised loss are what
-// the experiment reports; and, at toy size, a student whose granularity matches the teacher's
-// (16e8a, teacher 16e8a) reaches a clearly lower normalised loss than a coarse student of equal
-// active size (4e2a) — the paper's Figure 2 effect.
+// tests/test_teacher_student.cpp — the granularity paper's (docs/REFERENCES.md) teacher-student
+// regression (tasks/teacher_student/): the teacher is a deterministic function of its seed; a
+// student with the teacher's architecture and weights has zero loss; the grid, names and
+// normalised loss are what the experiment reports; and, at toy size, a student whose granularity
+// matches the teacher's (16e8a, teacher 16e8a) reaches a clearly lower normalised loss than a
+// coarse student of equal active size (4e2a) — the paper's Figure 2 effect.
 //
 // Why not a k' = 1 student: with top-1 routing the softmax over the one selected logit is always 1,
-// so its router gets no gradient at all (EXPERIMENTS.md); the paper's grids start at k = 2.
+// so its router gets no gradient at all (docs/EXPERIMENTS.md); the paper's grids start at k = 2.
 //
 // The toy setting (d = 16, kw = 32, k'w' = 40, 40 epochs of 2^14 fresh samples, batch 256,
 // AdamW lr 1e-2, cosine decay per epoch; about 9 s single-threaded) gave, for seeds 0 / 1 / 2,

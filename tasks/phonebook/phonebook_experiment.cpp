@@ -62,7 +62,7 @@ std::vector<Preset> phonebook_presets() {
         {"book_sizes", "400,500,600,800"}, {"steps", "1000"}, {"batch", "64"}, {"lrs", "1e-2"},
         {"eval_every", "250"}, {"test_names", "300"}}},
       {"cpu",
-       "EXPERIMENTS.md's CPU setting: dense d 64/96/128, MoE d 64 with 4/8/16 experts, books of 250 to 4000 "
+       "docs/EXPERIMENTS.md's CPU setting: dense d 64/96/128, MoE d 64 with 4/8/16 experts, books of 250 to 4000 "
        "entries, 1200 steps of 128, seeds 0, 1, 2 (about 80 points after the stop rule, 15-20 core-minutes)",
        {{"seeds", "0,1,2"}}},
       {"paper",

@@ -53,7 +53,7 @@ Settings shortest_path_settings() {
 std::vector<Preset> shortest_path_presets() {
   return {
       {"cpu",
-       "EXPERIMENTS.md's CPU setting: 8-vertex graphs (p at the peak mean length, 3.5 is unreachable), dense d "
+       "docs/EXPERIMENTS.md's CPU setting: 8-vertex graphs (p at the peak mean length, 3.5 is unreachable), dense d "
        "32/64/96, MoE d 32 with 4/8/16 experts, 2000 steps of 64, seeds 0, 1, 2 (18 points of about 4 minutes on one "
        "core: about 75 core-minutes, 40 minutes with mode=list | parallel -j2)",
        {}},

@@ -14,7 +14,7 @@
 //   only, AdamW, weight decay 0.1, warmup 20% then linear decay (tasks/common/train.h);
 //   evaluate greedy answers: exact match with the smallest shortest path, and the share of
 //   answers that are some shortest path (valid_shortest).
-// Seeds matter here (EXPERIMENTS.md: when a model leaves the one-edge plateau varies), so the
+// Seeds matter here (docs/EXPERIMENTS.md: when a model leaves the one-edge plateau varies), so the
 // report gives mean and standard deviation over seeds.
 //
 // Jobs (tasks/common/job_grid.h; docs/jobs.md): every (model, seed) is a point, "<model>-seed<t>",

@@ -31,7 +31,7 @@ Settings softmoe_mnist_settings() {
   s.add_int_list("seeds", {0}, "training seeds (one network per n and seed; the report gives mean +- std over them)",
                  0, 1e9);
   s.add_int("steps", 3525, "Adam steps per network (3525 = 15 epochs of 60,000 images at batch 256, the paper's "
-            "count: EXPERIMENTS.md says to match its steps, not its epochs)", 1, 1e9);
+            "count: docs/EXPERIMENTS.md says to match its steps, not its epochs)", 1, 1e9);
   s.add_int("batch", 256, "images per step", 1, 1 << 20);
   s.add_real("lr", 1e-3, "Adam learning rate", 1e-9, 10);
   s.add_text("sampling", "epochs", kSamplingHelp, sampling_choices());

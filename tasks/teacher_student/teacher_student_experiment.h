@@ -1,5 +1,6 @@
 // tasks/teacher_student/teacher_student_experiment.h — `moelab teacher-student`: the granularity
-// paper's Figures 2 and 3 (Section 4, Appendix D).
+// paper's Figures 2 and 3 (Section 4, Appendix D; "The power of fine-grained experts",
+// docs/REFERENCES.md).
 //
 // Question: can a student MoE fit a random teacher MoE whose granularity (active experts per token)
 // is higher than its own? The paper's answer: no — a student fits only if k' >= k, even with many
@@ -33,8 +34,8 @@
 // student's total size relative to its teacher, one line per student granularity) when some
 // granularity comes in several sizes.
 //
-// Presets: fig2 / fig3 (the paper's sizes, d = 256; GPU-scale), cpu-fig2 / cpu-fig3 (EXPERIMENTS.md's
-// CPU setting, d = 32), toy (a minute, for trying the command).
+// Presets: fig2 / fig3 (the paper's sizes, d = 256; GPU-scale), cpu-fig2 / cpu-fig3 (the CPU
+// setting of docs/EXPERIMENTS.md, d = 32), toy (a minute, for trying the command).
 #pragma once
 
 #include "tasks/common/experiment.h"

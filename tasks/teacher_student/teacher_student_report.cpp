@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "tasks/common/job_grid.h"
@@ -271,6 +272,21 @@ std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& po
     }
   }
 
+  // Widths are whole numbers: where k does not divide the active count asked for, the width is
+  // rounded to the nearest (spec_for) and the spec has other active neurons than asked. Say which.
+  std::ostringstream widths;
+  std::set<std::string> rounded_seen;
+  for (const GridPoint& p : points)
+    for (const auto& [spec, asked] : {std::pair<const MoESpec&, std::int64_t>{p.teacher, ctx.settings.integer("teacher_active")},
+                                      std::pair<const MoESpec&, std::int64_t>{p.student, ctx.settings.integer("student_active")}})
+      if (spec.active_neurons() != asked && rounded_seen.insert(spec.name()).second)
+        widths << (rounded_seen.size() == 1 ? "" : ", ") << spec.name() << " " << spec.k << " x " << spec.width << " = "
+               << spec.active_neurons() << " (asked " << asked << ")";
+  const std::string width_note =
+      rounded_seen.empty() ? "Every width is exact: k divides the active neurons asked for.\n\n"
+                           : "Widths rounded to the nearest whole number, so these have other active neurons than "
+                             "asked: " + widths.str() + ".\n\n";
+
   std::ostringstream summary;
   summary << "# Teacher-student granularity (the granularity paper, Figures 2 and 3)\n\n"
           << "Preset `" << ctx.preset << "`, run seed " << ctx.seed << ", seeds "
@@ -280,7 +296,7 @@ std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& po
           << "Normalised test loss = test MSE / MSE of the zero predictor, the minimum over epochs, the best "
              "learning rate; mean ± sample std over the seeds (each seed draws its own teacher, student and data). "
              "0 = the teacher is fitted; 1 = no better than predicting 0. Rows: teachers; columns: students.\n\n"
-          << table.str() << "\n" << done.size() << " of " << points.size() << " points done"
+          << width_note << table.str() << "\n" << done.size() << " of " << points.size() << " points done"
           << (missing ? " (missing cells: -; run the missing points, then --set mode=report)" : "") << ".\n"
           << sizes.str() << "\n## Verdict\n\n"
           << "The rule: a teacher's students separate when the worst student with k' >= k (by mean loss over seeds) "
