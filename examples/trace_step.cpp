@@ -11,7 +11,9 @@
 // bits as the layer's own forward (Attention::forward, ExpertBank::forward, MoELayer::forward_with_aux,
 // Decoder::forward) and prints "matches ...: yes" — or "no" and exits with status 1, so the trace
 // cannot drift from the code it describes. Then the model's own loss goes backward (the gradient
-// of every parameter) and one AdamW step updates the parameters (a few values before and after).
+// of every parameter), the stepped loss too (the same parameter gradients, checked, and those of
+// the main activations, read through zero-valued probes: A + Z with Z a zero leaf, dloss/dZ =
+// dloss/dA), and one AdamW step updates the parameters (a few values before and after).
 //
 // Each line: name, shape, the role in a phrase, and the first values (3 decimals; int32 tensors in
 // full, rows separated by |). The output is deterministic (fixed seed, one thread), so
@@ -125,17 +127,37 @@ std::string grad_note(const std::string& name, const Tensor& g) {
   return note;
 }
 
+std::string probe_role(const std::string& name) {
+  const std::vector<std::pair<std::string, std::string>> roles = {
+      {"embed", "the residual stream's start; back to embed rows"},
+      {"attn.probs", "softmax_backward makes it dloss/dscores"},
+      {"attn.out", "equals residual 1's: the add passes it on"},
+      {"ffn_norm", "dloss/d(MoE input), via experts and router"},
+      {"plan.gates", "<dloss/dy_t, expert output>: the router learns"},
+      {"experts.y", "g times dloss/dy of the row's token"},
+      {"moe.y", "dloss/d(block output), as the add passes it"},
+      {"logits", "(softmax - onehot(target)) / 8 positions"},
+  };
+  for (const auto& [n, role] : roles)
+    if (n == name) return role;
+  return "";
+}
+
 // ---------------------------------------------------------------- checking
 bool all_matched = true;
 
 // Bitwise equality: the stepped pieces run the same kernels on the same inputs in the same order.
-void check_same(const std::string& what, const Tensor& stepped, const Tensor& own) {
+bool same_values(const Tensor& stepped, const Tensor& own) {
   bool same = stepped.shape() == own.shape() && stepped.dtype() == own.dtype();
   if (same) {
     const std::vector<double> a = stepped.to(Device::cpu()).to(DType::Float64).to_vector<double>();
     const std::vector<double> b = own.to(Device::cpu()).to(DType::Float64).to_vector<double>();
     for (std::size_t i = 0; i < a.size(); ++i) same = same && (a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])));
   }
+  return same;
+}
+void check_same(const std::string& what, const Tensor& stepped, const Tensor& own) {
+  const bool same = same_values(stepped, own);
   std::printf("matches %s: %s\n", what.c_str(), same ? "yes" : "no");
   all_matched = all_matched && same;
 }
@@ -151,6 +173,17 @@ M& child(const Module& m, const std::string& name) {
     }
   MOELAB_CHECK(false, "trace_step", "no child named '", name, "'");
   throw Error("unreachable");
+}
+
+// ---------------------------------------------------------------- activation gradients
+// Only leaves keep a gradient, so the gradient of an activation A is read through a probe: the
+// stepped forward goes on with A + Z, Z a zero leaf that requires a gradient. Adding 0 changes no
+// value, and dloss/dZ = dloss/dA.
+std::vector<std::pair<std::string, Variable>> probes;
+Variable probed(const std::string& name, const Variable& a) {
+  Variable z(zeros(a.shape(), a.dtype(), a.device()), /*requires_grad=*/true);
+  probes.emplace_back(name, z);
+  return a + z;
 }
 
 // ---------------------------------------------------------------- the stepped layers
@@ -175,7 +208,7 @@ Variable trace_attention(const Attention& attn, const Variable& a) {
   Variable scores = matmul(reshape(q, {B * H, T, hd}), reshape(k, {B * H, T, hd}), false, true);
   scores = causal_mask(scores, -std::numeric_limits<double>::infinity());
   line("attn.scores", scores, "q k^T per (sequence, head), future = -inf", 4);
-  const Variable probs = softmax(scores);
+  const Variable probs = probed("attn.probs", softmax(scores));
   line("attn.probs", probs, "softmax over keys: each row sums to 1", 8);
   std::printf("  probs of sequence 0, head 0 (row = query t, column = key s):\n");
   const std::vector<double> p = probs.data().to(DType::Float64).to_vector<double>();
@@ -216,9 +249,10 @@ Variable trace_moe(MoELayer& moe, const Variable& n, AuxLosses& aux) {
     check_same("TopKRouter::route's gates", (g / sum(g, 1, true)).data(), plan.gates.data());
   }
   line("plan.experts", plan.experts, "int32: each token's k experts, best first");
-  line("plan.gates", plan.gates, "their probs renormalised to sum to 1", 8);
+  const Variable gates = probed("plan.gates", plan.gates);
+  line("plan.gates", gates, "their probs renormalised to sum to 1", 8);
   for (const auto& [name, loss] : plan.aux_losses) {
-    line("plan.aux." + name, loss, "E sum_e f_e P_e times 0.01 (1 if balanced)");
+    line("plan.aux." + name, loss, "0.01 * E sum_e f_e P_e (the sum is 1 if balanced)");
     aux.add(name, loss);
   }
 
@@ -233,12 +267,12 @@ Variable trace_moe(MoELayer& moe, const Variable& n, AuxLosses& aux) {
   const ExpertBank& bank = moe.experts();
   const Variable h = relu(grouped_matmul(xs, bank.w_in(), groups.offsets));
   line("experts.h", h, "relu(xs_row @ w_in[e]): each group's own W_in");
-  const Variable ys = grouped_matmul(h, bank.w_out(), groups.offsets);
+  const Variable ys = probed("experts.y", grouped_matmul(h, bank.w_out(), groups.offsets));
   line("experts.y", ys, "h_row @ w_out[e]: back to d");
   check_same("ExpertBank::forward", ys.data(), bank.forward(xs, groups.offsets).data());
-  const Variable g = index_select(reshape(plan.gates, {T * k}), groups.order);
+  const Variable g = index_select(reshape(gates, {T * k}), groups.order);
   line("moe.g", g, "the gate of each sorted row", 8);
-  const Variable y = scatter_add_rows(ys * reshape(g, {T * k, 1}), groups.rows, T);
+  const Variable y = probed("moe.y", scatter_add_rows(ys * reshape(g, {T * k, 1}), groups.rows, T));
   line("moe.y", y, "sum_j g_tj y_tj added back to token t", 6);
   return reshape(y, n.shape());
 }
@@ -275,16 +309,16 @@ int main(int argc, char** argv) {
     section("forward, stepped through the pieces the layers call");
     line("ids", ids, "int32: input tokens, one row per sequence");
     line("targets", targets, "int32: the next token at each position");
-    const Variable x = child<Embedding>(model, "embed").forward(ids);
+    const Variable x = probed("embed", child<Embedding>(model, "embed").forward(ids));
     line("embed", x, "embed.weight[ids]: one row of d per token");
     DecoderBlock& block = model.layer(0);
     const Variable a = block.attn_norm().forward(x);
     line("attn_norm", a, "x / rms(x) * weight: each token normalised");
-    const Variable att = trace_attention(block.attn(), a);
+    const Variable att = probed("attn.out", trace_attention(block.attn(), a));
     check_same("Attention::forward", att.data(), block.attn().forward(a).data());
     const Variable hres = x + att;
     line("residual 1", hres, "x + attention: the residual stream");
-    const Variable n = block.ffn_norm().forward(hres);
+    const Variable n = probed("ffn_norm", block.ffn_norm().forward(hres));
     line("ffn_norm", n, "normalised again, the MoE layer's input");
     AuxLosses aux;
     auto& moe = dynamic_cast<MoELayer&>(block.ffn());
@@ -295,10 +329,10 @@ int main(int argc, char** argv) {
     line("residual 2", hout, "h + MoE(norm(h)): the block's output");
     const Variable hn = child<RMSNorm>(model, "norm").forward(hout);
     line("norm", hn, "the final RMSNorm");
-    const Variable logits = child<Linear>(model, "head").forward(hn);
+    const Variable logits = probed("logits", child<Linear>(model, "head").forward(hn));
     line("logits", logits, "hn head.weight^T: a score per vocabulary entry");
     const Variable ce = nn::cross_entropy(logits, targets);
-    line("loss.ce", ce, "mean -log softmax(logits)[target] (ln 16 = 2.773)");
+    line("loss.ce", ce, "mean of -log p(target); uniform: ln 16 = 2.773");
     const Variable loss = ce + aux.total();
     line("loss", loss, "cross-entropy + aux: where backward starts");
 
@@ -308,15 +342,29 @@ int main(int argc, char** argv) {
     const Variable model_loss = nn::cross_entropy(model_logits, targets) + model_aux.total();
     check_same("the training loss", loss.data(), model_loss.data());
 
-    section("backward: model_loss.backward() fills each parameter's grad(), the parameter's shape");
+    section("backward: the parameters' gradients (each the parameter's shape)");
+    // The model's own loss first, then the stepped one, whose probes give the activations'
+    // gradients; both must give every parameter the same gradient.
     model_loss.backward();
+    std::vector<Tensor> own_grads;
     for (const auto& [name, p] : model.named_parameters()) {
       MOELAB_CHECK(p.grad().defined() && p.grad().shape() == p.shape(), "trace_step", "the gradient of ", name,
                    " is missing or not the parameter's shape");
+      own_grads.push_back(p.grad().clone());
       line(name, p.grad(), grad_note(name, p.grad()), 4);
     }
+    model.zero_grad();
+    loss.backward();
+    std::size_t i = 0;
+    bool same_grads = true;
+    for (const auto& [name, p] : model.named_parameters()) same_grads = same_grads && same_values(p.grad(), own_grads[i++]);
+    std::printf("matches the stepped loss's parameter gradients: %s\n", same_grads ? "yes" : "no");
+    all_matched = all_matched && same_grads;
 
-    section("AdamW step (lr 0.01, weight decay 0.01): p -= lr * m_hat / (sqrt(v_hat) + eps)");
+    section("backward: activations' gradients dloss/dA (read through zero probes, A + 0)");
+    for (const auto& [name, z] : probes) line(name + ".grad", z.grad(), probe_role(name), 6);
+
+    section("AdamW step (lr 0.01, wd 0.01): p *= 1 - lr wd; p -= lr m_hat / (sqrt(v_hat) + eps)");
     AdamW opt(model.parameters(), AdamOptions{.lr = 0.01});
     const Variable w = model.parameter("layers.0.ffn.router.weight");
     const Tensor before = w.data().clone();

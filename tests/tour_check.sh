@@ -37,20 +37,22 @@ check_trace() {
                  '^tokens_per_expert +\[4\] ' '^groups\.offsets +\[5\] .* 16$' '^groups\.order +\[16\] ' \
                  '^groups\.rows +\[16\] ' '^moe\.xs +\[16, 8\] ' '^experts\.h +\[16, 16\] ' \
                  '^experts\.y +\[16, 8\] ' '^moe\.g +\[16\] ' '^moe\.y +\[8, 8\] ' '^logits +\[2, 4, 16\] ' \
-                 '^loss +\[\] ' '^layers\.0\.ffn\.experts\.w_in +\[4, 8, 16\] .*\|grad\|' \
+                 '^loss +\[\] ' '^embed\.grad +\[2, 4, 8\] ' '^plan\.gates\.grad +\[8, 2\] ' \
+                 '^experts\.y\.grad +\[16, 8\] ' '^logits\.grad +\[2, 4, 16\] ' '^layers\.0\.ffn\.experts\.w_in +\[4, 8, 16\] .*\|grad\|' \
                  '^head\.weight +\[16, 8\] .*\|grad\|' '^router\.weight after +\[4, 8\] ' \
                  '^loss after the step +\[\] ' '^every stepped piece matches'; do
     grep -qE "$pattern" <<<"$out" || report "no line matching '$pattern'"
   done
   for pattern in "TopKRouter::route's chosen experts" "TopKRouter::route's gates" "ExpertBank::forward" \
-                 "Attention::forward" "MoELayer::forward_with_aux" "Decoder::forward" "the training loss"; do
+                 "Attention::forward" "MoELayer::forward_with_aux" "Decoder::forward" "the training loss" \
+                 "the stepped loss's parameter gradients"; do
     grep -qxF "matches $pattern: yes" <<<"$out" || report "no line 'matches $pattern: yes'"
   done
   grep -q '^matches .*: no$' <<<"$out" && report "a stepped piece does not match its layer"
   out2=$("$bin") || report "the second run exited with status $?"
   [ "$out" == "$out2" ] || report "two runs printed different traces"
   out3=$("$bin" --seed 1) || report "trace_step --seed 1 exited with status $?"
-  [ "$(grep -c '^matches .*: yes$' <<<"$out3")" -eq 7 ] || report "with --seed 1 not every piece matches"
+  [ "$(grep -c '^matches .*: yes$' <<<"$out3")" -eq 8 ] || report "with --seed 1 not every piece matches"
 }
 
 # ---------------------------------------------------------------- mode docs
