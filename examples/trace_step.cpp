@@ -83,7 +83,7 @@ void line(const std::string& name, const Tensor& t, const std::string& role, std
 void line(const std::string& name, const Variable& v, const std::string& role, std::size_t count = 6) {
   line(name, v.data(), role, count);
 }
-void section(const std::string& title) { std::printf("\n== %s\n", title.c_str()); }
+void section(const std::string& title) { std::printf("== %s\n", title.c_str()); }
 
 // What each parameter of the model is, by its dotted name (nn/decoder.h, nn/moe/moe_decoder.h).
 std::string role_of(const std::string& name) {
@@ -381,7 +381,7 @@ int main(int argc, char** argv) {
       line("loss after the step", after, "the same batch again");
     }
 
-    std::printf("\n%s\n", all_matched ? "every stepped piece matches the layers' own forward" : "MISMATCH");
+    std::printf("%s\n", all_matched ? "every stepped piece matches the layers' own forward" : "MISMATCH");
     return all_matched ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trace_step: %s\n", e.what());

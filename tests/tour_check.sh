@@ -2,6 +2,7 @@
 # tests/tour_check.sh — keeps examples/trace_step.cpp and docs/TOUR.md honest. Run by ctest:
 #   bash tests/tour_check.sh trace TRACE_STEP                (test example_trace_step)
 #   bash tests/tour_check.sh docs TRACE_STEP SOURCE_DIR      (test docs_tour)
+#   bash tests/tour_check.sh update TRACE_STEP SOURCE_DIR    (by hand, after changing the program)
 #
 # trace: the program exits 0 and prints the tensors of the tiny configuration with their shapes
 #   (B 2, T 4, d 8, vocab 16, E 4, k 2, f 16: ids [2, 4], attn.probs [4, 4, 4], plan.experts [8, 2],
@@ -18,6 +19,9 @@
 #      route()) must occur as a word in a file named in backticks in the same section (a section
 #      runs from one heading to the next); for Foo::bar both Foo and bar must. In a section naming
 #      no file, anywhere in the tracked sources. Fenced code blocks are skipped by 2 and 3.
+# update: rewrites the pasted blocks of docs/TOUR.md with the program's current output, each block
+#   keeping its number of lines (the last one takes the rest); says so when the total changed, so
+#   that the commentary between the blocks can be moved to fit.
 # Before checking the real page it checks itself on a scratch page: clean, it must pass; with a
 # missing path, a missing symbol and a changed trace number planted, it must find all three.
 set -u
@@ -94,7 +98,8 @@ compare_trace() {
     same) ;;
     near*) echo "tour_check: $3: ${verdict#near } numbers differ by one unit of the last digit" \
                 "(a build for another instruction set rounds differently); everything else is equal" ;;
-    *) report "$3: the pasted trace differs from the program's output: $verdict" ;;
+    *) report "$3: the pasted trace differs from the program's output: $verdict" \
+              "(after a deliberate change: bash tests/tour_check.sh update TRACE_STEP SOURCE_DIR)" ;;
   esac
 }
 
@@ -196,6 +201,39 @@ self_test() {  # OUTPUT_FILE
   failures=$before
 }
 
+# update_page PAGE OUTPUT_FILE: the blocks refilled, block by block, with the same line counts.
+update_page() {
+  local tmp
+  tmp=$(mktemp)
+  awk '
+    NR == FNR { out[++n] = $0; next }
+    { page[++m] = $0 }
+    END {
+      b = 0
+      for (i = 1; i <= m; i++) {
+        if (page[i] ~ /^<!-- trace_step output -->[ \t]*$/ && page[i + 1] ~ /^```/) {
+          j = i + 2; len = 0
+          while (j <= m && page[j] !~ /^```/) { j++; len++ }
+          blocks++; start[blocks] = i + 2; size[blocks] = len; i = j
+        }
+      }
+      used = 0
+      for (i = 1; i <= m; i++) {
+        for (k = 1; k <= blocks; k++) if (i == start[k]) break
+        if (k <= blocks) {
+          take = (k == blocks) ? n - used : size[k]
+          for (t = 1; t <= take && used < n; t++) print out[++used]
+          i += size[k] - 1
+          continue
+        }
+        print page[i]
+      }
+      total = 0; for (k = 1; k <= blocks; k++) total += size[k]
+      if (total != n) printf "tour_check: the page held %d trace lines, the program prints %d: check the split\n", total, n > "/dev/stderr"
+    }' "$2" "$1" >"$tmp" && cat "$tmp" >"$1"
+  rm -f "$tmp"
+}
+
 mode=${1:?usage: tour_check.sh trace TRACE_STEP | docs TRACE_STEP SOURCE_DIR}
 bin=${2:?usage: tour_check.sh trace TRACE_STEP | docs TRACE_STEP SOURCE_DIR}
 case "$mode" in
@@ -210,7 +248,14 @@ case "$mode" in
     check_page "$root" "$root/docs/TOUR.md" docs/TOUR.md "$output"
     rm -f "$output"
     [ "$failures" -eq 0 ] && echo "tour_check: docs/TOUR.md's trace is the program's output; its paths and symbols exist" ;;
-  *) echo "usage: tour_check.sh trace TRACE_STEP | docs TRACE_STEP SOURCE_DIR" >&2; exit 2 ;;
+  update)
+    root=${3:?usage: tour_check.sh update TRACE_STEP SOURCE_DIR}
+    output=$(mktemp)
+    "$bin" >"$output" || report "trace_step exited with status $?"
+    update_page "$root/docs/TOUR.md" "$output"
+    rm -f "$output"
+    echo "tour_check: docs/TOUR.md's trace blocks rewritten; read the commentary around them again" ;;
+  *) echo "usage: tour_check.sh trace|docs|update TRACE_STEP [SOURCE_DIR]" >&2; exit 2 ;;
 esac
 if [ "$failures" -ne 0 ]; then
   echo "tour_check: $failures problem(s)" >&2
