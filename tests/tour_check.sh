@@ -34,29 +34,62 @@ report() { echo "tour_check: $*" >&2; failures=$((failures + 1)); }
 check_trace() {
   local bin=$1 out out2 out3 pattern
   out=$("$bin") || { report "trace_step exited with status $?"; return; }
-  for pattern in '^ids +\[2, 4\] ' '^targets +\[2, 4\] ' '^embed +\[2, 4, 8\] ' '^attn\.q +\[2, 4, 8\] ' \
-                 '^attn\.scores +\[4, 4, 4\] ' '^attn\.probs +\[4, 4, 4\] ' '^attn\.out +\[2, 4, 8\] ' \
-                 '^moe\.x +\[8, 8\] ' '^router\.logits +\[8, 4\] ' '^router\.probs +\[8, 4\] ' \
-                 '^plan\.experts +\[8, 2\] ' '^plan\.gates +\[8, 2\] ' '^plan\.aux\.load_balance +\[\] ' \
-                 '^tokens_per_expert +\[4\] ' '^groups\.offsets +\[5\] .* 16$' '^groups\.order +\[16\] ' \
-                 '^groups\.rows +\[16\] ' '^moe\.xs +\[16, 8\] ' '^experts\.h +\[16, 16\] ' \
-                 '^experts\.y +\[16, 8\] ' '^moe\.g +\[16\] ' '^moe\.y +\[8, 8\] ' '^logits +\[2, 4, 16\] ' \
-                 '^loss +\[\] ' '^embed\.grad +\[2, 4, 8\] ' '^plan\.gates\.grad +\[8, 2\] ' \
-                 '^experts\.y\.grad +\[16, 8\] ' '^logits\.grad +\[2, 4, 16\] ' '^layers\.0\.ffn\.experts\.w_in +\[4, 8, 16\] .*\|grad\|' \
-                 '^head\.weight +\[16, 8\] .*\|grad\|' '^router\.weight after +\[4, 8\] ' \
-                 '^loss after the step +\[\] ' '^every stepped piece matches'; do
+  # One pattern per line: a tensor's name and shape (and for offsets, that nothing was dropped).
+  while IFS= read -r pattern; do
     grep -qE "$pattern" <<<"$out" || report "no line matching '$pattern'"
-  done
-  for pattern in "TopKRouter::route's chosen experts" "TopKRouter::route's gates" "ExpertBank::forward" \
-                 "Attention::forward" "MoELayer::forward_with_aux" "Decoder::forward" "the training loss" \
-                 "the stepped loss's parameter gradients"; do
+  done <<'PATTERNS'
+^ids +\[2, 4\]
+^targets +\[2, 4\]
+^embed +\[2, 4, 8\]
+^attn\.q +\[2, 4, 8\]
+^attn\.scores +\[4, 4, 4\]
+^attn\.probs +\[4, 4, 4\]
+^attn\.out +\[2, 4, 8\]
+^moe\.x +\[8, 8\]
+^router\.logits +\[8, 4\]
+^router\.probs +\[8, 4\]
+^plan\.experts +\[8, 2\]
+^plan\.gates +\[8, 2\]
+^plan\.aux\.load_balance +\[\]
+^tokens_per_expert +\[4\]
+^groups\.offsets +\[5\] .* 16$
+^groups\.order +\[16\]
+^groups\.rows +\[16\]
+^moe\.xs +\[16, 8\]
+^experts\.h +\[16, 16\]
+^experts\.y +\[16, 8\]
+^moe\.g +\[16\]
+^moe\.y +\[8, 8\]
+^logits +\[2, 4, 16\]
+^loss +\[\]
+^layers\.0\.ffn\.experts\.w_in +\[4, 8, 16\] .*\|grad\|
+^head\.weight +\[16, 8\] .*\|grad\|
+^embed\.grad +\[2, 4, 8\]
+^plan\.gates\.grad +\[8, 2\]
+^experts\.y\.grad +\[16, 8\]
+^logits\.grad +\[2, 4, 16\]
+^router\.weight after +\[4, 8\]
+^loss after the step +\[\]
+^every stepped piece matches
+PATTERNS
+  while IFS= read -r pattern; do
     grep -qxF "matches $pattern: yes" <<<"$out" || report "no line 'matches $pattern: yes'"
-  done
+  done <<'MATCHES'
+Attention::forward
+TopKRouter::route's chosen experts
+TopKRouter::route's gates
+ExpertBank::forward
+MoELayer::forward_with_aux
+Decoder::forward
+the training loss
+the stepped loss's parameter gradients
+MATCHES
   grep -q '^matches .*: no$' <<<"$out" && report "a stepped piece does not match its layer"
   out2=$("$bin") || report "the second run exited with status $?"
   [ "$out" == "$out2" ] || report "two runs printed different traces"
   out3=$("$bin" --seed 1) || report "trace_step --seed 1 exited with status $?"
-  [ "$(grep -c '^matches .*: yes$' <<<"$out3")" -eq 8 ] || report "with --seed 1 not every piece matches"
+  [ "$(grep -c '^matches .*: yes$' <<<"$out3")" -eq 8 ] ||
+    report "with --seed 1 not every piece matches"
 }
 
 # ---------------------------------------------------------------- mode docs
@@ -75,17 +108,18 @@ compare_trace() {
   local verdict
   verdict=$(awk '
     function numeric(s) { return s ~ /^-?[0-9]+\.[0-9]+$/ }
+    function differ() { print "line " FNR ": page \"" want[FNR] "\", program \"" $0 "\""; bad = 1 }
     NR == FNR { want[FNR] = $0; n = FNR; next }
     { m = FNR
-      if (FNR > n) { print "line " FNR ": the program prints more lines than the page holds"; bad = 1; exit }
+      if (FNR > n) { print "line " FNR ": the program prints more than the page"; bad = 1; exit }
       if ($0 == want[FNR]) next
       a = split(want[FNR], x, /[ \t]+/); b = split($0, y, /[ \t]+/)
-      if (a != b) { print "line " FNR ": page \"" want[FNR] "\" but the program prints \"" $0 "\""; bad = 1; exit }
+      if (a != b) { differ(); exit }
       for (i = 1; i <= a; i++) {
         if (x[i] == y[i]) continue
         d = x[i] - y[i]; if (d < 0) d = -d
         if (numeric(x[i]) && numeric(y[i]) && d < 0.0015) { near++; continue }
-        print "line " FNR ": page \"" want[FNR] "\" but the program prints \"" $0 "\""; bad = 1; exit
+        differ(); exit
       }
     }
     END {
@@ -96,10 +130,11 @@ compare_trace() {
     }' "$1" "$2")
   case "$verdict" in
     same) ;;
-    near*) echo "tour_check: $3: ${verdict#near } numbers differ by one unit of the last digit" \
-                "(a build for another instruction set rounds differently); everything else is equal" ;;
+    near*) echo "tour_check: $3: ${verdict#near } numbers differ by one unit of the last" \
+                "digit (a build for another instruction set rounds differently);" \
+                "all else is equal" ;;
     *) report "$3: the pasted trace differs from the program's output: $verdict" \
-              "(after a deliberate change: bash tests/tour_check.sh update TRACE_STEP SOURCE_DIR)" ;;
+              "(after a deliberate change: tests/tour_check.sh update TRACE_STEP SOURCE_DIR)" ;;
   esac
 }
 
@@ -178,7 +213,7 @@ self_test() {  # OUTPUT_FILE
   scratch=$(mktemp -d)
   mkdir -p "$scratch/nn" "$scratch/docs"
   printf '// a.h\nclass MoELayer {\n  void forward_with_aux();\n};\n' >"$scratch/nn/a.h"
-  { printf '# Tour\n\n## Stop\n\nRead `nn/a.h`: `MoELayer::forward_with_aux()`, shapes like `[T, d]`.\n\n'
+  { printf '# Tour\n\n## Stop\n\nRead `nn/a.h`: `MoELayer::forward_with_aux()`, `[T, d]`.\n\n'
     printf '## Trace\n\n<!-- trace_step output -->\n```text\n'
     cat "$1"
     printf '```\n'
@@ -189,9 +224,11 @@ self_test() {  # OUTPUT_FILE
     echo "tour_check: self-test: a clean page was reported" >&2; rm -rf "$scratch"; exit 1
   fi
   # Planted: a symbol that is nowhere, a path that does not exist, the loss changed by 0.1.
-  sed -i 's/`MoELayer::forward_with_aux()`/`MoELayer::backward_with_aux()`, `nn\/b.h`/' "$scratch/docs/TOUR.md"
-  awk '/^loss +\[\]/ && !done { n = $NF; $0 = substr($0, 1, length($0) - length(n)) sprintf("%.3f", n + 0.1);
-       done = 1 } { print }' "$scratch/docs/TOUR.md" >"$scratch/t" && mv "$scratch/t" "$scratch/docs/TOUR.md"
+  sed 's/`MoELayer::forward_with_aux()`/`MoELayer::backward_with_aux()`, `nn\/b.h`/' \
+    "$scratch/docs/TOUR.md" |
+    awk '/^loss +\[\]/ && !done { n = $NF; done = 1
+           $0 = substr($0, 1, length($0) - length(n)) sprintf("%.3f", n + 0.1) }
+         { print }' >"$scratch/t" && mv "$scratch/t" "$scratch/docs/TOUR.md"
   check_page "$scratch" "$scratch/docs/TOUR.md" self-test "$1" 2>/dev/null >/dev/null
   rm -rf "$scratch"
   if [ $((failures - before)) -ne 3 ]; then
@@ -229,7 +266,9 @@ update_page() {
         print page[i]
       }
       total = 0; for (k = 1; k <= blocks; k++) total += size[k]
-      if (total != n) printf "tour_check: the page held %d trace lines, the program prints %d: check the split\n", total, n > "/dev/stderr"
+      if (total != n)
+        printf "tour_check: the page held %d trace lines, the program prints %d: check the split\n",
+               total, n > "/dev/stderr"
     }' "$2" "$1" >"$tmp" && cat "$tmp" >"$1"
   rm -f "$tmp"
 }
@@ -239,7 +278,8 @@ bin=${2:?usage: tour_check.sh trace TRACE_STEP | docs TRACE_STEP SOURCE_DIR}
 case "$mode" in
   trace)
     check_trace "$bin"
-    [ "$failures" -eq 0 ] && echo "tour_check: trace_step prints every tensor and every piece matches" ;;
+    [ "$failures" -eq 0 ] &&
+      echo "tour_check: trace_step prints every tensor and every piece matches" ;;
   docs)
     root=${3:?usage: tour_check.sh docs TRACE_STEP SOURCE_DIR}
     output=$(mktemp)
@@ -247,14 +287,15 @@ case "$mode" in
     self_test "$output"
     check_page "$root" "$root/docs/TOUR.md" docs/TOUR.md "$output"
     rm -f "$output"
-    [ "$failures" -eq 0 ] && echo "tour_check: docs/TOUR.md's trace is the program's output; its paths and symbols exist" ;;
+    [ "$failures" -eq 0 ] &&
+      echo "tour_check: docs/TOUR.md's trace is the program's output; its names exist" ;;
   update)
     root=${3:?usage: tour_check.sh update TRACE_STEP SOURCE_DIR}
     output=$(mktemp)
     "$bin" >"$output" || report "trace_step exited with status $?"
     update_page "$root/docs/TOUR.md" "$output"
     rm -f "$output"
-    echo "tour_check: docs/TOUR.md's trace blocks rewritten; read the commentary around them again" ;;
+    echo "tour_check: docs/TOUR.md's trace blocks rewritten; reread the commentary around them" ;;
   *) echo "usage: tour_check.sh trace|docs|update TRACE_STEP [SOURCE_DIR]" >&2; exit 2 ;;
 esac
 if [ "$failures" -ne 0 ]; then
