@@ -3,7 +3,7 @@
 // Algorithm 1 experts (the k largest column sums of C), the per-expert logits add up to the
 // network's logits for any subset, the exhaustive search finds a subset at least as good as
 // Algorithm 1's (and solves every image some subset solves), and `moelab softmoe-mnist` end to
-// end at toy size on IDX files the test writes (reruns train nothing; mode=evaluate works; an
+// end at toy size on IDX files the test writes (reruns train nothing; mode=report evaluates again; an
 // interrupted network is retrained with one curve).
 // Nothing here reads data/mnist: the effect on real digits is in test_softmoe_mnist_effect.cpp.
 #include <doctest/doctest.h>
