@@ -19,7 +19,7 @@
 // full, rows separated by |). The output is deterministic (fixed seed, one thread), so
 // docs/TOUR.md pastes it and tests/tour_check.sh checks the paste is still what this prints.
 //
-//   build/trace_step            # the whole trace (about 150 lines)
+//   build/trace_step            # the whole trace (90 lines)
 //   build/trace_step --seed 3   # another draw of the weights and tokens
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -262,6 +262,7 @@ Variable trace_moe(MoELayer& moe, const Variable& n, AuxLosses& aux) {
   line("groups.order", groups.order, "int32: assignments a = t*k + j, by expert");
   line("groups.rows", groups.rows, "int32: the token of each sorted row, a / k");
 
+  // No capacity is set, so the layer processes all M = T*k rows (its narrow to max_kept does nothing).
   const Variable xs = index_select(xf, groups.rows);
   line("moe.xs", xs, "x gathered in that order, grouped by expert");
   const ExpertBank& bank = moe.experts();
