@@ -10,8 +10,12 @@
 // Ops composed from other differentiable ops (mse_loss, max over all elements) create no Node of
 // their own but are listed too, so they are gradchecked like the rest.
 //
+// The elementwise unary ops are not repeated here: every op of MOELAB_UNARY_OPS (core/kernels/
+// elementwise_ops.h) is a differentiable op of the same name (moelab::exp, moelab::sigmoid, ...),
+// registered by differentiable_ops() and gradchecked on its domain by tests/test_gradcheck.cpp.
+//
 // Adding an op: write it in the autograd/ops_*.cpp of its concept, add X(name) below, add a case
-// to the table in tests/test_gradcheck.cpp.
+// to the table in tests/test_gradcheck.cpp (a unary elementwise op: see elementwise_ops.h instead).
 #pragma once
 
 #include <string>
@@ -19,10 +23,8 @@
 
 // clang-format off
 #define MOELAB_DIFFERENTIABLE_OPS(X)                                                              \
-  /* elementwise (ops_elementwise) */                                                             \
+  /* elementwise binary (ops_elementwise); the unary ones: see above */                          \
   X(add) X(sub) X(mul) X(div) X(maximum) X(minimum) X(pow)                                        \
-  X(neg) X(exp) X(log) X(sqrt) X(abs) X(square) X(relu) X(sigmoid) X(tanh)                        \
-  X(sin) X(cos) X(reciprocal)                                                                     \
   /* matrix products (ops_matmul) */                                                              \
   X(matmul)                                                                                       \
   /* grouped matrix products, MoE experts (ops_grouped_matmul) */                                 \
@@ -46,7 +48,7 @@
 
 namespace moelab {
 
-// Every name in MOELAB_DIFFERENTIABLE_OPS, in the order listed.
+// Every name in MOELAB_DIFFERENTIABLE_OPS, in the order listed, then every unary elementwise op.
 const std::vector<std::string>& differentiable_ops();
 // Whether `name` is listed.
 bool is_differentiable_op(const std::string& name);

@@ -5,7 +5,8 @@
 //   y [M, d] * g [M, 1] -> [M, d]      x [B, 1, d] + pos [T, d] -> [B, T, d]
 // The result has the broadcast shape; each operand's gradient is summed back over the axes it was
 // repeated along (g above gets the row sums of its gradient). Forms with a double operand treat it
-// as a constant (no gradient). Every function here is listed in autograd/op_list.h.
+// as a constant (no gradient). Every function here is in the registry: the binary ones are listed
+// in autograd/op_list.h, the unary ones are the list of core/kernels/elementwise_ops.h.
 #pragma once
 
 #include "autograd/variable.h"

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/kernels/elementwise_ops.h"
 #include "core/tensor.h"
 
 namespace moelab {
@@ -89,10 +90,8 @@ Tensor row_groups(const Tensor& offsets, std::int64_t rows);
 
 
 // ---------------------------------------------------------------- elementwise
-enum class UnaryOp { Neg, Exp, Log, Sqrt, Abs, Square, Relu, Sigmoid, Tanh, Sin, Cos, Reciprocal };
-enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum, Pow };
-const char* op_name(UnaryOp op);
-const char* op_name(BinaryOp op);
+// UnaryOp, BinaryOp and op_name() come from the one list of elementwise ops,
+// core/kernels/elementwise_ops.h (included above), which also says how to add one.
 
 Tensor unary(UnaryOp op, const Tensor& x);
 // a op b, broadcasting the NumPy way (core/broadcast.h). Align the shapes from the right; a missing

@@ -13,8 +13,8 @@
 //   binary_scalar:    out[i] = a[i] op s, or s op a[i] when scalar_first
 //   relu_backward:    out[i] = x[i] > 0 ? grad[i] : 0
 // float32 and float64, one thread per element in grid-stride loops. Each op is a small functor
-// (a device lambda would need nvcc's --extended-lambda); the op is chosen on the host, so each
-// kernel instantiation contains one op and no per-element switch.
+// generated from the list of ops (core/kernels/elementwise_ops.h) around its __device__ function;
+// the op is chosen on the host, so each kernel instantiation contains one op and no per-element switch.
 //
 // The same conventions as the CPU: sigmoid(x) = 1 / (1 + exp(-x)) (saturates to 0 and 1, no NaN),
 // relu keeps NaN (NaN < 0 is false), maximum/minimum propagate NaN from either side. Results are
@@ -30,68 +30,76 @@ namespace {
 using kernels::BinaryOp;
 using kernels::UnaryOp;
 
-// ---------------------------------------------------------------- the ops as functors
+// ---------------------------------------------------------------- the math of each op
+// One __device__ function per op of the list (core/kernels/elementwise_ops.h), named as the op;
+// T is float or double. The functors and the dispatch below are generated from the list, so an op
+// without its function here does not compile (no default case computes something else).
+namespace unary_math {
+template <class T> __device__ T neg(T x) { return -x; }
+template <class T> __device__ T exp(T x) { return cuda::DeviceMath<T>::exp(x); }
+template <class T> __device__ T log(T x) { return cuda::DeviceMath<T>::log(x); }
+template <class T> __device__ T sqrt(T x) { return cuda::DeviceMath<T>::sqrt(x); }
+template <class T> __device__ T abs(T x) { return cuda::DeviceMath<T>::abs(x); }
+template <class T> __device__ T square(T x) { return x * x; }
+template <class T> __device__ T relu(T x) { return x < T(0) ? T(0) : x; }  // NaN < 0 is false: NaN stays
+template <class T> __device__ T sigmoid(T x) { return T(1) / (T(1) + cuda::DeviceMath<T>::exp(-x)); }
+template <class T> __device__ T tanh(T x) { return cuda::DeviceMath<T>::tanh(x); }
+template <class T> __device__ T sin(T x) { return cuda::DeviceMath<T>::sin(x); }
+template <class T> __device__ T cos(T x) { return cuda::DeviceMath<T>::cos(x); }
+template <class T> __device__ T reciprocal(T x) { return T(1) / x; }
+}  // namespace unary_math
+
+namespace binary_math {
+template <class T> __device__ T add(T p, T q) { return p + q; }
+template <class T> __device__ T sub(T p, T q) { return p - q; }
+template <class T> __device__ T mul(T p, T q) { return p * q; }
+template <class T> __device__ T div(T p, T q) { return p / q; }
+template <class T> __device__ T maximum(T p, T q) { return (p > q || p != p) ? p : q; }  // NaN in p or q wins
+template <class T> __device__ T minimum(T p, T q) { return (p < q || p != p) ? p : q; }
+template <class T> __device__ T pow(T p, T q) { return cuda::DeviceMath<T>::pow(p, q); }
+}  // namespace binary_math
+
+// ---------------------------------------------------------------- functors and dispatch, generated
+// One functor type per op (a device lambda would need nvcc's --extended-lambda): Unary<T, Op> and
+// Binary<T, Op> are declared only, and defined for the ops of the list.
 template <class T, UnaryOp Op>
-struct Unary {
-  __device__ T operator()(T x) const {
-    using M = cuda::DeviceMath<T>;
-    if constexpr (Op == UnaryOp::Neg) return -x;
-    else if constexpr (Op == UnaryOp::Exp) return M::exp(x);
-    else if constexpr (Op == UnaryOp::Log) return M::log(x);
-    else if constexpr (Op == UnaryOp::Sqrt) return M::sqrt(x);
-    else if constexpr (Op == UnaryOp::Abs) return M::abs(x);
-    else if constexpr (Op == UnaryOp::Square) return x * x;
-    else if constexpr (Op == UnaryOp::Relu) return x < T(0) ? T(0) : x;  // NaN < 0 is false: NaN stays
-    else if constexpr (Op == UnaryOp::Sigmoid) return T(1) / (T(1) + M::exp(-x));
-    else if constexpr (Op == UnaryOp::Tanh) return M::tanh(x);
-    else if constexpr (Op == UnaryOp::Sin) return M::sin(x);
-    else if constexpr (Op == UnaryOp::Cos) return M::cos(x);
-    else return T(1) / x;  // Reciprocal
-  }
-};
-
+struct Unary;
 template <class T, BinaryOp Op>
-struct Binary {
-  __device__ T operator()(T p, T q) const {
-    if constexpr (Op == BinaryOp::Add) return p + q;
-    else if constexpr (Op == BinaryOp::Sub) return p - q;
-    else if constexpr (Op == BinaryOp::Mul) return p * q;
-    else if constexpr (Op == BinaryOp::Div) return p / q;
-    else if constexpr (Op == BinaryOp::Maximum) return (p > q || p != p) ? p : q;
-    else if constexpr (Op == BinaryOp::Minimum) return (p < q || p != p) ? p : q;
-    else return cuda::DeviceMath<T>::pow(p, q);  // Pow
-  }
-};
+struct Binary;
+#define MOELAB_UNARY_FUNCTOR(Op, name, ...)                                   \
+  template <class T>                                                          \
+  struct Unary<T, UnaryOp::Op> {                                              \
+    __device__ T operator()(T x) const { return unary_math::name<T>(x); }     \
+  };
+#define MOELAB_BINARY_FUNCTOR(Op, name, ...)                                         \
+  template <class T>                                                                 \
+  struct Binary<T, BinaryOp::Op> {                                                   \
+    __device__ T operator()(T p, T q) const { return binary_math::name<T>(p, q); }   \
+  };
+MOELAB_UNARY_OPS(MOELAB_UNARY_FUNCTOR)
+MOELAB_BINARY_OPS(MOELAB_BINARY_FUNCTOR)
+#undef MOELAB_UNARY_FUNCTOR
+#undef MOELAB_BINARY_FUNCTOR
 
-// Calls body(functor) with the functor of the runtime op (one template instance per op).
+// Calls body(functor) with the functor of the runtime op (one template instance per op). A value
+// outside the enum never arrives: core/kernels/elementwise.cpp refuses it before dispatching.
 template <class T, class Body>
 void with_unary_op(UnaryOp op, const Body& body) {
   switch (op) {
-    case UnaryOp::Neg: body(Unary<T, UnaryOp::Neg>{}); return;
-    case UnaryOp::Exp: body(Unary<T, UnaryOp::Exp>{}); return;
-    case UnaryOp::Log: body(Unary<T, UnaryOp::Log>{}); return;
-    case UnaryOp::Sqrt: body(Unary<T, UnaryOp::Sqrt>{}); return;
-    case UnaryOp::Abs: body(Unary<T, UnaryOp::Abs>{}); return;
-    case UnaryOp::Square: body(Unary<T, UnaryOp::Square>{}); return;
-    case UnaryOp::Relu: body(Unary<T, UnaryOp::Relu>{}); return;
-    case UnaryOp::Sigmoid: body(Unary<T, UnaryOp::Sigmoid>{}); return;
-    case UnaryOp::Tanh: body(Unary<T, UnaryOp::Tanh>{}); return;
-    case UnaryOp::Sin: body(Unary<T, UnaryOp::Sin>{}); return;
-    case UnaryOp::Cos: body(Unary<T, UnaryOp::Cos>{}); return;
-    case UnaryOp::Reciprocal: body(Unary<T, UnaryOp::Reciprocal>{}); return;
+#define MOELAB_UNARY_CASE(Op, ...) \
+  case UnaryOp::Op: body(Unary<T, UnaryOp::Op>{}); return;
+    MOELAB_UNARY_OPS(MOELAB_UNARY_CASE)
+#undef MOELAB_UNARY_CASE
   }
 }
 
 template <class T, class Body>
 void with_binary_op(BinaryOp op, const Body& body) {
   switch (op) {
-    case BinaryOp::Add: body(Binary<T, BinaryOp::Add>{}); return;
-    case BinaryOp::Sub: body(Binary<T, BinaryOp::Sub>{}); return;
-    case BinaryOp::Mul: body(Binary<T, BinaryOp::Mul>{}); return;
-    case BinaryOp::Div: body(Binary<T, BinaryOp::Div>{}); return;
-    case BinaryOp::Maximum: body(Binary<T, BinaryOp::Maximum>{}); return;
-    case BinaryOp::Minimum: body(Binary<T, BinaryOp::Minimum>{}); return;
-    case BinaryOp::Pow: body(Binary<T, BinaryOp::Pow>{}); return;
+#define MOELAB_BINARY_CASE(Op, ...) \
+  case BinaryOp::Op: body(Binary<T, BinaryOp::Op>{}); return;
+    MOELAB_BINARY_OPS(MOELAB_BINARY_CASE)
+#undef MOELAB_BINARY_CASE
   }
 }
 

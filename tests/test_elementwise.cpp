@@ -1,14 +1,18 @@
 // tests/test_elementwise.cpp — unary, binary (NumPy broadcasting), scalar ops, relu_backward.
 //
-// Every op is compared with a naive double-precision reference on random inputs, in float32 and
-// float64, on a small tensor and on one large enough to run on several threads. Broadcasting is
-// checked against a reference that indexes each operand through the full, unmerged shapes (so it
-// shares no code with core/broadcast.h), on pairs where either or both sides repeat.
+// Every op of the list (core/kernels/elementwise_ops.h) is compared with a naive double-precision
+// reference on random inputs from its domain, in float32 and float64, on a small tensor and on
+// one large enough to run on several threads. Broadcasting is checked against a reference that
+// indexes each operand through the full, unmerged shapes (so it shares no code with
+// core/broadcast.h), on pairs where either or both sides repeat.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <limits>
+#include <set>
+#include <string>
 
 #include "core/broadcast.h"
 #include "core/factories.h"
@@ -20,12 +24,15 @@ using namespace moelab;
 using moelab::testing::max_error;
 using moelab::testing::to_doubles;
 using kernels::BinaryOp;
+using kernels::OpDomain;
 using kernels::UnaryOp;
 
 namespace {
 
 double tolerance(DType dtype) { return dtype == DType::Float32 ? 2e-6 : 1e-14; }
 
+// The references name every op by hand, with no default: built with -Werror=switch, a new op of
+// the list without its reference here does not compile.
 double unary_ref(UnaryOp op, double x) {
   switch (op) {
     case UnaryOp::Neg: return -x;
@@ -57,14 +64,25 @@ double binary_ref(BinaryOp op, double a, double b) {
   return 0;
 }
 
-const UnaryOp kUnaryOps[] = {UnaryOp::Neg,  UnaryOp::Exp,     UnaryOp::Log,  UnaryOp::Sqrt,
-                             UnaryOp::Abs,  UnaryOp::Square,  UnaryOp::Relu, UnaryOp::Sigmoid,
-                             UnaryOp::Tanh, UnaryOp::Sin,     UnaryOp::Cos,  UnaryOp::Reciprocal};
-const BinaryOp kBinaryOps[] = {BinaryOp::Add,     BinaryOp::Sub,     BinaryOp::Mul, BinaryOp::Div,
-                               BinaryOp::Maximum, BinaryOp::Minimum, BinaryOp::Pow};
-
-// Inputs in [0.5, 2.5) keep log, sqrt, reciprocal, division and pow well defined.
+// Inputs in [0.5, 2.5) lie in every op's domain (core/kernels/elementwise_ops.h): the binary tests use them.
 Tensor positive(const Shape& shape, Generator& gen, DType dtype) { return uniform(shape, 0.5, 2.5, gen, dtype); }
+
+// Inputs from an op's domain: Real in [-4, 4), Positive in [0.5, 4), NonZero with magnitudes in
+// [0.5, 4) and random signs.
+Tensor draw(OpDomain domain, const Shape& shape, Generator& gen, DType dtype) {
+  switch (domain) {
+    case OpDomain::Real: return uniform(shape, -4, 4, gen, dtype);
+    case OpDomain::Positive: return uniform(shape, 0.5, 4, gen, dtype);
+    case OpDomain::NonZero: {
+      std::vector<double> v = uniform(shape, 0.5, 4, gen, DType::Float64).to_vector<double>();
+      for (double& x : v)
+        if (gen.next_below(2) == 0) x = -x;
+      return from_vector(v, shape).to(dtype);
+    }
+  }
+  FAIL("unknown domain");
+  return Tensor();
+}
 
 }  // namespace
 
@@ -72,11 +90,9 @@ TEST_CASE("unary ops match std:: in double precision") {
   Generator gen(1);
   for (DType dtype : {DType::Float32, DType::Float64}) {
     for (const Shape& shape : {Shape{3, 17}, Shape{70001}}) {  // the second runs on several threads
-      Tensor signed_x = uniform(shape, -4, 4, gen, dtype);
-      Tensor positive_x = positive(shape, gen, dtype);
-      for (UnaryOp op : kUnaryOps) {
-        const bool needs_positive = op == UnaryOp::Log || op == UnaryOp::Sqrt || op == UnaryOp::Reciprocal;
-        const Tensor& x = needs_positive ? positive_x : signed_x;
+      for (const kernels::UnaryOpInfo& info : kernels::kUnaryOps) {
+        const UnaryOp op = info.op;
+        const Tensor x = draw(info.domain, shape, gen, dtype);
         Tensor y = kernels::unary(op, x);
         CHECK(y.shape() == x.shape());
         CHECK(y.dtype() == dtype);
@@ -126,7 +142,8 @@ TEST_CASE("binary ops: same shape, scalar tensor and trailing-axes broadcasting"
     for (const Case& c : cases) {
       Tensor a = positive(c.a, gen, dtype), b = positive(c.b, gen, dtype);
       std::vector<double> av = to_doubles(a), bv = to_doubles(b);
-      for (BinaryOp op : kBinaryOps) {
+      for (const kernels::BinaryOpInfo& info : kernels::kBinaryOps) {
+        const BinaryOp op = info.op;
         Tensor out = kernels::binary(op, a, b);
         CHECK(out.shape() == c.a);
         std::vector<double> want(av.size());
@@ -196,7 +213,8 @@ TEST_CASE("binary ops broadcast the NumPy way: either side, both sides, size-1 a
   for (DType dtype : {DType::Float32, DType::Float64}) {
     for (const Case& c : cases) {
       Tensor a = positive(c.a, gen, dtype), b = positive(c.b, gen, dtype);
-      for (BinaryOp op : kBinaryOps) {
+      for (const kernels::BinaryOpInfo& info : kernels::kBinaryOps) {
+        const BinaryOp op = info.op;
         INFO(kernels::op_name(op), " ", dtype, " a ", c.a, " b ", c.b);
         Tensor out = kernels::binary(op, a, b);
         REQUIRE(out.shape() == c.out);
@@ -225,7 +243,8 @@ TEST_CASE("the general broadcast agrees bit for bit with the fast forms where bo
   Generator gen(7);
   for (DType dtype : {DType::Float32, DType::Float64}) {
     const Tensor a = positive({300, 70}, gen, dtype), row = positive({70}, gen, dtype), one = positive({1}, gen, dtype);
-    for (BinaryOp op : kBinaryOps) {
+    for (const kernels::BinaryOpInfo& info : kernels::kBinaryOps) {
+      const BinaryOp op = info.op;
       INFO(kernels::op_name(op), " ", dtype);
       // [1, 70] and [1, 1] are not a's trailing axes (a leading 1), so they take the strided path.
       CHECK(kernels::binary(op, a, row.reshape({1, 70})).to(DType::Float64).to_vector<double>() ==
@@ -265,7 +284,8 @@ TEST_CASE("binary ops with a plain number on either side") {
     for (const Shape& shape : {Shape{2, 3, 4}, Shape{50000}}) {
       Tensor x = positive(shape, gen, dtype);
       std::vector<double> xv = to_doubles(x);
-      for (BinaryOp op : kBinaryOps) {
+      for (const kernels::BinaryOpInfo& info : kernels::kBinaryOps) {
+        const BinaryOp op = info.op;
         const double s = 1.75;
         std::vector<double> right(xv.size()), left(xv.size());
         for (std::size_t i = 0; i < xv.size(); ++i) {
@@ -314,11 +334,31 @@ TEST_CASE("relu_backward passes the gradient where x > 0 only") {
   CHECK(kernels::relu_backward(x, g).to_vector<float>() == std::vector<float>{0.0f, 0.0f, 7.0f});  // 0 at x == 0
 }
 
-TEST_CASE("op names") {
+TEST_CASE("the list of ops: names, table order, and values outside the enum refused") {
   CHECK(std::string(kernels::op_name(UnaryOp::Sigmoid)) == "sigmoid");
   CHECK(std::string(kernels::op_name(UnaryOp::Reciprocal)) == "reciprocal");
   CHECK(std::string(kernels::op_name(BinaryOp::Maximum)) == "maximum");
   CHECK(std::string(kernels::op_name(BinaryOp::Pow)) == "pow");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < std::size(kernels::kUnaryOps); ++i) {
+    CHECK(static_cast<std::size_t>(kernels::kUnaryOps[i].op) == i);
+    CHECK(std::string(kernels::op_name(kernels::kUnaryOps[i].op)) == kernels::kUnaryOps[i].name);
+    names.insert(kernels::kUnaryOps[i].name);
+  }
+  for (std::size_t i = 0; i < std::size(kernels::kBinaryOps); ++i) {
+    CHECK(static_cast<std::size_t>(kernels::kBinaryOps[i].op) == i);
+    CHECK(std::string(kernels::op_name(kernels::kBinaryOps[i].op)) == kernels::kBinaryOps[i].name);
+    names.insert(kernels::kBinaryOps[i].name);
+  }
+  CHECK(names.size() == std::size(kernels::kUnaryOps) + std::size(kernels::kBinaryOps));  // no name twice
+  CHECK(std::string(kernels::op_name(static_cast<UnaryOp>(99))) == "?");
+  const Tensor x = ones({2});
+  CHECK_THROWS_WITH_AS(kernels::unary(static_cast<UnaryOp>(99), x), doctest::Contains("not a unary op"), Error);
+  CHECK_THROWS_WITH_AS(kernels::binary(static_cast<BinaryOp>(99), x, x), doctest::Contains("not a binary op"), Error);
+  CHECK_THROWS_WITH_AS(kernels::binary_scalar(static_cast<BinaryOp>(-1), x, 1.0), doctest::Contains("not a binary op"),
+                       Error);
+  CHECK_THROWS_WITH_AS(kernels::scalar_binary(static_cast<BinaryOp>(99), 1.0, x), doctest::Contains("not a binary op"),
+                       Error);
 }
 
 TEST_CASE("results do not depend on the thread count") {

@@ -2,7 +2,8 @@
 //
 // THE TABLE below maps each op name of the registry (autograd/op_list.h) to one or more small
 // float64 problems. One test walks differentiable_ops() and fails for any op without a case, and
-// for any case whose name is not registered; then it runs every case through gradcheck. Inputs
+// for any case whose name is not registered; then it runs every case through gradcheck. The
+// unary elementwise ops get their case from the list of core/kernels/elementwise_ops.h. Inputs
 // avoid kinks by construction: ReLU/abs/maximum inputs stay >= 0.2 away from the kink, max/top-k
 // inputs are distinct and well separated, log/sqrt/pow inputs positive. Every binary op also runs
 // on NumPy broadcast pairs where both operands are repeated along some axis and both need
@@ -19,6 +20,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "core/factories.h"
+#include "core/kernels/elementwise_ops.h"
 
 using namespace moelab;
 
@@ -132,22 +134,21 @@ Table build_table() {
   for (const ShapePair& p : kBroadcastPairs)
     t["pow"].push_back({std::string("a^b, ") + p.what, {positive(p.a, gen), randn(p.b, gen)}, pow_ab});
 
-  // ---- elementwise unary
-  auto unary = [&](const std::string& name, Variable (*op)(const Variable&), Tensor input) {
-    t[name].push_back({"[2, 3]", {std::move(input)}, [op](const V& v) { return op(v[0]); }});
+  // ---- elementwise unary: every op of the list (core/kernels/elementwise_ops.h), on its domain
+  auto from_domain = [&](kernels::OpDomain domain, const Shape& shape) {
+    switch (domain) {
+      case kernels::OpDomain::Real: return randn(shape, gen);
+      case kernels::OpDomain::Positive: return positive(shape, gen);
+      case kernels::OpDomain::NonZero: return away_from_zero(shape, gen);  // also keeps relu, abs off their kink
+    }
+    FAIL("unknown domain");
+    return Tensor();
   };
-  unary("neg", neg, randn({2, 3}, gen));
-  unary("exp", exp, randn({2, 3}, gen));
-  unary("log", log, positive({2, 3}, gen));
-  unary("sqrt", sqrt, positive({2, 3}, gen));
-  unary("abs", abs, away_from_zero({2, 3}, gen));
-  unary("square", square, randn({2, 3}, gen));
-  unary("relu", relu, away_from_zero({2, 3}, gen));
-  unary("sigmoid", sigmoid, randn({2, 3}, gen));
-  unary("tanh", tanh, randn({2, 3}, gen));
-  unary("sin", sin, randn({2, 3}, gen));
-  unary("cos", cos, randn({2, 3}, gen));
-  unary("reciprocal", reciprocal, away_from_zero({2, 3}, gen));
+#define MOELAB_UNARY_GRADCHECK(Op, name, domain)                  \
+  t[#name].push_back({"[2, 3]", {from_domain(kernels::OpDomain::domain, {2, 3})}, \
+                      [](const V& v) { return moelab::name(v[0]); }});
+  MOELAB_UNARY_OPS(MOELAB_UNARY_GRADCHECK)
+#undef MOELAB_UNARY_GRADCHECK
   t["neg"].push_back({"unary minus operator", {randn({3}, gen)}, [](const V& v) { return -v[0]; }});
 
   // ---- matmul: every transpose combination, 2-d and batched

@@ -55,24 +55,53 @@ using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T>
 using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
+// ---------------------------------------------------------------- the math of each op
+// One function per op of the list (core/kernels/elementwise_ops.h), named as the op. Unary: y = f(x)
+// as an Eigen array expression (x, y: maps of n elements). Binary: the scalar function (T, T) -> T.
+// The dispatch below is generated from the list, so an op without its function here does not compile.
+namespace unary_math {
+template <class X, class Y> void neg(const X& x, Y& y) { y = -x; }
+template <class X, class Y> void exp(const X& x, Y& y) { y = cpu::exact_exp(x); }
+template <class X, class Y> void log(const X& x, Y& y) { y = cpu::exact_log(x); }
+template <class X, class Y> void sqrt(const X& x, Y& y) { y = x.sqrt(); }
+template <class X, class Y> void abs(const X& x, Y& y) { y = x.abs(); }
+template <class X, class Y> void square(const X& x, Y& y) { y = x.square(); }
+template <class X, class Y> void relu(const X& x, Y& y) {  // NaN < 0 is false: NaN stays
+  using T = typename X::Scalar;
+  y = (x < T(0)).select(T(0), x);
+}
+template <class X, class Y> void sigmoid(const X& x, Y& y) {
+  using T = typename X::Scalar;
+  y = (T(1) + cpu::exact_exp(-x)).inverse();
+}
+template <class X, class Y> void tanh(const X& x, Y& y) { y = x.tanh(); }
+template <class X, class Y> void sin(const X& x, Y& y) { y = x.sin(); }
+template <class X, class Y> void cos(const X& x, Y& y) { y = x.cos(); }
+template <class X, class Y> void reciprocal(const X& x, Y& y) { y = x.inverse(); }
+}  // namespace unary_math
+
+namespace binary_math {
+template <class T> T add(T p, T q) { return p + q; }
+template <class T> T sub(T p, T q) { return p - q; }
+template <class T> T mul(T p, T q) { return p * q; }
+template <class T> T div(T p, T q) { return p / q; }
+template <class T> T maximum(T p, T q) { return (p > q || p != p) ? p : q; }  // NaN in p or q wins
+template <class T> T minimum(T p, T q) { return (p < q || p != p) ? p : q; }
+template <class T> T pow(T p, T q) { return std::pow(p, q); }
+}  // namespace binary_math
+
+// ---------------------------------------------------------------- dispatch, generated from the list
 template <class T>
 void unary_range(UnaryOp op, const T* x, T* y, std::int64_t n) {
   ConstArrayMap<T> in(x, n);
   ArrayMap<T> out(y, n);
   switch (op) {
-    case UnaryOp::Neg: out = -in; return;
-    case UnaryOp::Exp: out = cpu::exact_exp(in); return;
-    case UnaryOp::Log: out = cpu::exact_log(in); return;
-    case UnaryOp::Sqrt: out = in.sqrt(); return;
-    case UnaryOp::Abs: out = in.abs(); return;
-    case UnaryOp::Square: out = in.square(); return;
-    case UnaryOp::Relu: out = (in < T(0)).select(T(0), in); return;  // NaN < 0 is false: NaN stays
-    case UnaryOp::Sigmoid: out = (T(1) + cpu::exact_exp(-in)).inverse(); return;
-    case UnaryOp::Tanh: out = in.tanh(); return;
-    case UnaryOp::Sin: out = in.sin(); return;
-    case UnaryOp::Cos: out = in.cos(); return;
-    case UnaryOp::Reciprocal: out = in.inverse(); return;
+#define MOELAB_UNARY_CASE(Op, name, ...) \
+  case UnaryOp::Op: unary_math::name(in, out); return;
+    MOELAB_UNARY_OPS(MOELAB_UNARY_CASE)
+#undef MOELAB_UNARY_CASE
   }
+  // Not reached: core/kernels/elementwise.cpp rejects a value outside the enum before dispatching.
 }
 
 // Calls body(f) with f the scalar function (T, T) -> T of the binary op, so that each op gets its
@@ -80,14 +109,12 @@ void unary_range(UnaryOp op, const T* x, T* y, std::int64_t n) {
 template <class T, class Body>
 void with_binary_op(BinaryOp op, const Body& body) {
   switch (op) {
-    case BinaryOp::Add: body([](T p, T q) { return p + q; }); return;
-    case BinaryOp::Sub: body([](T p, T q) { return p - q; }); return;
-    case BinaryOp::Mul: body([](T p, T q) { return p * q; }); return;
-    case BinaryOp::Div: body([](T p, T q) { return p / q; }); return;
-    case BinaryOp::Maximum: body([](T p, T q) { return (p > q || p != p) ? p : q; }); return;
-    case BinaryOp::Minimum: body([](T p, T q) { return (p < q || p != p) ? p : q; }); return;
-    case BinaryOp::Pow: body([](T p, T q) { return std::pow(p, q); }); return;
+#define MOELAB_BINARY_CASE(Op, name, ...) \
+  case BinaryOp::Op: body([](T p, T q) { return binary_math::name<T>(p, q); }); return;
+    MOELAB_BINARY_OPS(MOELAB_BINARY_CASE)
+#undef MOELAB_BINARY_CASE
   }
+  // Not reached (as above).
 }
 
 // out[begin, end) of a broadcast (see the header): rows of the last merged axis, split where the

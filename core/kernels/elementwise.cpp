@@ -14,6 +14,8 @@
 //     plan of core/broadcast.h.
 // Both compute every element with the same scalar function, so where both apply they agree bit
 // for bit; the choice is speed only.
+#include <cstddef>
+#include <iterator>
 #include <optional>
 
 #include "core/backend.h"
@@ -21,37 +23,6 @@
 #include "core/kernels.h"
 
 namespace moelab::kernels {
-
-const char* op_name(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Neg: return "neg";
-    case UnaryOp::Exp: return "exp";
-    case UnaryOp::Log: return "log";
-    case UnaryOp::Sqrt: return "sqrt";
-    case UnaryOp::Abs: return "abs";
-    case UnaryOp::Square: return "square";
-    case UnaryOp::Relu: return "relu";
-    case UnaryOp::Sigmoid: return "sigmoid";
-    case UnaryOp::Tanh: return "tanh";
-    case UnaryOp::Sin: return "sin";
-    case UnaryOp::Cos: return "cos";
-    case UnaryOp::Reciprocal: return "reciprocal";
-  }
-  return "?";
-}
-
-const char* op_name(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Sub: return "sub";
-    case BinaryOp::Mul: return "mul";
-    case BinaryOp::Div: return "div";
-    case BinaryOp::Maximum: return "maximum";
-    case BinaryOp::Minimum: return "minimum";
-    case BinaryOp::Pow: return "pow";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -64,9 +35,21 @@ bool is_trailing_shape(const Shape& a, const Shape& b) {
   return true;
 }
 
+// A value outside the enum (a cast from a bad integer) is refused here, so the backends' switches,
+// generated from the list, cover every op they can be given.
+void check_op(UnaryOp op, const char* where) {
+  MOELAB_CHECK(static_cast<std::size_t>(op) < std::size(kUnaryOps), where, "op ", static_cast<int>(op),
+               " is not a unary op of core/kernels/elementwise_ops.h");
+}
+void check_op(BinaryOp op, const char* where) {
+  MOELAB_CHECK(static_cast<std::size_t>(op) < std::size(kBinaryOps), where, "op ", static_cast<int>(op),
+               " is not a binary op of core/kernels/elementwise_ops.h");
+}
+
 }  // namespace
 
 Tensor unary(UnaryOp op, const Tensor& x) {
+  check_op(op, "unary");
   check_floating(x, "unary", "x");
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (out.numel() > 0) backend(x.device()).unary(op, x, out);
@@ -74,6 +57,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
 }
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  check_op(op, "binary");
   check_floating(a, "binary", "a");
   check_floating(b, "binary", "b");
   check_same_device(a, b, "binary");
@@ -91,6 +75,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
 }
 
 Tensor binary_scalar(BinaryOp op, const Tensor& a, double b) {
+  check_op(op, "binary_scalar");
   check_floating(a, "binary_scalar", "a");
   Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
   if (out.numel() > 0) backend(a.device()).binary_scalar(op, a, b, /*scalar_first=*/false, out);
@@ -98,6 +83,7 @@ Tensor binary_scalar(BinaryOp op, const Tensor& a, double b) {
 }
 
 Tensor scalar_binary(BinaryOp op, double a, const Tensor& b) {
+  check_op(op, "scalar_binary");
   check_floating(b, "scalar_binary", "b");
   Tensor out = Tensor::empty(b.shape(), b.dtype(), b.device());
   if (out.numel() > 0) backend(b.device()).binary_scalar(op, b, a, /*scalar_first=*/true, out);
