@@ -7,13 +7,16 @@
 //      Node after all of its inputs): a topological order. An explicit stack of (node, next input)
 //      frames replaces recursion, so a chain of 100k ops needs no 100k stack frames.
 //   2. Propagate. Walk that order backwards (users before inputs). Each Node's incoming gradients
-//      have already been summed (a Variable used twice, as in x * x, receives two contributions);
-//      its grad_fn runs exactly once and hands one gradient to each input. Leaves add what reaches
-//      them into leaf.grad (gradients accumulate across backward() calls until zero_grad()).
-//      Leaves without requires_grad have no Node and are never visited.
-//   3. Free. Every non-leaf Node walked drops its inputs and grad_fn (the saved activations go
-//      with them) and is marked released; a later backward() that reaches it throws, since its
-//      history is gone. Leaves keep their grad.
+//      have already been summed (a Variable used twice, as in x * x, receives two contributions).
+//      Its gradient hooks run on that sum, in registration order, and may replace it
+//      (autograd/grad_hooks.h); then its grad_fn runs exactly once and hands one gradient to each
+//      input. Leaves add what reaches them into leaf.grad (gradients accumulate across backward()
+//      calls until zero_grad()), and so do op outputs that called retain_grad(). Leaves without
+//      requires_grad have no Node and are never visited.
+//   3. Free. Every non-leaf Node walked drops its inputs, grad_fn and hooks (the saved
+//      activations go with them) and is marked released; a later backward() that reaches it
+//      throws, since its history is gone. Leaves keep their grad and hooks, retained op outputs
+//      their grad.
 // Each grad_fn's result is checked (count, shapes, dtypes), so a wrong op fails loudly here,
 // naming the op, instead of corrupting a gradient further down.
 #include "autograd/engine.h"
@@ -23,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/grad_hooks.h"
 #include "autograd/node.h"
 #include "core/kernels.h"
 
@@ -83,12 +87,13 @@ void run_backward(const Variable& output, const Tensor& grad_output) {
     if (found == pending.end()) continue;  // no gradient reached this node
     Tensor grad = std::move(found->second);
     pending.erase(found);
+    if (!node.hooks.empty()) grad = detail::run_grad_hooks(node, std::move(grad));
 
-    if (node.is_leaf) {
-      // Clone the first contribution: it may alias another leaf's gradient or the caller's seed,
+    if (node.is_leaf || node.retains_grad) {
+      // Clone the first contribution: it may alias another node's gradient or the caller's seed,
       // and optimizers may modify grad() in place.
       node.grad = node.grad.defined() ? kernels::binary(kernels::BinaryOp::Add, node.grad, grad) : grad.clone();
-      continue;
+      if (node.is_leaf) continue;
     }
 
     std::vector<Tensor> input_grads = node.grad_fn(node.inputs, grad);
@@ -110,6 +115,7 @@ void run_backward(const Variable& output, const Tensor& grad_output) {
     if (node->is_leaf) continue;
     node->inputs.clear();
     node->grad_fn = nullptr;
+    node->hooks.clear();
     node->released = true;
   }
 }

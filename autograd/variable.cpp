@@ -1,4 +1,5 @@
-// autograd/variable.cpp — the Variable handle: leaves, gradients, detach, and the entry to backward().
+// autograd/variable.cpp — the Variable handle: leaves, gradients (retain_grad too), detach, and the
+// entry to backward(). register_hook is in autograd/grad_hooks.cpp.
 #include "autograd/variable.h"
 
 #include <utility>
@@ -31,9 +32,17 @@ void Variable::set_requires_grad(bool requires_grad) {
 
 const Tensor& Variable::grad() const {
   static const Tensor undefined;
-  if (!node_ || !node_->is_leaf) return undefined;
-  return node_->grad;
+  if (!node_) return undefined;
+  return node_->grad;  // undefined for an op output that does not retain its gradient
 }
+
+void Variable::retain_grad() {
+  MOELAB_CHECK(node_ != nullptr, "Variable::retain_grad",
+               "this Variable does not require a gradient, so backward() never reaches it");
+  if (!node_->is_leaf) node_->retains_grad = true;
+}
+
+bool Variable::retains_grad() const { return node_ && (node_->is_leaf || node_->retains_grad); }
 
 void Variable::set_grad(Tensor grad) {
   MOELAB_CHECK(node_ && node_->is_leaf, "Variable::set_grad", "only leaves that require grad hold a gradient");
@@ -44,7 +53,7 @@ void Variable::set_grad(Tensor grad) {
 }
 
 void Variable::zero_grad() {
-  if (node_ && node_->is_leaf) node_->grad = Tensor();
+  if (node_) node_->grad = Tensor();
 }
 
 void Variable::backward() const {

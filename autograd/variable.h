@@ -7,7 +7,10 @@
 //            outputs of differentiable ops (autograd/ops*.h) get a Node with the op's inputs and
 //            its grad_fn, unless no input needs a gradient or a NoGradGuard is active.
 // backward() (autograd/engine.cpp) walks the nodes from this Variable back to the leaves, adds
-// each leaf's gradient into leaf.grad(), and frees the graph it walked.
+// each leaf's gradient into leaf.grad(), and frees the graph it walked. To look inside: an op
+// output's gradient with retain_grad(), any gradient as it flows with register_hook()
+// (autograd/grad_hooks.h), and the graph itself with graph_text() / graph_dot()
+// (autograd/graph_print.h).
 //
 //   Variable w(normal({3, 2}, 0, 1, gen), true);      // a parameter (leaf, requires_grad)
 //   Variable x(input);                                // a constant (no gradient)
@@ -18,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "autograd/grad_hooks.h"
 #include "core/tensor.h"
 
 namespace moelab {
@@ -46,13 +50,25 @@ class Variable {
   int rank() const { return data_.rank(); }
   std::int64_t size(int axis) const { return data_.size(axis); }
 
-  // The gradient accumulated into a leaf by backward() calls; undefined until one reaches it
-  // (and always undefined for non-leaves and for leaves without requires_grad).
+  // The gradient accumulated into a leaf by backward() calls; undefined until one reaches it.
+  // Always undefined for leaves without requires_grad, and for op outputs unless they called
+  // retain_grad() before the backward().
   const Tensor& grad() const;
   // Replaces a leaf's gradient (e.g. after clipping); must match the data's shape and dtype.
   void set_grad(Tensor grad);
   // Drops the accumulated gradient (the next backward() starts from nothing).
   void zero_grad();
+  // Makes an op output keep its gradient: the next backward() that reaches it stores dloss/dv
+  // (v's shape, after v's hooks ran) in grad(), where it stays after the graph is freed, as a
+  // leaf's does (a later backward() would add to it, but the freed graph cannot run again). A
+  // leaf keeps its gradient anyway (nothing to do); a Variable without a gradient throws.
+  //   Variable h = relu(matmul(x, w));  h.retain_grad();  loss.backward();  // h.grad(): dloss/dh
+  void retain_grad();
+  // Whether grad() is kept: a leaf that requires grad, or an op output after retain_grad().
+  bool retains_grad() const;
+  // Calls `hook` with this Variable's gradient during every backward() that reaches it; the hook
+  // may return a replacement. Order, lifetime and removal: autograd/grad_hooks.h.
+  HookHandle register_hook(GradHook hook);
 
   // Computes gradients of this Variable with respect to every leaf behind it that requires one,
   // adds them into those leaves' grad(), and frees the graph. The seedless form needs a
