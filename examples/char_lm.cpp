@@ -50,8 +50,8 @@
 #include "nn/io/checkpoint.h"
 #include "nn/nn.h"
 #include "nn/optim/adam.h"
-#include "nn/optim/clip.h"
 #include "nn/optim/schedule.h"
+#include "tasks/common/train_loop.h"
 
 #ifndef MOELAB_SOURCE_DIR
 #define MOELAB_SOURCE_DIR "."
@@ -244,7 +244,6 @@ int run(const Options& o) {
   for (const Variable& p : model.parameters()) (p.rank() >= 2 ? decay : no_decay).params.push_back(p);
   AdamW opt({decay, no_decay});
   const auto schedule = make_schedule("warmup-cosine", o.steps, warmup_steps_for(o.steps, 0.1), 0.1);
-  const std::vector<Variable> params = model.parameters();
 
   std::printf("text %s: %zu characters, vocabulary %lld, train %zu / validation %zu\n", o.text.c_str(),
               c.train.size() + c.val.size(), static_cast<long long>(V), c.train.size(), c.val.size());
@@ -265,19 +264,18 @@ int run(const Options& o) {
   auto window_start = start;
   double window_loss = 0, val = 0;
   std::int64_t window_steps = 0;
-  for (std::int64_t step = 0; step < o.steps; ++step) {
-    opt.set_lr_factor(schedule->factor(step));
+  // The one training loop (tasks/common/train_loop.h): schedule, backward, clipping, AdamW step,
+  // a check that the loss is finite; this program says what a step's loss is and what to print.
+  LoopHooks hooks;
+  hooks.batch_loss = [&](std::int64_t) {
     const auto [x, y] = sample_batch(c.train, o.batch, o.seq, data_gen);
-    const Variable loss = nn::cross_entropy(model.forward(x), y);  // logits [B, T, V] vs targets [B, T]
-    const double value = loss.data().item<float>();
-    require<Failure>(std::isfinite(value), "the loss became ", value, " at step ", step + 1, "; try a smaller --lr");
-    opt.zero_grad();
-    loss.backward();
-    clip_grad_norm_tensor(params, o.clip);  // nothing read back
-    opt.step();
+    StepLoss s;
+    s.loss = nn::cross_entropy(model.forward(x), y);  // logits [B, T, V] vs targets [B, T]
+    return s;
+  };
+  hooks.on_step = [&](const LoopState& state, double value) {
     window_loss += value, ++window_steps;
-
-    const std::int64_t done = step + 1;
+    const std::int64_t done = state.step;
     if (done % o.print_every == 0 || done == o.steps) {
       const double elapsed = since(start),
                    rate = static_cast<double>(window_steps * o.batch * o.seq) / since(window_start);
@@ -287,12 +285,17 @@ int run(const Options& o) {
       std::fflush(stdout);
       window_loss = 0, window_steps = 0, window_start = std::chrono::steady_clock::now();
     }
-    if (done % o.eval_every == 0 || done == o.steps) {
-      val = validation_loss(model, c.val, o.batch, o.seq);
-      std::printf("step %5lld  validation loss %.4f\n", static_cast<long long>(done), val);
-      window_start = std::chrono::steady_clock::now();  // evaluation time is not training throughput
-    }
-  }
+  };
+  hooks.evaluate = [&](const LoopState& state) {
+    val = validation_loss(model, c.val, o.batch, o.seq);
+    std::printf("step %5lld  validation loss %.4f\n", static_cast<long long>(state.step), val);
+    window_start = std::chrono::steady_clock::now();  // evaluation time is not training throughput
+    return false;
+  };
+  train_loop(model, opt,
+             LoopOptions{.steps = o.steps, .schedule = schedule.get(), .clip = o.clip, .eval_every = o.eval_every,
+                         .loss_name = "cross-entropy"},
+             hooks);
   std::printf("trained in %s: validation loss %.4f (uniform %.3f, unigram %.3f)\n", duration(since(start)).c_str(), val,
               std::log(static_cast<double>(V)), unigram_loss(c));
 

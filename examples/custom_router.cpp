@@ -51,7 +51,7 @@
 #include "nn/moe/router.h"
 #include "nn/nn.h"
 #include "nn/optim/adam.h"
-#include "nn/optim/clip.h"
+#include "tasks/common/train_loop.h"
 
 #ifndef MOELAB_SOURCE_DIR
 #define MOELAB_SOURCE_DIR "."
@@ -145,7 +145,7 @@ struct BadOption : std::runtime_error {
 // The text as token ids (every distinct byte is a token).
 std::vector<std::int32_t> load_text(const std::string& path, std::int64_t& vocab) {
   std::ifstream in(path, std::ios::binary);
-  if (!in.good()) throw std::runtime_error("cannot open the text file '" + path + "' (give another with --text)");
+  if (!in.good()) throw Error("cannot open the text file '" + path + "' (give another with --text)");
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
@@ -198,7 +198,6 @@ int run(const Options& o) {
   }
   Decoder& model = *model_ptr;
   AdamW opt(model.parameters(), {.lr = o.lr});
-  const std::vector<Variable> params = model.parameters();
   std::printf("router '%s' (registered: ", o.router.c_str());
   const auto names = router_names();
   for (std::size_t i = 0; i < names.size(); ++i) std::printf("%s%s", i ? ", " : "", names[i].c_str());
@@ -211,38 +210,36 @@ int run(const Options& o) {
   const auto starts = static_cast<std::uint32_t>(ids.size() - static_cast<std::size_t>(o.seq));
   double initial = 0, window = 0, last_window = 0;
   std::int64_t window_steps = 0;
-  for (std::int64_t step = 0; step < o.steps; ++step) {
+  // The one training loop (tasks/common/train_loop.h) adds the aux losses to the task loss for
+  // the backward, clips, steps AdamW and checks that the total is finite.
+  LoopHooks hooks;
+  hooks.batch_loss = [&](std::int64_t) {
     std::vector<std::int32_t> x, y;  // B random windows: inputs and next characters
     for (std::int64_t b = 0; b < o.batch; ++b) {
       const auto s = ids.begin() + data_gen.next_below(starts);
       x.insert(x.end(), s, s + o.seq);
       y.insert(y.end(), s + 1, s + o.seq + 1);
     }
-    AuxLosses aux_losses;  // filled by the forward; empty for the hash router (it has no aux loss)
-    const Variable task = nn::cross_entropy(model.forward(from_vector(x, {o.batch, o.seq}), aux_losses),
-                                            from_vector(y, {o.batch, o.seq}));
-    const Variable aux = aux_losses.total();  // undefined when empty
-    const double value = task.data().item<float>();
-    if (!std::isfinite(value)) throw std::runtime_error("the loss became " + std::to_string(value));
-    if (step == 0) {
+    StepLoss s;  // s.aux is filled by the forward; empty for the hash router (it has no aux loss)
+    s.loss = nn::cross_entropy(model.forward(from_vector(x, {o.batch, o.seq}), s.aux), from_vector(y, {o.batch, o.seq}));
+    return s;
+  };
+  hooks.on_step = [&](const LoopState& state, double value) {
+    if (state.step == 1) {  // the task loss of the untrained model (the first step's forward)
       initial = value;
       std::printf("step %5d  loss %.4f (untrained; uniform ln %lld = %.3f)  tokens per expert %s\n", 0, value,
                   static_cast<long long>(V), std::log(static_cast<double>(V)), load_summary(model).c_str());
     }
-    opt.zero_grad();
-    (aux.defined() ? task + aux : task).backward();
-    clip_grad_norm_tensor(params, o.clip);  // nothing read back
-    opt.step();
     window += value, ++window_steps;
-    const std::int64_t done = step + 1;
-    if (done % o.print_every == 0 || done == o.steps) {
+    if (state.step % o.print_every == 0 || state.step == o.steps) {
       last_window = window / static_cast<double>(window_steps);
-      std::printf("step %5lld  loss %.4f  tokens per expert %s\n", static_cast<long long>(done), last_window,
+      std::printf("step %5lld  loss %.4f  tokens per expert %s\n", static_cast<long long>(state.step), last_window,
                   load_summary(model).c_str());
       std::fflush(stdout);
       window = 0, window_steps = 0;
     }
-  }
+  };
+  train_loop(model, opt, LoopOptions{.steps = o.steps, .clip = o.clip, .loss_name = "cross-entropy"}, hooks);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("trained in %.1f s: loss %.4f -> %.4f (mean of the last %lld steps)\n", seconds, initial, last_window,
               static_cast<long long>(std::min(o.print_every, o.steps)));

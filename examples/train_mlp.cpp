@@ -3,8 +3,10 @@
 // Data: three interleaved spirals in the plane, one class each (the classic toy problem where a
 // linear model fails and a small MLP succeeds). Model: 2 -> h -> h -> 3 with ReLU, weights drawn
 // from N(0, 1/fan_in) (He-style scaling halves that; either works here). Loss: cross-entropy.
-// Optimiser: SGD with momentum, written out below in four lines so a reader sees what an
-// optimizer does to a Variable's data and gradient.
+// Optimiser: SGD with momentum, written out below in four lines as an Optimizer (nn/optim/
+// optimizer.h) so a reader sees what an optimizer does to a Variable's data and gradient.
+// Training: the one training loop every experiment uses (tasks/common/train_loop.h), given the
+// model, the optimizer and a function that returns a step's loss.
 //
 // Everything the program does goes through the engine: core/ tensors and kernels, autograd/
 // variables, the backward pass. ./test.sh (or `cmake --build build`) builds it; run
@@ -21,6 +23,9 @@
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "core/parallel.h"
+#include "nn/module.h"
+#include "nn/optim/optimizer.h"
+#include "tasks/common/train_loop.h"
 
 using namespace moelab;
 
@@ -48,13 +53,65 @@ Dataset make_spirals(std::int64_t per_class, Generator& gen) {
   return {from_vector(xy, {n, 2}), from_vector(labels, {n})};
 }
 
-// A linear layer's parameters: w: [in, out], b: [out].
-struct Linear {
-  Variable w, b;
-  Linear(std::int64_t in, std::int64_t out, Generator& gen)
-      : w(normal({in, out}, 0.0, std::sqrt(2.0 / static_cast<double>(in)), gen), /*requires_grad=*/true),
-        b(zeros({out}), /*requires_grad=*/true) {}
-  Variable operator()(const Variable& x) const { return add(matmul(x, w), b); }  // x: [N, in] -> [N, out]
+// The model: 2 -> h -> h -> 3, each layer's parameters w: [in, out], b: [out], registered in a
+// Module so the training loop can find them.
+class SpiralMLP : public Module {
+ public:
+  SpiralMLP(std::int64_t hidden, Generator& gen) {
+    const std::int64_t sizes[] = {2, hidden, hidden, 3};
+    for (int i = 0; i < 3; ++i) {
+      w_[i] = register_parameter("w" + std::to_string(i + 1),
+                                 normal({sizes[i], sizes[i + 1]}, 0.0, std::sqrt(2.0 / static_cast<double>(sizes[i])), gen));
+      b_[i] = register_parameter("b" + std::to_string(i + 1), zeros({sizes[i + 1]}));
+    }
+  }
+  // x: [N, 2] -> logits [N, 3]: l3(relu(l2(relu(l1(x))))) with l(x) = x w + b
+  Variable forward(const Variable& x) const {
+    Variable h = x;
+    for (int i = 0; i < 3; ++i) {
+      h = add(matmul(h, w_[i]), b_[i]);
+      if (i < 2) h = relu(h);
+    }
+    return h;
+  }
+
+ private:
+  Variable w_[3], b_[3];
+};
+
+// SGD with momentum: v = momentum * v + g;  p = p - lr * v, written into p's own storage (every
+// handle to the parameter sees the new values). nn/optim/sgd.h is the library's fused version.
+class MomentumSGD : public Optimizer {
+ public:
+  MomentumSGD(std::vector<Variable> params, double lr, double momentum)
+      : Optimizer({ParamGroup{.params = std::move(params), .lr = lr}}), momentum_(momentum) {
+    for (const Variable& p : groups_[0].params) velocity_.push_back(zeros(p.shape()));
+  }
+  void step() override {
+    const double lr = groups_[0].lr;
+    for (std::size_t i = 0; i < velocity_.size(); ++i) {
+      Variable p = groups_[0].params[i];
+      velocity_[i] = kernels::binary(kernels::BinaryOp::Add,
+                                     kernels::binary_scalar(kernels::BinaryOp::Mul, velocity_[i], momentum_), p.grad());
+      kernels::copy(p.data(), kernels::binary(kernels::BinaryOp::Sub, p.data(),
+                                              kernels::binary_scalar(kernels::BinaryOp::Mul, velocity_[i], lr)));
+    }
+    ++steps_taken_;
+  }
+  std::vector<std::pair<std::string, Tensor>> state_tensors() const override {
+    std::vector<std::pair<std::string, Tensor>> out;
+    for (std::size_t i = 0; i < velocity_.size(); ++i) out.emplace_back("velocity." + std::to_string(i), velocity_[i]);
+    return out;
+  }
+  void load_state_tensors(const std::vector<std::pair<std::string, Tensor>>& state) override {
+    MOELAB_CHECK(state.size() == velocity_.size(), "MomentumSGD::load_state_tensors", "expected ", velocity_.size(),
+                 " velocities, got ", state.size());
+    for (std::size_t i = 0; i < state.size(); ++i) velocity_[i] = state[i].second;
+  }
+
+ private:
+  double momentum_;
+  std::vector<Tensor> velocity_;
 };
 
 double accuracy(const Tensor& logits, const Tensor& labels) {
@@ -98,37 +155,31 @@ int main(int argc, char** argv) {
     Generator gen(seed);
     const Dataset data = make_spirals(per_class, gen);
     const Variable x(data.points);
-    const Linear l1(2, hidden, gen), l2(hidden, hidden, gen), l3(hidden, 3, gen);
-    const std::vector<Variable> params = {l1.w, l1.b, l2.w, l2.b, l3.w, l3.b};
-    std::vector<Tensor> velocity;
-    for (const Variable& p : params) velocity.push_back(zeros(p.shape()));
+    SpiralMLP model(hidden, gen);
+    MomentumSGD opt(model.parameters(), lr, momentum);
 
     std::printf("three spirals, %lld points; MLP 2 -> %d -> %d -> 3; SGD lr %g momentum %g\n",
                 static_cast<long long>(data.points.size(0)), hidden, hidden, lr, momentum);
     const auto start = std::chrono::steady_clock::now();
-    for (int step = 1; step <= steps; ++step) {
-      // Forward: logits = l3(relu(l2(relu(l1(x))))), loss = mean cross-entropy.
-      Variable logits = l3(relu(l2(relu(l1(x)))));
-      Variable loss = cross_entropy(logits, data.labels);
-      // Backward: fills p.grad() for every parameter.
-      for (Variable p : params) p.zero_grad();
-      loss.backward();
-      // SGD with momentum: v = momentum * v + g;  p = p - lr * v, written into p's own storage
-      // (every handle to the parameter sees the new values).
-      for (std::size_t i = 0; i < params.size(); ++i) {
-        Variable p = params[i];
-        velocity[i] = kernels::binary(kernels::BinaryOp::Add,
-                                      kernels::binary_scalar(kernels::BinaryOp::Mul, velocity[i], momentum), p.grad());
-        kernels::copy(p.data(), kernels::binary(kernels::BinaryOp::Sub, p.data(),
-                                                kernels::binary_scalar(kernels::BinaryOp::Mul, velocity[i], lr)));
-      }
-      if (step == 1 || step % print_every == 0 || step == steps)
-        std::printf("step %5d  loss %.4f  accuracy %.3f\n", step, loss.data().item<float>(),
+    Variable logits;  // the last step's, for the accuracy printed with its loss
+    LoopHooks hooks;
+    // Forward: logits = l3(relu(l2(relu(l1(x))))), loss = mean cross-entropy. The loop then runs
+    // the backward (filling p.grad() for every parameter) and the optimizer's step.
+    hooks.batch_loss = [&](std::int64_t) {
+      logits = model.forward(x);
+      StepLoss s;
+      s.loss = cross_entropy(logits, data.labels);
+      return s;
+    };
+    hooks.on_step = [&](const LoopState& state, double loss) {
+      if (state.step == 1 || state.step % print_every == 0 || state.step == steps)
+        std::printf("step %5lld  loss %.4f  accuracy %.3f\n", static_cast<long long>(state.step), loss,
                     accuracy(logits.data(), data.labels));
-    }
+    };
+    train_loop(model, opt, LoopOptions{.steps = steps, .loss_name = "cross-entropy"}, hooks);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     NoGradGuard no_grad;
-    const Variable logits = l3(relu(l2(relu(l1(x)))));
+    logits = model.forward(x);
     const double final_accuracy = accuracy(logits.data(), data.labels);
     std::printf("done in %.2f s: final loss %.4f, training accuracy %.3f\n", seconds,
                 cross_entropy(logits, data.labels).data().item<float>(), final_accuracy);

@@ -191,7 +191,7 @@ TEST_CASE("teacher-student command: mode=point writes one point, mode=report gat
   CHECK_THROWS_WITH_AS(e.validate(settings({"teacher_active=1"})),
                        doctest::Contains("teacher_active = 1 is below teacher_k = 2"), UsageError);
   CHECK_NOTHROW(e.validate(settings({"student_active=4"})));
-  CHECK_THROWS_AS(teacher_student::spec_for(4, 2, 3, 8), std::invalid_argument);
+  CHECK_THROWS_AS(teacher_student::spec_for(4, 2, 3, 8), moelab::Error);
 
   const Settings one = settings({"mode=point", "point=t4e2a-s8e4a-seed0"});
   REQUIRE(e.run(RunContext{one, dir, "test", 0, 1, Device::cpu()}) == 0);

@@ -8,7 +8,8 @@
 // so every device->host read and host->device upload that a GPU run would make is counted, on a
 // machine without a GPU (the header explains why counting on Device::cpu() cannot work).
 // The rule asserted, per step (every step, the first included):
-//   reads   == 1, of one float32 (4 bytes): the loss, read as the training loop reads it to log it;
+//   reads   == 1, of one float32 (4 bytes): the loss, read by the training loop to log it and to
+//              check that the total loss, aux losses included, is finite (train_loop.h);
 //   uploads == 2, of exactly the batch's bytes: the inputs and the targets, each uploaded once.
 // What makes it hold for MoE: routing's counting sort (kernels::group_by_expert), the grouped
 // products reading their offsets where they live, router metrics computed only when asked, aux
@@ -28,6 +29,7 @@
 #include "nn/nn.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/clip.h"
+#include "tasks/common/train_loop.h"
 #include "tests/counting_backend.h"
 
 using namespace moelab;
@@ -70,33 +72,33 @@ struct StepCounts {
   std::int64_t reads = 0, read_bytes = 0, uploads = 0, upload_bytes = 0;
 };
 
-// Builds the decoder on the counting "GPU" and runs `steps` training steps as tasks/common/
-// train.cpp does; returns the counts of each step (the host-side batch making is not counted).
+// Builds the decoder on the counting "GPU" and trains it `steps` steps with the one training loop
+// (tasks/common/train_loop.h, with clipping, as the experiments train); returns the counts of each
+// step, taken between consecutive on_step calls (the host-side batch making is not counted: it
+// makes no transfer, only the two uploads are).
 std::vector<StepCounts> train_steps(CountingBackend& counting, const FeedForwardFactory& make_ffn, int steps) {
   const Device device = Device::cuda();
   Generator gen(11), data_gen(12);
   const DecoderConfig c = small_config();
   Decoder model(c, gen, make_ffn);
   model.to(device);
-  model.train();
-  const std::vector<Variable> params = model.parameters();
-  AdamW opt(params, AdamOptions{});
+  AdamW opt(model.parameters(), AdamOptions{});
   std::vector<StepCounts> counts;
-  for (int step = 0; step < steps; ++step) {
+  LoopHooks hooks;
+  hooks.batch_loss = [&](std::int64_t) {
     const Tensor inputs = random_ids(static_cast<std::int32_t>(c.vocab), data_gen);
     const Tensor targets = random_ids(static_cast<std::int32_t>(c.vocab), data_gen);
-    counting.reset();
-    AuxLosses aux;
-    Variable loss = nn::cross_entropy(model.forward(inputs.to(device), aux), targets.to(device));
-    const double value = loss.data().to(Device::cpu()).to(DType::Float64).item<double>();  // the one read
+    StepLoss s;
+    s.loss = nn::cross_entropy(model.forward(inputs.to(device), s.aux), targets.to(device));
+    return s;
+  };
+  hooks.on_step = [&](const LoopState&, double value) {
     CHECK(value > 0.0);
-    if (const Variable total = aux.total(); total.defined()) loss = loss + total;
-    opt.zero_grad();
-    loss.backward();
-    clip_grad_norm_tensor(params, 1.0);
-    opt.step();
     counts.push_back({counting.reads(), counting.read_bytes(), counting.uploads(), counting.upload_bytes()});
-  }
+    counting.reset();
+  };
+  counting.reset();
+  train_loop(model, opt, LoopOptions{.steps = steps, .clip = 1.0}, hooks);
   return counts;
 }
 

@@ -9,9 +9,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <stdexcept>
 #include <string>
 #include <utility>
+
+#include "core/error.h"
 
 namespace moelab {
 
@@ -19,8 +20,8 @@ namespace {
 
 std::int64_t simulated_room = -1;  // bytes left before the simulated full disk; negative: no simulation
 
-[[noreturn]] void fail(const std::string& what, const std::filesystem::path& path, int error) {
-  throw std::runtime_error(what + " '" + path.string() + "': " + std::strerror(error));
+[[noreturn]] void fail_io(const std::string& what, const std::filesystem::path& path, int error) {
+  throw Error(what + " '" + path.string() + "': " + std::strerror(error));
 }
 
 // Writes all bytes, retrying short writes and EINTR; throws naming the file on any failure.
@@ -28,13 +29,13 @@ void write_all(int fd, const char* data, std::size_t bytes, const std::filesyste
   while (bytes > 0) {
     std::size_t chunk = bytes;
     if (simulated_room >= 0) {
-      if (simulated_room == 0) fail("cannot write", path, ENOSPC);
+      if (simulated_room == 0) fail_io("cannot write", path, ENOSPC);
       chunk = std::min<std::size_t>(chunk, static_cast<std::size_t>(simulated_room));
     }
     const ssize_t n = ::write(fd, data, chunk);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("cannot write", path, errno);
-    if (n == 0) fail("cannot write", path, EIO);
+    if (n < 0) fail_io("cannot write", path, errno);
+    if (n == 0) fail_io("cannot write", path, EIO);
     if (simulated_room >= 0) simulated_room -= n;
     data += n;
     bytes -= static_cast<std::size_t>(n);
@@ -51,11 +52,11 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& tex
   // "<path>.partial" would let one rename the other's file away. The last rename wins, whole.
   const std::filesystem::path temp = path.string() + ".partial." + std::to_string(::getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("cannot create", temp, errno);
+  if (fd < 0) fail_io("cannot create", temp, errno);
   try {
     write_all(fd, text.data(), text.size(), temp);
     // A delayed allocation can still fail here; EINVAL: the file cannot be synced (not a disk file).
-    if (::fsync(fd) != 0 && errno != EINVAL) fail("cannot write", temp, errno);
+    if (::fsync(fd) != 0 && errno != EINVAL) fail_io("cannot write", temp, errno);
   } catch (...) {
     ::close(fd);
     ::unlink(temp.c_str());
@@ -64,18 +65,18 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& tex
   if (::close(fd) != 0) {
     const int error = errno;
     ::unlink(temp.c_str());
-    fail("cannot write", temp, error);
+    fail_io("cannot write", temp, error);
   }
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     const int error = errno;
     ::unlink(temp.c_str());
-    fail("cannot rename '" + temp.string() + "' to", path, error);
+    fail_io("cannot rename '" + temp.string() + "' to", path, error);
   }
 }
 
 AppendFile::AppendFile(const std::filesystem::path& path) : path_(path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail("cannot open for writing", path, errno);
+  if (fd_ < 0) fail_io("cannot open for writing", path, errno);
 }
 
 AppendFile::~AppendFile() {
@@ -94,7 +95,7 @@ AppendFile& AppendFile::operator=(AppendFile&& other) noexcept {
 }
 
 void AppendFile::append(const std::string& text) {
-  if (fd_ < 0) throw std::logic_error("AppendFile '" + path_.string() + "': append after a move");
+  if (fd_ < 0) throw Error("AppendFile '" + path_.string() + "': append after a move");
   struct stat before {};
   const bool regular = ::fstat(fd_, &before) == 0 && S_ISREG(before.st_mode);
   try {

@@ -4,7 +4,7 @@
 // An std::ofstream hides it unless its state is checked after every operation, and its message
 // would not say why; a run that trained for an hour must not end with results.csv at 0 bytes and
 // exit status 0. So the run folder's writers (run_dir.h's CsvFile and RunDir::write_text, plot.h's
-// data and scripts) use these helpers, which call POSIX directly and throw std::runtime_error
+// data and scripts) use these helpers, which call POSIX directly and throw moelab::Error
 // naming the file and the system's reason:
 //
 //   cannot write 'runs/phonebook/demo/results.csv': No space left on device

@@ -8,6 +8,8 @@
 #include <iterator>
 #include <sstream>
 
+#include "core/error.h"
+
 namespace moelab {
 
 void add_job_settings(Settings& s, const std::string& example_point) {
@@ -58,8 +60,8 @@ std::optional<nlohmann::json> read_point(const RunDir& dir, const std::string& n
   try {
     return nlohmann::json::parse(in);
   } catch (const std::exception& e) {
-    throw std::runtime_error("cannot read the point result '" + path.string() + "': " + e.what() +
-                             " (remove it to run the point again)");
+    throw Error("cannot read the point result '" + path.string() + "': " + e.what() +
+                " (remove it to run the point again)");
   }
 }
 
@@ -115,7 +117,7 @@ void run_one(const RunContext& ctx, const JobGrid& grid, std::size_t i) {
   std::filesystem::remove(ctx.dir.file(point_curve_file(grid.points[i])));
   grid.run_point(i);
   if (!point_done(ctx.dir, grid.points[i]))
-    throw std::logic_error(grid.experiment + ": point " + grid.points[i] + " wrote no result file");
+    throw Error(grid.experiment + ": point " + grid.points[i] + " wrote no result file");
 }
 
 }  // namespace

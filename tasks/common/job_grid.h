@@ -72,7 +72,7 @@ std::string point_curve_file(const std::string& name);
 bool point_done(const RunDir& dir, const std::string& name);
 // The result of a point, written whole and renamed (last: it marks the point done).
 void write_point(const RunDir& dir, const std::string& name, const nlohmann::ordered_json& result);
-// The result of a finished point; nothing when it is not done; std::runtime_error naming the file
+// The result of a finished point; nothing when it is not done; moelab::Error naming the file
 // when it cannot be parsed.
 std::optional<nlohmann::json> read_point(const RunDir& dir, const std::string& name);
 

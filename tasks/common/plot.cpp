@@ -8,8 +8,8 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
 
+#include "core/error.h"
 #include "tasks/common/checked_file.h"
 
 namespace moelab {
@@ -51,18 +51,18 @@ PlotResult render(const std::filesystem::path& dir, const std::string& stem, con
   const int status = std::system(command.c_str());
   if (status != 0) {
     std::filesystem::remove(r.png, ec);
-    throw std::runtime_error("gnuplot failed on '" + gp.string() + "' (" +
-                             (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
-                                                : std::string("status ") + std::to_string(status)) +
-                             "): " + log_excerpt(log));
+    throw Error("gnuplot failed on '" + gp.string() + "' (" +
+                (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                                   : std::string("status ") + std::to_string(status)) +
+                "): " + log_excerpt(log));
   }
   if (!png_complete(r.png)) {
     const bool exists = std::filesystem::exists(r.png, ec);
     std::filesystem::remove(r.png, ec);
-    throw std::runtime_error("gnuplot did not write a complete '" + r.png.string() + "' (" +
-                             (exists ? "the file ends before the PNG's end chunk: is the disk full?"
-                                     : "no file: " + log_excerpt(log)) +
-                             ")");
+    throw Error("gnuplot did not write a complete '" + r.png.string() + "' (" +
+                (exists ? "the file ends before the PNG's end chunk: is the disk full?"
+                        : "no file: " + log_excerpt(log)) +
+                ")");
   }
   std::filesystem::remove(log, ec);
   r.drawn = true;

@@ -6,7 +6,7 @@
 // and runs `gnuplot <stem>.gp` to make <stem>.png. Without gnuplot on the PATH the run does not
 // fail: the function returns false with a message saying so, and the .dat/.gp files stay, so
 // `gnuplot <stem>.gp` can draw the picture later on a machine that has it. Anything else that goes
-// wrong throws std::runtime_error naming the file: the .dat or .gp cannot be written (a full disk:
+// wrong throws moelab::Error naming the file: the .dat or .gp cannot be written (a full disk:
 // tasks/common/checked_file.h), gnuplot exits with an error (its log's first lines are in the
 // message), or the PNG it leaves is not complete. gnuplot exits with status 0 when it could not
 // write the whole picture, so the PNG is checked: the PNG signature first, the IEND chunk last; a

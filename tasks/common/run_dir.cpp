@@ -7,7 +7,8 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
-#include <stdexcept>
+
+#include "core/error.h"
 
 namespace moelab {
 
@@ -88,29 +89,29 @@ void CsvFile::check_header(const std::filesystem::path& path, const std::vector<
     const std::size_t keep = end == std::string::npos ? 0 : end + 1;
     std::filesystem::resize_file(path, keep, ec);
     if (ec)
-      throw std::runtime_error("cannot cut the unfinished last line of '" + path.string() + "': " + ec.message());
+      throw Error("cannot cut the unfinished last line of '" + path.string() + "': " + ec.message());
     std::fprintf(stderr, "note: %s: dropped an unfinished last line (%zu bytes)\n", path.c_str(), text.size() - keep);
     text.resize(keep);
   }
   if (text.empty()) return;
   const std::string first = text.substr(0, text.find('\n'));
   if (first != join(header))
-    throw std::runtime_error("'" + path.string() + "' exists with another header (" + first +
-                             "); use another --out folder or delete the file");
+    throw Error("'" + path.string() + "' exists with another header (" + first +
+                "); use another --out folder or delete the file");
 }
 
 void CsvFile::row(const std::vector<std::string>& cells) {
   if (cells.size() != header_.size())
-    throw std::logic_error("CsvFile " + path_.string() + ": a row of " + std::to_string(cells.size()) +
-                           " cells for " + std::to_string(header_.size()) + " columns");
+    throw Error("CsvFile " + path_.string() + ": a row of " + std::to_string(cells.size()) +
+                " cells for " + std::to_string(header_.size()) + " columns");
   file_.append(join(cells) + "\n");
 }
 
 namespace {
 
 [[noreturn]] void bad_cell(const CsvRow& row, const std::string& column, const std::string& what) {
-  throw std::runtime_error(row.file.string() + ", line " + std::to_string(row.line) + ", column '" + column + "': " +
-                           what + " (a damaged file: fix or delete that line, or use another --out folder)");
+  throw Error(row.file.string() + ", line " + std::to_string(row.line) + ", column '" + column + "': " +
+              what + " (a damaged file: fix or delete that line, or use another --out folder)");
 }
 
 // The header (first line) of a CSV file: its cells, or none when there is no complete line.
@@ -125,8 +126,8 @@ std::vector<std::string> read_header(std::istream& in) {
 const std::string& CsvRow::text(const std::string& column) const {
   const auto it = find(column);
   if (it == end())
-    throw std::runtime_error(file.string() + " has no column '" + column +
-                             "' (a file of another version or experiment: use another --out folder)");
+    throw Error(file.string() + " has no column '" + column +
+                "' (a file of another version or experiment: use another --out folder)");
   return it->second;
 }
 
@@ -202,8 +203,8 @@ RunDir::RunDir(const std::filesystem::path& path) : path_(path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
   if (ec || !std::filesystem::is_directory(path))
-    throw std::runtime_error("cannot create the run folder '" + path.string() + "'" +
-                             (ec ? ": " + ec.message() : std::string()));
+    throw Error("cannot create the run folder '" + path.string() + "'" +
+                (ec ? ": " + ec.message() : std::string()));
 }
 
 void RunDir::write_json(const std::string& name, const nlohmann::ordered_json& j) const {

@@ -43,11 +43,11 @@ class CsvFile {
  public:
   // Opens path for appending; writes the header when the file is new, empty or holds only part
   // of a header line; cuts off a last line without its newline (a row cut short). Throws
-  // std::runtime_error when the file exists with a different header (another experiment's file)
+  // moelab::Error when the file exists with a different header (another experiment's file)
   // or cannot be written.
   CsvFile(const std::filesystem::path& path, const std::vector<std::string>& header);
   // Appends one row (as many cells as the header; cells with commas or quotes are quoted), whole
-  // or not at all; std::runtime_error naming the file and the reason when it cannot be written.
+  // or not at all; moelab::Error naming the file and the reason when it cannot be written.
   void row(const std::vector<std::string>& cells);
   const std::filesystem::path& path() const { return path_; }
 
@@ -66,11 +66,11 @@ struct CsvRow : std::map<std::string, std::string> {
   std::filesystem::path file;
   std::size_t line = 0;  // 1-based; the header is line 1
 
-  // The whole cell as an integer / a real number; std::runtime_error naming the file, the line and
+  // The whole cell as an integer / a real number; moelab::Error naming the file, the line and
   // the column for anything else (trailing characters, an empty cell, no such column).
   std::int64_t integer(const std::string& column) const;
   double real(const std::string& column) const;
-  // The cell as it is; std::runtime_error naming the file when there is no such column.
+  // The cell as it is; moelab::Error naming the file when there is no such column.
   const std::string& text(const std::string& column) const;
 };
 
@@ -97,13 +97,13 @@ std::string cell(double value);
 
 class RunDir {
  public:
-  // Creates the folder (and its parents); throws std::runtime_error naming it when it cannot.
+  // Creates the folder (and its parents); throws moelab::Error naming it when it cannot.
   explicit RunDir(const std::filesystem::path& path);
 
   const std::filesystem::path& path() const { return path_; }
   std::filesystem::path file(const std::string& name) const { return path_ / name; }
 
-  // Replace the file whole (written beside and renamed over); std::runtime_error naming the file
+  // Replace the file whole (written beside and renamed over); moelab::Error naming the file
   // and the reason when it cannot be written, and then the old file is still there.
   void write_json(const std::string& name, const nlohmann::ordered_json& j) const;
   void write_text(const std::string& name, const std::string& text) const;

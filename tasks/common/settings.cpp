@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "core/error.h"
+
 namespace moelab {
 
 namespace {
@@ -137,7 +139,7 @@ void Settings::parse_into(Entry& e, const std::string& value) {
 
 void Settings::declare(Entry entry, const std::string& value) {
   for (const Entry& e : entries_)
-    if (e.key == entry.key) throw std::logic_error("Settings: key '" + entry.key + "' declared twice");
+    if (e.key == entry.key) throw Error("Settings: key '" + entry.key + "' declared twice");
   parse_into(entry, value);  // a bad default is a programming error, reported as a UsageError at once
   entries_.push_back(std::move(entry));
 }
@@ -193,14 +195,14 @@ void Settings::may_change_on_resume(const std::vector<std::string>& keys) {
     bool found = false;
     for (Entry& e : entries_)
       if (e.key == key) e.changes_results = false, found = true;
-    if (!found) throw std::logic_error("Settings::may_change_on_resume: no key '" + key + "' was declared");
+    if (!found) throw Error("Settings::may_change_on_resume: no key '" + key + "' was declared");
   }
 }
 
 bool Settings::changes_results(const std::string& key) const {
   for (const Entry& e : entries_)
     if (e.key == key) return e.changes_results;
-  throw std::logic_error("Settings::changes_results: no key '" + key + "' was declared");
+  throw Error("Settings::changes_results: no key '" + key + "' was declared");
 }
 
 bool Settings::has(const std::string& key) const {
@@ -212,10 +214,10 @@ bool Settings::has(const std::string& key) const {
 const Settings::Entry& Settings::find(const std::string& key, Kind kind) const {
   for (const Entry& e : entries_) {
     if (e.key != key) continue;
-    if (e.kind != kind) throw std::logic_error("Settings: '" + key + "' is not " + kind_name(kind));
+    if (e.kind != kind) throw Error("Settings: '" + key + "' is not " + kind_name(kind));
     return e;
   }
-  throw std::logic_error("Settings: no key '" + key + "' was declared");
+  throw Error("Settings: no key '" + key + "' was declared");
 }
 
 std::int64_t Settings::integer(const std::string& key) const {

@@ -26,16 +26,18 @@
 #include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
+
 namespace moelab {
 
-// A problem with what the user asked for (an option, a value, a combination): exit status 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A problem with what the user asked for (an option, a value, a combination): exit status 2
+// (examples/moelab.cpp catches it first; any other moelab::Error exits with status 1).
+struct UsageError : Error {
+  using Error::Error;
 };
 
 struct Preset {
@@ -69,9 +71,9 @@ class Settings {
   // Every value of the preset, in order.
   void apply(const Preset& preset);
 
-  // Declared keys that a resumed run may change (see above); std::logic_error for an unknown key.
+  // Declared keys that a resumed run may change (see above); moelab::Error for an unknown key.
   void may_change_on_resume(const std::vector<std::string>& keys);
-  // False for the keys given to may_change_on_resume; std::logic_error for an unknown key.
+  // False for the keys given to may_change_on_resume; moelab::Error for an unknown key.
   bool changes_results(const std::string& key) const;
 
   bool has(const std::string& key) const;

@@ -1,4 +1,5 @@
-// tasks/common/train.h — the experiments' training loop for decoders.
+// tasks/common/train.h — the decoder experiments' training recipe, run by the one training loop
+// (tasks/common/train_loop.h).
 //
 // As in the Mixture of Parrots paper: AdamW (weight decay on the matrices, none on the norm
 // gains), the learning rate warmed up linearly over the first 20% of the steps and then decayed
@@ -13,8 +14,8 @@
 // the mean training loss and the throughput, so a plot of any metric over time is one filter away.
 // stop_when(metrics) may end training early (a phone-book already recalled perfectly).
 //
-// A loss that becomes NaN or infinite stops the run with an error naming the step, rather than
-// training on garbage.
+// A total loss (aux losses included) that becomes NaN or infinite stops the run with a
+// moelab::Error naming the step and the part, rather than training on garbage (train_loop.h).
 #pragma once
 
 #include <cstdint>

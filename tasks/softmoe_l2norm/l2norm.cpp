@@ -10,7 +10,7 @@
 #include "core/factories.h"
 #include "nn/loss.h"
 #include "nn/optim/adam.h"
-#include "tasks/common/progress.h"
+#include "tasks/common/train_loop.h"
 
 namespace moelab::l2norm {
 
@@ -92,31 +92,29 @@ std::vector<double> train(L2NormModel& model, const TrainOptions& o, Generator& 
                           const std::function<void(std::int64_t, double)>& on_step) {
   MOELAB_CHECK(o.steps >= 1 && o.batch >= 1 && o.lr > 0, "l2norm::train", "needs steps, batch >= 1 and lr > 0");
   Adam opt(model.parameters(), AdamOptions{.lr = o.lr});  // PyTorch's defaults otherwise, no weight decay
-  std::unique_ptr<Progress> progress;
-  if (!o.label.empty()) progress = std::make_unique<Progress>(o.label, o.steps, o.batch);
   const ModelSpec& spec = model.spec();
   std::vector<double> losses;
   losses.reserve(static_cast<std::size_t>(o.steps));
-  model.train();
-  for (std::int64_t step = 1; step <= o.steps; ++step) {
+  LoopHooks hooks;
+  hooks.batch_loss = [&](std::int64_t) {
     const Batch b = draw_batch(o.batch, spec.input_dim, spec.d, o.variance, data_gen);
-    opt.zero_grad();
     const Device device = model.device();  // the samples are drawn on the host, then copied
-    Variable loss = nn::mse_loss(model.forward(Variable(b.x.to(device))), Variable(b.y.to(device)));
-    loss.backward();
-    opt.step();
-    const double l = loss.data().item<float>();
-    MOELAB_CHECK(std::isfinite(l), "l2norm::train", "the loss became ", l, " at step ", step);
-    losses.push_back(l);
-    if (on_step) on_step(step, l);
-    if (progress) progress->update(step, l);
-  }
-  if (progress) {
+    StepLoss s;
+    s.loss = nn::mse_loss(model.forward(Variable(b.x.to(device))), Variable(b.y.to(device)));
+    s.items = o.batch;
+    return s;
+  };
+  hooks.on_step = [&](const LoopState& state, double loss) {
+    losses.push_back(loss);
+    if (on_step) on_step(state.step, loss);
+  };
+  hooks.summary = [&](const LoopState&) {
     char msg[128];
     std::snprintf(msg, sizeof msg, "final loss %.4f (mean of the last %g%% of the steps)",
                   tail_mean(losses, o.final_fraction), 100 * o.final_fraction);
-    progress->finish(msg);
-  }
+    return std::string(msg);
+  };
+  train_loop(model, opt, LoopOptions{.steps = o.steps, .label = o.label, .loss_name = "mse"}, hooks);
   return losses;
 }
 

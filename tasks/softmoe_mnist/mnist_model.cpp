@@ -12,6 +12,7 @@
 #include "nn/loss.h"
 #include "nn/optim/adam.h"
 #include "tasks/common/progress.h"
+#include "tasks/common/train_loop.h"
 
 namespace moelab::softmoe_mnist {
 
@@ -127,43 +128,42 @@ TrainResult train_classifier(SoftMoEClassifier& model, const ImageDataset& train
   if (o.steps < 1 || o.batch < 1 || train.size() < 1 || test.size() < 1)
     throw Error("softmoe_mnist::train_classifier: need steps >= 1, batch >= 1 and non-empty train and test sets");
   Adam opt(model.parameters(), AdamOptions{.lr = o.lr});
-  std::unique_ptr<Progress> progress;
-  if (!o.label.empty()) progress = std::make_unique<Progress>(o.label, o.steps, o.batch);
-
   const auto start = std::chrono::steady_clock::now();
   TrainResult r;
   EpochSampler sampler(train.size(), o.batch, o.sampling);
   double loss_sum = 0;
   std::int64_t losses = 0;
-  model.train();
-  for (std::int64_t step = 1; step <= o.steps; ++step) {
+  LoopHooks hooks;
+  hooks.batch_loss = [&](std::int64_t) {
     const std::vector<std::int64_t> idx = sampler.next(gen);
-    opt.zero_grad();
     const Device device = model.device();  // made on the host, the batch goes where the model is
-    Variable loss = nn::cross_entropy(model.forward(Variable(patch_images(train, idx).to(device))),
-                                      image_labels(train, idx).to(device));
-    loss.backward();
-    opt.step();
-    const double l = loss.data().item<float>();
-    if (!std::isfinite(l)) throw Error("softmoe_mnist: the training loss is " + std::to_string(l) + " at step " +
-                                       std::to_string(step) + " (n = " + std::to_string(model.experts()) + ")");
-    loss_sum += l, ++losses;
-    if (progress) progress->update(step, l);
-    if (step == o.steps || (o.eval_every > 0 && step % o.eval_every == 0)) {
-      EvalRecord rec;
-      rec.step = step;
-      rec.epoch = static_cast<double>(step) * static_cast<double>(o.batch) / static_cast<double>(train.size());
-      rec.train_loss = loss_sum / static_cast<double>(losses);
-      rec.test_accuracy = accuracy(model, test);
-      loss_sum = 0, losses = 0;
-      r.evals.push_back(rec);
-      if (on_eval) on_eval(rec);
-    }
-  }
+    StepLoss s;
+    s.loss = nn::cross_entropy(model.forward(Variable(patch_images(train, idx).to(device))),
+                               image_labels(train, idx).to(device));
+    s.items = o.batch;
+    return s;
+  };
+  hooks.on_step = [&](const LoopState&, double loss) { loss_sum += loss, ++losses; };
+  hooks.evaluate = [&](const LoopState& state) {
+    EvalRecord rec;
+    rec.step = state.step;
+    rec.epoch = static_cast<double>(state.step) * static_cast<double>(o.batch) / static_cast<double>(train.size());
+    rec.train_loss = loss_sum / static_cast<double>(losses);
+    rec.test_accuracy = accuracy(model, test);
+    loss_sum = 0, losses = 0;
+    r.evals.push_back(rec);
+    if (on_eval) on_eval(rec);
+    return false;
+  };
+  hooks.summary = [&](const LoopState& state) {
+    return "test accuracy " + std::to_string(r.evals.back().test_accuracy * 100).substr(0, 5) + "% in " +
+           clock_text(state.seconds);
+  };
+  train_loop(model, opt,
+             LoopOptions{.steps = o.steps, .eval_every = o.eval_every, .label = o.label,
+                         .loss_name = "cross-entropy (n = " + std::to_string(model.experts()) + ")"},
+             hooks);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (progress)
-    progress->finish("test accuracy " + std::to_string(r.evals.back().test_accuracy * 100).substr(0, 5) + "% in " +
-                     clock_text(r.seconds));
   return r;
 }
 

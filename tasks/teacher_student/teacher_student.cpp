@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <stdexcept>
 
 #include "autograd/no_grad.h"
 #include "core/error.h"
@@ -13,7 +12,7 @@
 #include "nn/loss.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/schedule.h"
-#include "tasks/common/progress.h"
+#include "tasks/common/train_loop.h"
 
 namespace moelab::teacher_student {
 
@@ -42,7 +41,7 @@ MoESpec spec_for(std::int64_t k, std::int64_t ratio, std::int64_t active, std::i
   s.k = k;
   s.experts = ratio * k;
   if (k < 1 || active < k)
-    throw std::invalid_argument("spec_for: " + std::to_string(active) + " active neurons cannot be shared by k = " +
+    throw Error("teacher_student::spec_for: " + std::to_string(active) + " active neurons cannot be shared by k = " +
                                 std::to_string(k) + " active experts (each needs at least one)");
   s.width = std::llround(static_cast<double>(active) / static_cast<double>(k));
   s.d = d;
@@ -116,8 +115,6 @@ TrainResult train_student(MoELayer& student, MoELayer& teacher, const TrainOptio
   const std::int64_t steps_per_epoch = o.samples_per_epoch / o.batch;  // whole batches only
   AdamW opt(student.parameters(), AdamOptions{.lr = o.lr, .weight_decay = o.weight_decay});
   const std::unique_ptr<Schedule> schedule = make_schedule("cosine", o.epochs);
-  std::unique_ptr<Progress> progress;
-  if (!o.label.empty()) progress = std::make_unique<Progress>(o.label, o.epochs * steps_per_epoch, o.batch);
 
   const auto start = std::chrono::steady_clock::now();
   // One test set for the whole run, drawn first from the data generator and kept for every
@@ -126,33 +123,42 @@ TrainResult train_student(MoELayer& student, MoELayer& teacher, const TrainOptio
   const Batch test = draw_batch(teacher, o.test_samples, data_gen);
   TrainResult r;
   r.best_test = INFINITY;
-  student.train();
-  for (std::int64_t e = 0; e < o.epochs; ++e) {
-    opt.set_lr_factor(schedule->factor(e));  // cosine decay stepped once per epoch
-    double train_sum = 0;
-    for (std::int64_t s = 0; s < steps_per_epoch; ++s) {
-      const Batch b = draw_batch(teacher, o.batch, data_gen);
-      opt.zero_grad();
-      Variable loss = nn::mse_loss(student.forward(Variable(b.x)), Variable(b.y));
-      loss.backward();
-      opt.step();
-      const double l = loss.data().item<float>();
-      train_sum += l / mean_square(b.y);
-      if (progress) progress->update(e * steps_per_epoch + s + 1, l);
-    }
+  double train_sum = 0;
+  Tensor last_y;  // the step's targets, to normalise its loss
+  LoopHooks hooks;
+  hooks.batch_loss = [&](std::int64_t) {
+    const Batch b = draw_batch(teacher, o.batch, data_gen);  // fresh samples every step
+    last_y = b.y;
+    StepLoss s;
+    s.loss = nn::mse_loss(student.forward(Variable(b.x)), Variable(b.y));
+    s.items = o.batch;
+    return s;
+  };
+  hooks.on_step = [&](const LoopState&, double loss) { train_sum += loss / mean_square(last_y); };
+  hooks.evaluate = [&](const LoopState& state) {  // after every epoch
+    const std::int64_t e = state.step / steps_per_epoch - 1;
     EpochRecord rec{e + 1, o.lr * schedule->factor(e), train_sum / static_cast<double>(steps_per_epoch),
                     normalised_loss(student, test)};
     if (!std::isfinite(rec.test)) rec.test = INFINITY;  // a diverged run never counts as the best
     r.epochs.push_back(rec);
     if (rec.test < r.best_test) r.best_test = rec.test, r.best_epoch = rec.epoch;
-  }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (progress) {
+    train_sum = 0;
+    return false;
+  };
+  hooks.summary = [&](const LoopState&) {
     char msg[128];
     std::snprintf(msg, sizeof msg, "best normalised test loss %.4f (epoch %lld)", r.best_test,
                   static_cast<long long>(r.best_epoch));
-    progress->finish(msg);
-  }
+    return std::string(msg);
+  };
+  // The cosine decay is stepped once per epoch (schedule_period), as the paper's code steps it; a
+  // student that diverges trains on and is recorded with an infinite test loss, not an error.
+  train_loop(student, opt,
+             LoopOptions{.steps = o.epochs * steps_per_epoch, .schedule = schedule.get(),
+                         .schedule_period = steps_per_epoch, .eval_every = steps_per_epoch, .label = o.label,
+                         .loss_name = "mse", .allow_non_finite = true},
+             hooks);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
 

@@ -60,7 +60,7 @@ struct MoESpec {
 };
 
 // The spec with `active` active neurons and m = ratio * k experts: width = round(active / k).
-// std::invalid_argument when active < k: k experts cannot share fewer than k neurons (the
+// moelab::Error when active < k: k experts cannot share fewer than k neurons (the
 // command's validation rejects such settings first).
 MoESpec spec_for(std::int64_t k, std::int64_t ratio, std::int64_t active, std::int64_t d);
 
