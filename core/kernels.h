@@ -191,6 +191,24 @@ Tensor permute(const Tensor& x, const std::vector<int>& order);  // out axis i =
 // causal_mask(dy, 0).
 Tensor causal_mask(const Tensor& scores, double fill);
 
+// ---------------------------------------------------------------- causal attention (fused)
+// q: [N, T, hd], k, v: [N, S, hd] with S >= T (N = batch x heads; query t sees keys 0 .. t + S - T):
+//   p = softmax(causal_mask(q @ k^T, -inf))   [N, T, S], exactly 0 above the diagonal
+//   y = p @ v                                 [N, T, hd]
+// The function of those four ops, computed without touching the masked half (core/cpu/attention.cpp);
+// the score scale is the caller's (applied to q). p is kept for the backward:
+//   dp = dy @ v^T, ds = p * (dp - sum(dp * p)), dq = ds @ k, dk = ds^T @ q, dv = p^T @ dy.
+struct AttentionResult {
+  Tensor y;  // [N, T, hd]
+  Tensor p;  // [N, T, S]
+};
+struct AttentionGrads {
+  Tensor dq, dk, dv;
+};
+AttentionResult causal_attention(const Tensor& q, const Tensor& k, const Tensor& v);
+AttentionGrads causal_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& p,
+                                         const Tensor& dy);
+
 // ---------------------------------------------------------------- normalisation (fused)
 // rmsnorm:   y = x * rstd * w,             rstd = 1 / sqrt(mean(x^2) + eps)
 // layernorm: y = (x - mean) * rstd * w + b, rstd = 1 / sqrt(var(x) + eps)   (biased variance)

@@ -3,7 +3,6 @@
 #include "nn/attention.h"
 
 #include <cmath>
-#include <limits>
 
 #include "autograd/ops.h"
 
@@ -57,10 +56,10 @@ Variable Attention::forward(const Variable& x, std::int64_t position_offset, Lay
   }
   const std::int64_t S = k.size(2);
 
-  // scores: [B*H, T, hd] @ [B*H, S, hd]^T -> [B*H, T, S]; query t sees keys 0 .. S - T + t.
-  Variable scores = matmul(reshape(q, {B * H, T, hd}), reshape(k, {B * H, S, hd}), false, true);
-  if (T > 1) scores = causal_mask(scores, -std::numeric_limits<double>::infinity());  // T == 1 sees every key
-  Variable y = matmul(softmax(scores), reshape(v, {B * H, S, hd}));  // [B*H, T, hd]
+  // softmax(causal_mask(q @ k^T)) @ v over the B*H (sequence, head) pairs, in one fused op that
+  // skips the masked half: [B*H, T, hd], [B*H, S, hd] x 2 -> [B*H, T, hd]; query t sees keys
+  // 0 .. S - T + t (with T == 1, every key).
+  Variable y = causal_attention(reshape(q, {B * H, T, hd}), reshape(k, {B * H, S, hd}), reshape(v, {B * H, S, hd}));
   y = permute(reshape(y, {B, H, T, hd}), {0, 2, 1, 3});             // [B, T, H, hd]
   return o_->forward(reshape(y, {B, T, dim_}));
 }

@@ -11,7 +11,8 @@
 //   att     = softmax(causal_mask(q @ k^T))                 [B*H, T, S], query t sees keys <= S0 + t
 //   y       = att @ v                                       [B*H, T, hd] -> [B, T, H, hd] -> [B, T, d]
 //   out     = y @ Wo^T                                      [B, T, d]
-// Both products are single batched GEMMs over the B*H (sequence, head) pairs. RoPE runs on the
+// att and y are one fused op over the B*H (sequence, head) pairs (autograd/ops_attention.h), which
+// never computes the masked scores (core/cpu/attention.cpp). RoPE runs on the
 // projection's own layout [B, T, H, hd] (core/kernels.h rope), before the one permute per tensor.
 // Because RoPE uses absolute positions, a key rotated once stays valid in a cache forever.
 #pragma once
