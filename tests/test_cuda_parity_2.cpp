@@ -196,14 +196,16 @@ TEST_CASE("cuda parity: causal_mask with T == S, S > T and S < T") {
 
 TEST_CASE("cuda parity: causal_attention, forward and backward, T == S and S > T") {
   Generator gen(26);
-  // [N, T, S, hd]: one block of query rows, several (the CPU's blocks are 24 rows), and S > T.
-  for (const auto& [n, t, s, hd] : std::vector<std::array<std::int64_t, 4>>{{3, 5, 5, 4}, {2, 30, 30, 8}, {2, 7, 31, 6}}) {
-    INFO("N ", n, " T ", t, " S ", s, " hd ", hd);
+  // [B, T, S, H, hd]: one block of query rows, several (the CPU's blocks are 24 rows), and S > T.
+  for (const auto& [b, t, s, h, hd] :
+       std::vector<std::array<std::int64_t, 5>>{{3, 5, 5, 1, 4}, {2, 30, 30, 2, 8}, {2, 7, 31, 3, 6}}) {
+    INFO("B ", b, " T ", t, " S ", s, " H ", h, " hd ", hd);
     check_parity_both([](const Tensors& in) {
-      k::AttentionResult r = k::causal_attention(in[0], in[1], in[2]);
-      k::AttentionGrads g = k::causal_attention_backward(in[0], in[1], in[2], r.p, in[3]);
+      k::AttentionResult r = k::causal_attention(in[0], in[1], in[2], 0.4);
+      k::AttentionGrads g = k::causal_attention_backward(in[0], in[1], in[2], 0.4, r.p, in[3]);
       return Tensors{r.y, r.p, g.dq, g.dk, g.dv};
-    }, {randn({n, t, hd}, gen), randn({n, s, hd}, gen), randn({n, s, hd}, gen), randn({n, t, hd}, gen)}, kTolGemm32);
+    }, {randn({b, t, h, hd}, gen), randn({b, s, h, hd}, gen), randn({b, s, h, hd}, gen), randn({b, t, h, hd}, gen)},
+                      kTolGemm32);
   }
 }
 
