@@ -3,6 +3,7 @@
 
 #include "autograd/no_grad.h"
 #include "autograd/op_list.h"
+#include "autograd/ops_attention.h"
 #include "autograd/ops_elementwise.h"
 #include "autograd/ops_grouped_matmul.h"
 #include "autograd/ops_index.h"

@@ -190,6 +190,25 @@ Tensor permute(const Tensor& x, const std::vector<int>& order);  // out axis i =
 // causal_mask(dy, 0).
 Tensor causal_mask(const Tensor& scores, double fill);
 
+// ---------------------------------------------------------------- causal attention (fused)
+// Heads in the projections' layout, q: [B, T, H, hd], k, v: [B, S, H, hd] with S >= T (query t sees
+// keys 0 .. t + S - T), scale > 0; for each sequence b and head h (q_h = q[b, :, h, :]: [T, hd]):
+//   p[b, h] = softmax(causal_mask(scale * q_h @ k_h^T, -inf))   [B, H, T, S], exactly 0 above the diagonal
+//   y[b, :, h, :] = p[b, h] @ v_h                              y: [B, T, H, hd]
+// The function of permuting the heads out, those four ops and permuting back, computed without the
+// copies and without touching the masked half (core/cpu/attention.cpp). p is kept for the backward:
+//   dp = dy_h @ v_h^T, ds = scale * p * (dp - sum(dp * p)), dq_h = ds @ k_h, dk_h = ds^T @ q_h, dv_h = p^T @ dy_h.
+struct AttentionResult {
+  Tensor y;  // [B, T, H, hd]
+  Tensor p;  // [B, H, T, S]
+};
+struct AttentionGrads {
+  Tensor dq, dk, dv;  // q's, k's and v's shapes
+};
+AttentionResult causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale);
+AttentionGrads causal_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                                         const Tensor& p, const Tensor& dy);
+
 // ---------------------------------------------------------------- normalisation (fused)
 // rmsnorm:   y = x * rstd * w,             rstd = 1 / sqrt(mean(x^2) + eps)
 // layernorm: y = (x - mean) * rstd * w + b, rstd = 1 / sqrt(var(x) + eps)   (biased variance)

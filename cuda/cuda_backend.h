@@ -3,7 +3,7 @@
 //
 // One class, its methods defined one concept per file in cuda/, mirroring core/cpu/ file for file:
 // memory.cu, copy.cu, random_fill.cu, matmul.cu, grouped_matmul.cu, routing.cu, elementwise.cu,
-// reduce.cu, softmax.cu, cross_entropy.cu, index.cu, sort.cu, shape_ops.cu, mask.cu, norm.cu, rope.cu,
+// reduce.cu, softmax.cu, cross_entropy.cu, index.cu, sort.cu, shape_ops.cu, mask.cu, attention.cu, norm.cu, rope.cu,
 // optim.cu. cuda/group_offsets.cuh checks the device-side group offsets that routing.cu makes and
 // grouped_matmul.cu reads; cuda/device_errors.cuh reports what kernels find wrong.
 // cuda/context.h holds what they share (stream, cuBLAS handle, cuRAND generator, error checks),
@@ -67,6 +67,10 @@ class CudaBackend final : public Backend {
                   std::int64_t len, Tensor& out, std::int64_t out_n, std::int64_t out_start) override;
   void permute(const Tensor& x, const std::vector<int>& order, Tensor& out) override;
   void causal_mask(const Tensor& scores, double fill, Tensor& out) override;
+  void causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, Tensor& y,
+                        Tensor& p) override;  // attention
+  void causal_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, const Tensor& p,
+                                 const Tensor& dy, Tensor& dq, Tensor& dk, Tensor& dv) override;
   void rmsnorm(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) override;
   void rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& dy, Tensor& dx,
                         Tensor& dw) override;

@@ -3,7 +3,6 @@
 #include "nn/attention.h"
 
 #include <cmath>
-#include <limits>
 
 #include "autograd/ops.h"
 
@@ -38,30 +37,26 @@ Variable Attention::forward(const Variable& x, std::int64_t position_offset, Lay
                  H, " heads");
   }
 
-  // [B, T, d] -> [B, T, H, hd] (a view), RoPE when asked, then the one permute to [B, H, T, hd].
-  auto split_heads = [&](const Variable& y, bool rotate) {
-    Variable h = reshape(y, {B, T, H, hd});
-    if (rotate) h = rope(h, position_offset, theta_);
-    return permute(h, {0, 2, 1, 3});
-  };
-  Variable q = split_heads(q_->forward(x) * (1.0 / std::sqrt(static_cast<double>(hd))), true);
-  Variable k = split_heads(k_->forward(x), true);
-  Variable v = split_heads(v_->forward(x), false);
-  if (cache) {
+  // [B, T, d] -> [B, T, H, hd] (a view), then RoPE on q and k. The heads stay in this layout: the
+  // attention kernel reads each one in place (core/cpu/attention.cpp).
+  Variable q = rope(reshape(q_->forward(x), {B, T, H, hd}), position_offset, theta_);
+  Variable k = rope(reshape(k_->forward(x), {B, T, H, hd}), position_offset, theta_);
+  Variable v = reshape(v_->forward(x), {B, T, H, hd});
+  if (cache) {  // the cache keeps [B, H, S, hd] (nn/kv_cache.h): append there, attend in [B, S, H, hd]
+    Variable kh = permute(k, {0, 2, 1, 3}), vh = permute(v, {0, 2, 1, 3});
     if (cache->k.defined()) {  // [B, H, S0, hd] ++ [B, H, T, hd] -> [B, H, S0 + T, hd]
-      k = concat({Variable(cache->k), k}, 2);
-      v = concat({Variable(cache->v), v}, 2);
+      kh = concat({Variable(cache->k), kh}, 2);
+      vh = concat({Variable(cache->v), vh}, 2);
     }
-    cache->k = k.data();
-    cache->v = v.data();
+    cache->k = kh.data();
+    cache->v = vh.data();
+    k = permute(kh, {0, 2, 1, 3});
+    v = permute(vh, {0, 2, 1, 3});
   }
-  const std::int64_t S = k.size(2);
 
-  // scores: [B*H, T, hd] @ [B*H, S, hd]^T -> [B*H, T, S]; query t sees keys 0 .. S - T + t.
-  Variable scores = matmul(reshape(q, {B * H, T, hd}), reshape(k, {B * H, S, hd}), false, true);
-  if (T > 1) scores = causal_mask(scores, -std::numeric_limits<double>::infinity());  // T == 1 sees every key
-  Variable y = matmul(softmax(scores), reshape(v, {B * H, S, hd}));  // [B*H, T, hd]
-  y = permute(reshape(y, {B, H, T, hd}), {0, 2, 1, 3});             // [B, T, H, hd]
+  // Per head: softmax(causal_mask(q k^T / sqrt(hd))) v, query t seeing keys 0 .. S - T + t (with
+  // T == 1, every key), in one fused op that skips the masked half: -> [B, T, H, hd] -> [B, T, d].
+  Variable y = causal_attention(q, k, v, 1.0 / std::sqrt(static_cast<double>(hd)));
   return o_->forward(reshape(y, {B, T, dim_}));
 }
 

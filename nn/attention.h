@@ -3,16 +3,16 @@
 //   x: [B, T, d] -> [B, T, d],  H heads of hd = d / H,  children q, k, v, o: Linear(d, d), no bias
 //
 //   q, k, v = x @ Wq^T, x @ Wk^T, x @ Wv^T                  [B, T, d] -> view [B, T, H, hd]
-//   q       = q / sqrt(hd)                                  the score scale, on q (no bigger than the scores)
 //   q, k    = rope(q), rope(k)                              token t at position offset + t: pair
 //                                                           (2i, 2i+1) rotated by pos * theta^(-2i/hd)
-//   q, k, v -> permute once to [B, H, T, hd] -> view [B*H, T, hd]
 //   (cache: k, v = cached [B, H, S0, hd] ++ new, S = S0 + T; otherwise S = T)
-//   att     = softmax(causal_mask(q @ k^T))                 [B*H, T, S], query t sees keys <= S0 + t
-//   y       = att @ v                                       [B*H, T, hd] -> [B, T, H, hd] -> [B, T, d]
+//   att     = softmax(causal_mask(q @ k^T / sqrt(hd)))      [B, H, T, S], query t sees keys <= S0 + t
+//   y       = att @ v                                       [B, T, H, hd] -> [B, T, d]
 //   out     = y @ Wo^T                                      [B, T, d]
-// Both products are single batched GEMMs over the B*H (sequence, head) pairs. RoPE runs on the
-// projection's own layout [B, T, H, hd] (core/kernels.h rope), before the one permute per tensor.
+// att and y are one fused op (autograd/ops_attention.h) that reads each head in place in the
+// projections' [B, T, H, hd] layout, so the heads are never permuted out and back, and never
+// computes the masked scores (core/cpu/attention.cpp). RoPE runs on that same layout
+// (core/kernels.h rope). The score scale 1/sqrt(hd) is applied inside the op, to the scores.
 // Because RoPE uses absolute positions, a key rotated once stays valid in a cache forever.
 #pragma once
 

@@ -1,6 +1,6 @@
 // tests/test_cuda_parity_2.cpp — every kernel of core/kernels.h on the GPU against the CPU, part 2:
 // gathers and scatters (embedding included), top-k and argsort, shape operations, the causal mask,
-// RMSNorm/LayerNorm, rope and the fused optimizer updates. Part 1 is tests/test_cuda_parity.cpp;
+// fused causal attention, RMSNorm/LayerNorm, rope and the fused optimizer updates. Part 1 is tests/test_cuda_parity.cpp;
 // tests/cuda_parity.h holds the comparison rules and tolerances. Skipped (exit 77) without a GPU.
 //
 // The scatter-adds, top-k, argsort and the optimizer updates must be *bitwise* equal to the CPU:
@@ -8,6 +8,7 @@
 // the updates run the same IEEE operations (cuda/index.cu, cuda/sort.cu, cuda/optim.cu).
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -190,6 +191,21 @@ TEST_CASE("cuda parity: causal_mask with T == S, S > T and S < T") {
       check_parity_both([fill](const Tensors& in) { return Tensors{k::causal_mask(in[0], fill)}; },
                         {randn(shape, gen)}, kExact);
     }
+  }
+}
+
+TEST_CASE("cuda parity: causal_attention, forward and backward, T == S and S > T") {
+  Generator gen(26);
+  // [B, T, S, H, hd]: one block of query rows, several (the CPU's blocks are 24 rows), and S > T.
+  for (const auto& [b, t, s, h, hd] :
+       std::vector<std::array<std::int64_t, 5>>{{3, 5, 5, 1, 4}, {2, 30, 30, 2, 8}, {2, 7, 31, 3, 6}}) {
+    INFO("B ", b, " T ", t, " S ", s, " H ", h, " hd ", hd);
+    check_parity_both([](const Tensors& in) {
+      k::AttentionResult r = k::causal_attention(in[0], in[1], in[2], 0.4);
+      k::AttentionGrads g = k::causal_attention_backward(in[0], in[1], in[2], 0.4, r.p, in[3]);
+      return Tensors{r.y, r.p, g.dq, g.dk, g.dv};
+    }, {randn({b, t, h, hd}, gen), randn({b, s, h, hd}, gen), randn({b, s, h, hd}, gen), randn({b, t, h, hd}, gen)},
+                      kTolGemm32);
   }
 }
 

@@ -254,6 +254,18 @@ Table build_table() {
                               [inf](const V& v) { return softmax(causal_mask(v[0], -inf)); }});
   t["causal_mask"].push_back({"[3, 3], fill 0", {randn({3, 3}, gen)}, [](const V& v) { return causal_mask(v[0], 0.0); }});
 
+  // ---- fused causal attention: q [B, T, H, hd], k, v [B, S, H, hd]; T == S, S > T, and T past one
+  // block of query rows (24, core/cpu/attention.cpp)
+  t["causal_attention"].push_back({"[2, 4, 2, 3], T == S, scale 0.5",
+                                   {randn({2, 4, 2, 3}, gen), randn({2, 4, 2, 3}, gen), randn({2, 4, 2, 3}, gen)},
+                                   [](const V& v) { return causal_attention(v[0], v[1], v[2], 0.5); }});
+  t["causal_attention"].push_back({"[1, 3, 1, 2] with S = 5",
+                                   {randn({1, 3, 1, 2}, gen), randn({1, 5, 1, 2}, gen), randn({1, 5, 1, 2}, gen)},
+                                   [](const V& v) { return causal_attention(v[0], v[1], v[2], 1.0); }});
+  t["causal_attention"].push_back({"[1, 26, 2, 2] with S = 29, several blocks",
+                                   {randn({1, 26, 2, 2}, gen), randn({1, 29, 2, 2}, gen), randn({1, 29, 2, 2}, gen)},
+                                   [](const V& v) { return causal_attention(v[0], v[1], v[2], 0.7); }});
+
   // ---- norms, with their weights (and bias)
   t["rmsnorm"].push_back({"[4, 5], w [5]", {randn({4, 5}, gen), randn({5}, gen)},
                           [](const V& v) { return rmsnorm(v[0], v[1], 1e-5); }});

@@ -3,7 +3,7 @@
 //
 // One class, its methods defined one concept per file in core/cpu/: memory.cpp, copy.cpp,
 // random_fill.cpp, matmul.cpp, grouped_matmul.cpp, routing.cpp, elementwise.cpp, reduce.cpp,
-// softmax.cpp, cross_entropy.cpp, index.cpp, sort.cpp, shape_ops.cpp, mask.cpp, norm.cpp, rope.cpp,
+// softmax.cpp, cross_entropy.cpp, index.cpp, sort.cpp, shape_ops.cpp, mask.cpp, attention.cpp, norm.cpp, rope.cpp,
 // optim.cpp; cuda/ mirrors these files one for one. The products go through gemm.h (gemm_f32.cpp
 // and its per-instruction-set micro-kernels for float32).
 // Inputs are already checked and contiguous (core/kernels/ does that); methods only compute.
@@ -62,6 +62,10 @@ class CpuBackend final : public Backend {
                   std::int64_t len, Tensor& out, std::int64_t out_n, std::int64_t out_start) override;
   void permute(const Tensor& x, const std::vector<int>& order, Tensor& out) override;
   void causal_mask(const Tensor& scores, double fill, Tensor& out) override;
+  void causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, Tensor& y,
+                        Tensor& p) override;  // attention
+  void causal_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, const Tensor& p,
+                                 const Tensor& dy, Tensor& dq, Tensor& dk, Tensor& dv) override;
   void rmsnorm(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) override;
   void rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& dy, Tensor& dx,
                         Tensor& dw) override;

@@ -18,4 +18,14 @@ void gemm_f32(const float* a, const float* b, float* out, std::int64_t m, std::i
 void gemm_f32(const GemmKernels& kernels, const float* a, const float* b, float* out, std::int64_t m,
               std::int64_t k, std::int64_t n, bool trans_a, bool trans_b);
 
+// The same on strided matrices: row r of the stored a starts at a + r * lda (a is [m, k], or [k, m]
+// when trans_a), likewise b with ldb, and row i of out at out + i * ldc. For blocks of a larger
+// matrix: attention's rows of one head's scores (core/cpu/attention.cpp). Always the blocked path
+// (never the unpacked small-product loop, which was slower on attention's blocks); the same bits.
+void gemm_f32_strided(const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float* out, std::int64_t ldc,
+                      std::int64_t m, std::int64_t k, std::int64_t n, bool trans_a, bool trans_b);
+void gemm_f32_strided(const GemmKernels& kernels, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                      float* out, std::int64_t ldc, std::int64_t m, std::int64_t k, std::int64_t n, bool trans_a,
+                      bool trans_b);
+
 }  // namespace moelab::cpu

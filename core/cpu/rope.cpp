@@ -7,7 +7,19 @@
 // double (T * hd/2 trig calls instead of B * T * H * hd/2) and rounded to the tensor's dtype; then
 // every (b, t) row of H * hd values is rotated with two multiply-adds per element. Rows are
 // independent and run in parallel for large tensors; the result never depends on the thread count.
+// Every product is rounded on its own (CMakeLists.txt: no contraction, no auto-vectorisation, as
+// cuda/rope.cu rounds them). float32 rows run 8 floats at a time in AVX2 (the baseline every x86
+// build targets): with the table expanded to one cos and one signed sin per element,
+//   y = x * [c0, c0, c1, c1, ..] + swap_pairs(x) * [-s0, s0, -s1, s1, ..]
+// which is x0 c - x1 s and x1 c + x0 s with each product rounded, the scalar loop's bits exactly
+// (x1 (-s) is -(x1 s), and a sum does not depend on its order). It was 3.5% of the dense training
+// step scalar.
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "core/cpu/accumulate.h"
@@ -34,9 +46,42 @@ void CpuBackend::rope(const Tensor& x, std::int64_t position_offset, double thet
     T* po = out.data<T>();
     const T* table = cos_sin.data();
     const std::int64_t row = heads * hd;  // one (b, t): every head's vector
+#ifdef __AVX2__
+    // The vector path: float32 heads of a multiple of 8. wide[(t * 2 + {0, 1}) * hd + j] = the
+    // cos, signed sin of element j's pair.
+    std::vector<float> wide;
+    const bool vector_path = std::is_same_v<T, float> && hd % 8 == 0;
+    if (vector_path) {
+      wide.resize(static_cast<std::size_t>(seq * 2 * hd));
+      for (std::int64_t t = 0; t < seq; ++t)
+        for (std::int64_t i = 0; i < half; ++i) {
+          const float c = static_cast<float>(table[(t * half + i) * 2]), sn = static_cast<float>(table[(t * half + i) * 2 + 1]);
+          float* w = wide.data() + t * 2 * hd;
+          w[2 * i] = w[2 * i + 1] = c;
+          w[hd + 2 * i] = -sn;
+          w[hd + 2 * i + 1] = sn;
+        }
+    }
+#endif
 #pragma omp parallel for schedule(static) if (x.numel() > cpu::kParallelMinElements)
     for (std::int64_t bt = 0; bt < batch * seq; ++bt) {
       const T* cs = table + (bt % seq) * half * 2;
+#ifdef __AVX2__
+      if (vector_path) {
+        const float* w = wide.data() + (bt % seq) * 2 * hd;
+        const float* xr = reinterpret_cast<const float*>(px) + bt * row;
+        float* yr = reinterpret_cast<float*>(po) + bt * row;
+        for (std::int64_t h = 0; h < heads; ++h)
+          for (std::int64_t j = 0; j < hd; j += 8) {
+            const __m256 v = _mm256_loadu_ps(xr + h * hd + j);
+            const __m256 swapped = _mm256_permute_ps(v, 0xB1);  // (x1, x0, x3, x2, ...)
+            const __m256 a = _mm256_mul_ps(v, _mm256_loadu_ps(w + j));
+            const __m256 b = _mm256_mul_ps(swapped, _mm256_loadu_ps(w + hd + j));
+            _mm256_storeu_ps(yr + h * hd + j, _mm256_add_ps(a, b));
+          }
+        continue;
+      }
+#endif
       for (std::int64_t h = 0; h < heads; ++h) {
         const T* xi = px + bt * row + h * hd;
         T* yi = po + bt * row + h * hd;

@@ -1,0 +1,65 @@
+// core/kernels/attention.cpp — checks and dispatch for fused causal attention.
+//
+//   causal_attention(q, k, v, scale)               q: [B, T, H, hd], k, v: [B, S, H, hd]
+//                                                  -> y: [B, T, H, hd], p: [B, H, T, S]
+//   causal_attention_backward(q, k, v, scale, p, dy) -> dq: [B, T, H, hd], dk, dv: [B, S, H, hd]
+// Query t sees keys 0 .. t + S - T (core/kernels/mask.cpp's convention), so S >= T: every query
+// sees at least one key and every softmax row is defined. T, H, hd >= 1; scale finite and > 0;
+// float32 or float64, one dtype and one device for all. The maths is in core/cpu/attention.cpp.
+#include <cmath>
+
+#include "core/backend.h"
+#include "core/kernels.h"
+
+namespace moelab::kernels {
+namespace {
+
+void check_qkv(const Tensor& q, const Tensor& k, const Tensor& v, double scale, const char* op) {
+  check_floating(q, op, "q");
+  check_floating(k, op, "k");
+  check_floating(v, op, "v");
+  check_same_device(q, k, op);
+  check_same_device(q, v, op);
+  MOELAB_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), op, "q, k, v must share a dtype, got ", q.dtype(),
+               ", ", k.dtype(), ", ", v.dtype());
+  MOELAB_CHECK(q.rank() == 4 && k.rank() == 4 && k.shape() == v.shape() && k.size(0) == q.size(0) &&
+                   k.size(2) == q.size(2) && k.size(3) == q.size(3),
+               op, "needs q: [B, T, H, hd], k, v: [B, S, H, hd], got q ", q.shape(), ", k ", k.shape(), ", v ",
+               v.shape());
+  MOELAB_CHECK(q.size(1) >= 1 && q.size(2) >= 1 && q.size(3) >= 1 && k.size(1) >= q.size(1), op,
+               "needs T, H, hd >= 1 and S >= T (every query sees a key), got q ", q.shape(), ", k ", k.shape());
+  MOELAB_CHECK(std::isfinite(scale) && scale > 0.0, op, "scale must be finite and > 0, got ", scale);
+}
+
+Shape weights_shape(const Tensor& q, const Tensor& k) { return {q.size(0), q.size(2), q.size(1), k.size(1)}; }
+
+}  // namespace
+
+AttentionResult causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
+  check_qkv(q, k, v, scale, "causal_attention");
+  AttentionResult r{Tensor::empty(q.shape(), q.dtype(), q.device()),
+                    Tensor::empty(weights_shape(q, k), q.dtype(), q.device())};
+  if (q.size(0) > 0) backend(q.device()).causal_attention(q, k, v, scale, r.y, r.p);
+  return r;
+}
+
+AttentionGrads causal_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                                         const Tensor& p, const Tensor& dy) {
+  const char* op = "causal_attention_backward";
+  check_qkv(q, k, v, scale, op);
+  check_floating(p, op, "p");
+  check_floating(dy, op, "dy");
+  check_same_device(q, p, op);
+  check_same_device(q, dy, op);
+  MOELAB_CHECK(p.dtype() == q.dtype() && dy.dtype() == q.dtype(), op, "p and dy must be ", q.dtype(), ", got ",
+               p.dtype(), " and ", dy.dtype());
+  MOELAB_CHECK(p.shape() == weights_shape(q, k) && dy.shape() == q.shape(), op,
+               "needs p: [B, H, T, S] and dy: [B, T, H, hd] for q ", q.shape(), ", k ", k.shape(), ", got p ",
+               p.shape(), ", dy ", dy.shape());
+  AttentionGrads g{Tensor::empty(q.shape(), q.dtype(), q.device()), Tensor::empty(k.shape(), k.dtype(), k.device()),
+                   Tensor::empty(v.shape(), v.dtype(), v.device())};
+  if (q.size(0) > 0) backend(q.device()).causal_attention_backward(q, k, v, scale, p, dy, g.dq, g.dk, g.dv);
+  return g;
+}
+
+}  // namespace moelab::kernels

@@ -1,0 +1,70 @@
+// cuda/attention.cu — fused causal attention on the GPU (mirrors core/cpu/attention.cpp).
+//
+//   q: [B, T, H, hd], k, v: [B, S, H, hd], S >= T -> per head, p = softmax(causal_mask(scale *
+//   q_h @ k_h^T, -inf)): [B, H, T, S], y_h = p @ v_h: y [B, T, H, hd];  backward: dp = g_h @ v_h^T,
+//   ds = scale * p * (dp - sum(dp * p)), dq_h = ds @ k_h, dk_h = ds^T @ q_h, dv_h = p^T @ g_h.
+// Here the steps run as this backend's own kernels, one launch each on the stream: the heads
+// permuted to [B, H, T, hd], batched GEMMs over the B*H pairs (cuBLAS, cuda/matmul.cu), the scale,
+// mask and softmax kernels, and the permutes back, with the full [T, S] score matrices: on a GPU
+// the masked half costs little next to a launch per block of rows, which is what the CPU kernel's
+// block-by-block skipping would take. The masked entries of p come out exactly 0 (exp(-inf)), so
+// softmax's backward gives them exactly 0 gradient, as on the CPU. No host reads.
+#include <limits>
+
+#include "cuda/cuda_backend.h"
+
+namespace moelab {
+namespace {
+
+// x: [B, L, H, hd] -> [B*H, L, hd]
+Tensor heads_first(CudaBackend& be, const Tensor& x) {
+  Tensor out = Tensor::empty({x.size(0) * x.size(2), x.size(1), x.size(3)}, x.dtype(), x.device());
+  Tensor view = out.reshape({x.size(0), x.size(2), x.size(1), x.size(3)});
+  be.permute(x, {0, 2, 1, 3}, view);
+  return out;
+}
+
+// h: [B*H, L, hd] -> out: [B, L, H, hd]
+void heads_back(CudaBackend& be, const Tensor& h, std::int64_t batch, Tensor& out) {
+  be.permute(h.reshape({batch, h.size(0) / batch, h.size(1), h.size(2)}), {0, 2, 1, 3}, out);
+}
+
+}  // namespace
+
+void CudaBackend::causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, Tensor& y,
+                                   Tensor& p) {
+  const std::int64_t batch = q.size(0);
+  const Tensor qh = heads_first(*this, q), kh = heads_first(*this, k), vh = heads_first(*this, v);
+  Tensor scores = Tensor::empty({qh.size(0), qh.size(1), kh.size(1)}, q.dtype(), q.device());
+  matmul(qh, kh, false, true, scores);                                    // [B*H, T, hd] @ [B*H, S, hd]^T
+  binary_scalar(kernels::BinaryOp::Mul, scores, scale, false, scores);    // elementwise: in place is safe
+  causal_mask(scores, -std::numeric_limits<double>::infinity(), scores);
+  Tensor weights = p.reshape(scores.shape());
+  softmax(scores, weights);
+  Tensor yh = Tensor::empty(qh.shape(), q.dtype(), q.device());
+  matmul(weights, vh, false, false, yh);                                  // [B*H, T, S] @ [B*H, S, hd]
+  heads_back(*this, yh, batch, y);
+}
+
+void CudaBackend::causal_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                                            const Tensor& p, const Tensor& dy, Tensor& dq, Tensor& dk, Tensor& dv) {
+  const std::int64_t batch = q.size(0);
+  const Tensor qh = heads_first(*this, q), kh = heads_first(*this, k), vh = heads_first(*this, v);
+  const Tensor gh = heads_first(*this, dy);
+  const Tensor weights = p.reshape({qh.size(0), qh.size(1), kh.size(1)});
+  Tensor dp = Tensor::empty(weights.shape(), p.dtype(), p.device());
+  matmul(gh, vh, false, true, dp);  // dp = g @ v^T: [B*H, T, S]
+  Tensor ds = Tensor::empty(weights.shape(), p.dtype(), p.device());
+  softmax_backward(weights, dp, ds);  // 0 wherever p is 0 (the masked entries)
+  binary_scalar(kernels::BinaryOp::Mul, ds, scale, false, ds);
+  Tensor dqh = Tensor::empty(qh.shape(), q.dtype(), q.device()), dkh = Tensor::empty(kh.shape(), q.dtype(), q.device());
+  Tensor dvh = Tensor::empty(kh.shape(), q.dtype(), q.device());
+  matmul(ds, kh, false, false, dqh);  // [B*H, T, S] @ [B*H, S, hd]
+  matmul(ds, qh, true, false, dkh);   // [B*H, T, S]^T @ [B*H, T, hd]
+  matmul(weights, gh, true, false, dvh);
+  heads_back(*this, dqh, batch, dq);
+  heads_back(*this, dkh, batch, dk);
+  heads_back(*this, dvh, batch, dv);
+}
+
+}  // namespace moelab
