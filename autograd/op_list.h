@@ -41,7 +41,9 @@
   /* normalisation (ops_norm) */                                                                  \
   X(rmsnorm) X(layernorm)                                                                         \
   /* rotary position embedding (ops_rope) */                                                      \
-  X(rope)
+  X(rope)                                                                                         \
+  /* Soft MoE token-order mixing (ops_slot_mix) */                                                \
+  X(slot_mix_reduce) X(slot_mix_expand)
 // clang-format on
 
 namespace moelab {

@@ -218,6 +218,21 @@ NormGrads layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mea
 // inverse rotates by -a: the transpose of the rotation, hence also the backward (dx = rope(dy, .., !inverse)).
 Tensor rope(const Tensor& x, std::int64_t position_offset, double theta, bool inverse);
 
+// ---------------------------------------------------------------- Soft MoE mixing in token order
+// (core/kernels/slot_mix.cpp) B examples of m tokens, n experts with p slots each, f features,
+// feature-major (the expert or slot axis innermost):
+//   w: [B, m, n, p]  dispatch or combine weights      u: [B, m, f, n]  per token, feature, expert
+//   v: [B, f, n, p]  per example, feature, slot
+// reduce: out[b, c, e, j] = sum_i w[b, i, e, j] * u[b, i, c, e]     -> [B, f, n, p]
+// expand: out[b, i, c, e] = sum_j w[b, i, e, j] * v[b, c, e, j]     -> [B, m, f, n]
+// dot:    out[b, i, e, j] = sum_c u[b, i, c, e] * v[b, c, e, j]     -> [B, m, n, p]
+// Each is the other two's backward: d reduce(w, u) = (dw = dot(u, g), du = expand(w, g)),
+// d expand(w, v) = (dw = dot(g, v), dv = reduce(w, g)). Sums run in index order (i, j or c
+// ascending) in the tensors' dtype, so the result is the same on any thread count.
+Tensor slot_mix_reduce(const Tensor& w, const Tensor& u);
+Tensor slot_mix_expand(const Tensor& w, const Tensor& v);
+Tensor slot_mix_dot(const Tensor& u, const Tensor& v);
+
 // ---------------------------------------------------------------- optimizer updates (fused, in place)
 // One pass over memory per parameter, PyTorch 1.13's single-tensor formulas evaluated in the
 // tensors' dtype (core/cpu/optim.cpp spells them out). param, grad and the buffers share one

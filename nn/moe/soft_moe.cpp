@@ -26,6 +26,13 @@ SlotInputs parse_slot_inputs(const std::string& name) {
   fail("SoftMoE", "unknown slot_inputs '", name, "' (expected normalized or raw)");
 }
 
+ExpertOrder parse_expert_order(const std::string& name) {
+  if (name == "auto") return ExpertOrder::Auto;
+  if (name == "slots") return ExpertOrder::Slots;
+  if (name == "tokens") return ExpertOrder::Tokens;
+  fail("SoftMoE", "unknown expert_order '", name, "' (expected auto, slots or tokens)");
+}
+
 SoftMoE::SoftMoE(const SoftMoEConfig& config, Generator& gen) : config_(config) {
   const std::int64_t d = config.d, n = config.experts, p = config.slots_per_expert;
   MOELAB_CHECK(d >= 1 && n >= 1 && p >= 1 && config.hidden >= 0, "SoftMoE",
@@ -203,6 +210,17 @@ Variable SoftMoE::run_experts(const Variable& xs, const std::vector<std::int32_t
   return reshape(scatter_add_rows(ys_kept, rows_t, B * S), {B, S, d});
 }
 
+bool SoftMoE::token_order(std::int64_t m) const {
+  switch (config_.expert_order) {
+    case ExpertOrder::Slots: return false;
+    case ExpertOrder::Tokens: return true;
+    case ExpertOrder::Auto: break;
+  }
+  // Narrow experts (f < 32) and few tokens per slot (m <= 4p, so token order does at most 4x the
+  // slot order's expert FLOPs): the rule and its measurements are in the header.
+  return config_.hidden_width() < 32 && m <= 4 * config_.slots_per_expert;
+}
+
 Variable SoftMoE::forward(const Variable& x) { return forward(x, ExpertSubset::all()); }
 
 // x: [B, m, d] -> [B, m, d]
@@ -213,9 +231,15 @@ Variable SoftMoE::forward(const Variable& x, const ExpertSubset& subset) {
   const std::vector<std::int32_t> keep = choose(subset, x, r.combine);
   // The slots mix X_hat (the implicit-bias paper's layer) or X (the original Soft MoE's; see the header).
   const Variable& mixed = config_.slot_inputs == SlotInputs::Normalized ? x_hat : x;
+  last_mask_ = from_vector(keep, {x.size(0), config_.experts});
+  const std::int64_t B = x.size(0), m = x.size(1), n = config_.experts, p = config_.slots_per_expert;
+  if (token_order(m) && std::all_of(keep.begin(), keep.end(), [](std::int32_t v) { return v != 0; })) {
+    // Every expert kept, in token order: no [B, S, d] tensor (see the header).
+    last_computed_ = B * n * p;
+    return experts_->forward_mixed(mixed, reshape(r.dispatch, {B, m, n, p}), reshape(r.combine, {B, m, n, p}));
+  }
   const Variable xs = matmul(r.dispatch, mixed, /*trans_a=*/true);  // D^T X: [B, S, m] @ [B, m, d] -> [B, S, d]
   const Variable ys = run_experts(xs, keep);                    // [B, S, d]
-  last_mask_ = from_vector(keep, {x.size(0), config_.experts});
   return matmul(r.combine, ys);                                 // C Ys: [B, m, S] @ [B, S, d] -> [B, m, d]
 }
 

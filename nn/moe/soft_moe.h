@@ -20,6 +20,31 @@
 //   Ys    [B, S, d]       slot outputs Ys[b, s] = expert_{s/p}(Xs[b, s])   (a ReLU MLP d -> h -> d)
 //   Y     [B, m, d]       output       Y = C Ys     (token i = a weighted average of the slots)
 //
+// Two summation orders for the experts (expert_order). The layer above is written in slot order:
+// form Xs, run each expert on its slots, form Ys, mix. With p = 1 for brevity (slot e is expert e,
+// h_e the hidden width f), the same function is
+//   hidden  H[b, e]  = relu(sum_i D[b, i, e] (X[b, i] @ W_in[e]))     (= relu(Xs[b, e] @ W_in[e]))
+//   output  Y[b, i]  = sum_e (C[b, i, e] H[b, e]) @ W_out[e]          (= sum_e C[b, i, e] Ys[b, e])
+// since D^T and C are linear maps over tokens and slots and the experts' layers are linear maps
+// over features, which commute (only the ReLU, applied per slot to the same H, does not move).
+// Token order evaluates the right-hand sides: U = X @ [W_in[0] | ... | W_in[n-1]], one dense
+// [B*m, d] @ [d, n*f] product; D mixes U's per-expert columns into H (a [B, n*f] tensor); C spreads
+// H back per token into Z [B*m, n*f]; Y = Z @ [W_out[0]; ...; W_out[n-1]], one dense [B*m, n*f] @
+// [n*f, d] product (ExpertBank::forward_mixed, the mixing in autograd/ops_slot_mix.h). No
+// [B, S, d] tensor exists. The cost: the expert products see m token rows per example instead of
+// S slot rows of width f each, m*f/(p*(f + m)) times the slot order's expert and mixing FLOPs (at
+// most m/p: 2.4x for the MNIST n = 128, f = 6, m = 4); in exchange the products are two dense
+// wide GEMMs instead of n narrow ones ([B*p, d] @ [d, f] with f = 6 uses a sixth of a 32-wide
+// micro-kernel tile), and the [B, S, d] slot tensors (26 MB each at B = 256, n = 128, d = 196)
+// and their permutes to and from [n, B*p, d] are never written. Results agree to rounding (the
+// sums run in another order), not bitwise.
+// Which is faster depends on the shape. Measured on the MNIST model's training step (B = 256,
+// m = 4, d = 196, f = floor(784 / n), one thread, docs/results/bench.md): slot order wins at n = 8
+// and 16 (f = 98, 49), token order at n = 32, 64, 128 (f = 24, 12, 6; 3.5x at n = 128). Auto,
+// the default, takes token order when f < 32 and m <= 4p, else slot order; Slots and Tokens force
+// one (the tests compare them). Only the full layer (forward(x), or a subset that keeps every
+// expert) has the choice: a proper subset always gathers its kept slots in slot order (below).
+//
 // Why D is over tokens and C over slots: a slot must receive a convex combination of tokens (so
 // its input stays on the scale of one token whatever m is), which needs weights that sum to 1 over
 // the tokens, i.e. a softmax down each column of L. A token must receive a convex combination of
@@ -107,6 +132,12 @@ enum class SlotInputs { Normalized, Raw };
 // "normalized" or "raw" -> SlotInputs; anything else throws moelab::Error.
 SlotInputs parse_slot_inputs(const std::string& name);
 
+// In which order the full layer (every expert kept) runs its experts (see "Two summation orders"
+// above): Slots forms Xs and Ys, Tokens never does, Auto picks by shape (SoftMoE::token_order).
+enum class ExpertOrder { Auto, Slots, Tokens };
+// "auto", "slots" or "tokens" -> ExpertOrder; anything else throws moelab::Error.
+ExpertOrder parse_expert_order(const std::string& name);
+
 struct SoftMoEConfig {
   std::int64_t d = 0;                 // token width
   std::int64_t experts = 0;           // n
@@ -116,6 +147,7 @@ struct SoftMoEConfig {
   SlotInputs slot_inputs = SlotInputs::Normalized;  // with normalize: Xs = D^T X_hat, or D^T X (Raw)
   PhiInit phi_init = PhiInit::Uniform;
   bool bias = false;                  // expert biases b_in, b_out
+  ExpertOrder expert_order = ExpertOrder::Auto;  // how forward(x) sums (not what it computes)
   DType dtype = DType::Float32;
 
   std::int64_t slots() const { return experts * slots_per_expert; }
@@ -163,6 +195,9 @@ class SoftMoE : public Module {
   // Of the last forward (undefined / 0 before the first):
   const Tensor& last_mask() const { return last_mask_; }                // int32 [B, n], 1 = kept
   std::int64_t last_computed_slots() const { return last_computed_; }  // slot rows the experts ran on
+
+  // Whether the full layer on m tokens runs in token order (expert_order, or Auto's rule).
+  bool token_order(std::int64_t m) const;
 
   const SoftMoEConfig& config() const { return config_; }
   ExpertBank& experts() const { return *experts_; }

@@ -1,0 +1,39 @@
+// autograd/ops_slot_mix.cpp — gradients of Soft MoE's token-order mixing.
+//
+// h = reduce(w, u): h[b, c, e, j] = sum_i w[b, i, e, j] u[b, i, c, e]. With g = dL/dh:
+//   dL/du[b, i, c, e] = sum_j w[b, i, e, j] g[b, c, e, j]   = expand(w, g)
+//   dL/dw[b, i, e, j] = sum_c u[b, i, c, e] g[b, c, e, j]   = dot(u, g)
+// z = expand(w, v): z[b, i, c, e] = sum_j w[b, i, e, j] v[b, c, e, j]. With g = dL/dz:
+//   dL/dv[b, c, e, j] = sum_i w[b, i, e, j] g[b, i, c, e]   = reduce(w, g)
+//   dL/dw[b, i, e, j] = sum_c g[b, i, c, e] v[b, c, e, j]   = dot(g, v)
+// Each gradient is one kernel of the trio; the inputs are kept by the graph, nothing else is saved.
+#include "autograd/ops_slot_mix.h"
+
+#include "autograd/record.h"
+#include "core/kernels.h"
+
+namespace moelab {
+
+// w: [B, m, n, p], u: [B, m, f, n] -> [B, f, n, p]
+Variable slot_mix_reduce(const Variable& w, const Variable& u) {
+  return record("slot_mix_reduce", kernels::slot_mix_reduce(w.data(), u.data()), {w, u},
+                [](const std::vector<Variable>& in, const Tensor& g) {
+                  Tensor dw, du;
+                  if (in[0].requires_grad()) dw = kernels::slot_mix_dot(in[1].data(), g);
+                  if (in[1].requires_grad()) du = kernels::slot_mix_expand(in[0].data(), g);
+                  return std::vector<Tensor>{dw, du};
+                });
+}
+
+// w: [B, m, n, p], v: [B, f, n, p] -> [B, m, f, n]
+Variable slot_mix_expand(const Variable& w, const Variable& v) {
+  return record("slot_mix_expand", kernels::slot_mix_expand(w.data(), v.data()), {w, v},
+                [](const std::vector<Variable>& in, const Tensor& g) {
+                  Tensor dw, dv;
+                  if (in[0].requires_grad()) dw = kernels::slot_mix_dot(g, in[1].data());
+                  if (in[1].requires_grad()) dv = kernels::slot_mix_reduce(in[0].data(), g);
+                  return std::vector<Tensor>{dw, dv};
+                });
+}
+
+}  // namespace moelab
