@@ -36,4 +36,30 @@ Variable slot_mix_expand(const Variable& w, const Variable& v) {
                 });
 }
 
+// xs = dispatch(w, x): xs[s, b] = sum_i w[b, i, s] x[b, i]. With g = dL/dxs:
+//   dL/dx[b, i] = sum_s w[b, i, s] g[s, b] = combine(w, g);  dL/dw[b, i, s] = <x[b, i], g[s, b]> = dot(x, g)
+// w: [B, m, S], x: [B, m, d] -> [S, B, d]
+Variable slot_dispatch(const Variable& w, const Variable& x) {
+  return record("slot_dispatch", kernels::slot_dispatch(w.data(), x.data()), {w, x},
+                [](const std::vector<Variable>& in, const Tensor& g) {
+                  Tensor dw, dx;
+                  if (in[0].requires_grad()) dw = kernels::slot_dot(in[1].data(), g);
+                  if (in[1].requires_grad()) dx = kernels::slot_combine(in[0].data(), g);
+                  return std::vector<Tensor>{dw, dx};
+                });
+}
+
+// y_out = combine(w, y): y_out[b, i] = sum_s w[b, i, s] y[s, b]. With g = dL/dy_out:
+//   dL/dy[s, b] = sum_i w[b, i, s] g[b, i] = dispatch(w, g);  dL/dw[b, i, s] = <g[b, i], y[s, b]> = dot(g, y)
+// w: [B, m, S], y: [S, B, d] -> [B, m, d]
+Variable slot_combine(const Variable& w, const Variable& y) {
+  return record("slot_combine", kernels::slot_combine(w.data(), y.data()), {w, y},
+                [](const std::vector<Variable>& in, const Tensor& g) {
+                  Tensor dw, dy;
+                  if (in[0].requires_grad()) dw = kernels::slot_dot(g, in[1].data());
+                  if (in[1].requires_grad()) dy = kernels::slot_dispatch(in[0].data(), g);
+                  return std::vector<Tensor>{dw, dy};
+                });
+}
+
 }  // namespace moelab

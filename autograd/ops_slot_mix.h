@@ -19,4 +19,12 @@ namespace moelab {
 Variable slot_mix_reduce(const Variable& w, const Variable& u);
 Variable slot_mix_expand(const Variable& w, const Variable& v);
 
+// Slot order with expert-major slots (S = n*p, slot s = e*p + j):
+//   slot_dispatch(w, x)  w: [B, m, S], x: [B, m, d] -> [S, B, d]   out[s, b] = sum_i w[b, i, s] x[b, i]
+//   slot_combine(w, y)   w: [B, m, S], y: [S, B, d] -> [B, m, d]   out[b, i] = sum_s w[b, i, s] y[s, b]
+// (Xs = D^T X and Y = C Ys of nn/moe/soft_moe.h, with Xs and Ys laid out [S, B, d] so that the
+// experts take their rows without a permute.)
+Variable slot_dispatch(const Variable& w, const Variable& x);
+Variable slot_combine(const Variable& w, const Variable& y);
+
 }  // namespace moelab

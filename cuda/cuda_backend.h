@@ -78,6 +78,9 @@ class CudaBackend final : public Backend {
   void slot_mix_reduce(const Tensor& w, const Tensor& u, Tensor& out) override;  // slot_mix.cu
   void slot_mix_expand(const Tensor& w, const Tensor& v, Tensor& out) override;  // slot_mix.cu
   void slot_mix_dot(const Tensor& u, const Tensor& v, Tensor& out) override;     // slot_mix.cu
+  void slot_dispatch(const Tensor& w, const Tensor& x, Tensor& out) override;  // slot_mix.cu
+  void slot_combine(const Tensor& w, const Tensor& y, Tensor& out) override;   // slot_mix.cu
+  void slot_dot(const Tensor& x, const Tensor& y, Tensor& out) override;       // slot_mix.cu
   void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                    const kernels::AdamHyper& h) override;  // optim.cpp
   void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const kernels::SgdHyper& h) override;

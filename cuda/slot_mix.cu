@@ -8,7 +8,9 @@
 // index order with the round-to-nearest intrinsics (no FMA contraction), as the CPU loops do.
 // Consecutive threads take consecutive experts (and slots), the innermost axis of every tensor,
 // so the reads of w, u, v and the writes are coalesced; the sums are short (m, p and f are
-// small where Soft MoE runs in token order), so no shared-memory reduction is needed.
+// small where Soft MoE runs in token order), so no shared-memory reduction is needed. The
+// slot-order trio (dispatch, combine: consecutive threads on consecutive features c; dot: one
+// thread per (b, i, s) with the CPU's eight partial sums) follows the same rules.
 #include <cstdint>
 
 #include "cuda/context.h"
@@ -64,7 +66,77 @@ __global__ void dot_kernel(const T* u, const T* v, std::int64_t B, std::int64_t 
   }
 }
 
+// ---- slot order, expert-major slots: w [B, m, S], x [B, m, d], y [S, B, d]
+
+// t = (s * B + b) * d + c
+template <class T>
+__global__ void dispatch_kernel(const T* w, const T* x, std::int64_t B, std::int64_t m, std::int64_t S, std::int64_t d,
+                                T* out) {
+  const std::int64_t total = S * B * d;
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t c = t % d, b = (t / d) % B, s = t / d / B;
+    T acc = T(0);
+    for (std::int64_t i = 0; i < m; ++i) acc = add(acc, mul(w[(b * m + i) * S + s], x[(b * m + i) * d + c]));
+    out[t] = acc;
+  }
+}
+
+// t = (b * m + i) * d + c
+template <class T>
+__global__ void combine_kernel(const T* w, const T* y, std::int64_t B, std::int64_t m, std::int64_t S, std::int64_t d,
+                               T* out) {
+  const std::int64_t total = B * m * d;
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t c = t % d, bi = t / d, b = bi / m;
+    T acc = T(0);
+    for (std::int64_t s = 0; s < S; ++s) acc = add(acc, mul(w[bi * S + s], y[(s * B + b) * d + c]));
+    out[t] = acc;
+  }
+}
+
+// t = (b * m + i) * S + s; eight partial sums over c mod 8, combined as the CPU does.
+template <class T>
+__global__ void slot_dot_kernel(const T* x, const T* y, std::int64_t B, std::int64_t m, std::int64_t S, std::int64_t d,
+                                T* out) {
+  const std::int64_t total = B * m * S;
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t s = t % S, bi = t / S, b = bi / m;
+    const T* a = x + bi * d;
+    const T* r = y + (s * B + b) * d;
+    T lane[8] = {T(0), T(0), T(0), T(0), T(0), T(0), T(0), T(0)};
+    for (std::int64_t c = 0; c < d; ++c) lane[c % 8] = add(lane[c % 8], mul(a[c], r[c]));
+    out[t] = add(add(add(lane[0], lane[1]), add(lane[2], lane[3])), add(add(lane[4], lane[5]), add(lane[6], lane[7])));
+  }
+}
+
 }  // namespace
+
+void CudaBackend::slot_dispatch(const Tensor& w, const Tensor& x, Tensor& out) {
+  dispatch_float(w.dtype(), [&]<class T>() {
+    dispatch_kernel<T><<<cuda::blocks_for(out.numel()), cuda::kThreads, 0, cuda::stream()>>>(
+        w.data<T>(), x.data<T>(), w.size(0), w.size(1), w.size(2), x.size(2), out.data<T>());
+    MOELAB_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void CudaBackend::slot_combine(const Tensor& w, const Tensor& y, Tensor& out) {
+  dispatch_float(w.dtype(), [&]<class T>() {
+    combine_kernel<T><<<cuda::blocks_for(out.numel()), cuda::kThreads, 0, cuda::stream()>>>(
+        w.data<T>(), y.data<T>(), w.size(0), w.size(1), w.size(2), y.size(2), out.data<T>());
+    MOELAB_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void CudaBackend::slot_dot(const Tensor& x, const Tensor& y, Tensor& out) {
+  dispatch_float(x.dtype(), [&]<class T>() {
+    slot_dot_kernel<T><<<cuda::blocks_for(out.numel()), cuda::kThreads, 0, cuda::stream()>>>(
+        x.data<T>(), y.data<T>(), x.size(0), x.size(1), y.size(0), x.size(2), out.data<T>());
+    MOELAB_CUDA_CHECK_LAUNCH();
+  });
+}
 
 void CudaBackend::slot_mix_reduce(const Tensor& w, const Tensor& u, Tensor& out) {
   dispatch_float(w.dtype(), [&]<class T>() {

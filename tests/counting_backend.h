@@ -160,6 +160,9 @@ class CountingBackend : public Backend {
   void slot_mix_reduce(const Tensor& w, const Tensor& u, Tensor& out) override { inner_.slot_mix_reduce(w, u, out); }
   void slot_mix_expand(const Tensor& w, const Tensor& v, Tensor& out) override { inner_.slot_mix_expand(w, v, out); }
   void slot_mix_dot(const Tensor& u, const Tensor& v, Tensor& out) override { inner_.slot_mix_dot(u, v, out); }
+  void slot_dispatch(const Tensor& w, const Tensor& x, Tensor& out) override { inner_.slot_dispatch(w, x, out); }
+  void slot_combine(const Tensor& w, const Tensor& y, Tensor& out) override { inner_.slot_combine(w, y, out); }
+  void slot_dot(const Tensor& x, const Tensor& y, Tensor& out) override { inner_.slot_dot(x, y, out); }
   void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                    const kernels::AdamHyper& h) override {
     inner_.adam_update(param, grad, exp_avg, exp_avg_sq, h);

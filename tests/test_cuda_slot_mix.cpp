@@ -1,5 +1,6 @@
-// tests/test_cuda_slot_mix.cpp — Soft MoE's token-order mixing kernels (core/kernels/slot_mix.cpp)
-// on the GPU against the CPU. Skipped (exit 77) without a GPU; tests/cuda_parity.h holds the
+// tests/test_cuda_slot_mix.cpp — Soft MoE's mixing kernels (core/kernels/slot_mix.cpp: token
+// order's slot_mix_*, slot order's slot_dispatch / slot_combine / slot_dot) on the GPU against
+// the CPU. Skipped (exit 77) without a GPU; tests/cuda_parity.h holds the
 // comparison rules. Both devices add the same terms in the same order without FMA contraction
 // (cuda/slot_mix.cu), so float32 agrees to the elementwise tolerance; the shapes cover p = 1
 // (the CPU's own branch) and p = 3, an expert count that is no multiple of a warp, and a batch
@@ -27,5 +28,20 @@ TEST_CASE("cuda parity: slot_mix reduce, expand and dot (p = 1 and p = 3)") {
     check_parity_both([](const Tensors& in) {
       return Tensors{k::slot_mix_reduce(in[0], in[1]), k::slot_mix_expand(in[0], in[2]), k::slot_mix_dot(in[1], in[2])};
     }, {w, u, v}, kTol32);
+  }
+}
+
+TEST_CASE("cuda parity: slot_dispatch, slot_combine and slot_dot (expert-major slots)") {
+  Generator gen(62);
+  struct Sizes {
+    std::int64_t B, m, S, d;
+  };
+  for (const Sizes& s : {Sizes{3, 4, 10, 19}, Sizes{256, 4, 16, 196}, Sizes{2, 1, 3, 5}}) {
+    INFO("B ", s.B, " m ", s.m, " S ", s.S, " d ", s.d);
+    const Tensor w = randu({s.B, s.m, s.S}, 0.0, 1.0, gen);
+    const Tensor x = randn({s.B, s.m, s.d}, gen), y = randn({s.S, s.B, s.d}, gen);
+    check_parity_both([](const Tensors& in) {
+      return Tensors{k::slot_dispatch(in[0], in[1]), k::slot_combine(in[0], in[2]), k::slot_dot(in[1], in[2])};
+    }, {w, x, y}, kTol32);
   }
 }

@@ -279,6 +279,11 @@ Table build_table() {
   t["slot_mix_expand"].push_back({"w [2, 3, 2, 3], v [2, 4, 2, 3] (p = 3)",
                                   {randn({2, 3, 2, 3}, gen), randn({2, 4, 2, 3}, gen)},
                                   [](const V& v) { return slot_mix_expand(v[0], v[1]); }});
+  // slot order: w [B, m, S] with x [B, m, d] or y [S, B, d]; d = 11 exercises dot's 8 lanes and tail
+  t["slot_dispatch"].push_back({"w [2, 3, 4], x [2, 3, 11]", {randn({2, 3, 4}, gen), randn({2, 3, 11}, gen)},
+                                [](const V& v) { return slot_dispatch(v[0], v[1]); }});
+  t["slot_combine"].push_back({"w [2, 3, 4], y [4, 2, 11]", {randn({2, 3, 4}, gen), randn({4, 2, 11}, gen)},
+                               [](const V& v) { return slot_combine(v[0], v[1]); }});
   return t;
 }
 

@@ -1,8 +1,10 @@
-// tests/test_slot_mix.cpp — the token-order mixing kernels of Soft MoE (core/kernels/slot_mix.cpp).
+// tests/test_slot_mix.cpp — Soft MoE's mixing kernels (core/kernels/slot_mix.cpp): token order's
+// slot_mix_{reduce, expand, dot} and slot order's slot_{dispatch, combine, dot}.
 //
 //   - reduce, expand and dot equal plain double loops over their formulas, float64 to 1e-12 and
 //     float32 to 1e-5, for p = 1 (its own CPU branch) and p = 3, with n = 37 experts (not a
-//     multiple of any vector width)
+//     multiple of any vector width); dispatch, combine and slot_dot likewise, with d = 19 (two
+//     full blocks of dot's eight lanes and a tail)
 //   - they are adjoint as documented: <reduce(w, u), g> = <u, expand(w, g)> = <w, dot(u, g)>
 //   - an empty summed axis gives zeros; an empty output an empty tensor
 //   - the result does not depend on the thread count (bitwise, on a tensor above the parallel
@@ -120,6 +122,35 @@ TEST_CASE("slot_mix: reduce, expand and dot equal their formulas (p = 1 and p = 
     }
 }
 
+TEST_CASE("slot_dispatch, slot_combine, slot_dot equal their formulas (float64 and float32)") {
+  for (DType dtype : {DType::Float64, DType::Float32}) {
+    INFO("dtype ", dtype);
+    const std::int64_t B = 3, m = 4, S = 10, d = 19;
+    Generator gen(12);
+    const Tensor w = uniform({B, m, S}, 0.0, 1.0, gen, dtype), x = normal({B, m, d}, 0.0, 1.0, gen, dtype);
+    const Tensor y = normal({S, B, d}, 0.0, 1.0, gen, dtype);
+    const std::vector<double> wv = values(w), xv = values(x), yv = values(y);
+    std::vector<double> dispatch(sz(S * B * d), 0.0), combine(sz(B * m * d), 0.0), dot(sz(B * m * S), 0.0);
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t s = 0; s < S; ++s)
+          for (std::int64_t c = 0; c < d; ++c) {
+            const double wt = wv[sz((b * m + i) * S + s)], xt = xv[sz((b * m + i) * d + c)], yt = yv[sz((s * B + b) * d + c)];
+            dispatch[sz((s * B + b) * d + c)] += wt * xt;
+            combine[sz((b * m + i) * d + c)] += wt * yt;
+            dot[sz((b * m + i) * S + s)] += xt * yt;
+          }
+    const double tol = dtype == DType::Float64 ? 1e-12 : 1e-5;
+    const Tensor got_dispatch = k::slot_dispatch(w, x), got_combine = k::slot_combine(w, y), got_dot = k::slot_dot(x, y);
+    CHECK(got_dispatch.shape() == Shape{S, B, d});
+    CHECK(got_combine.shape() == Shape{B, m, d});
+    CHECK(got_dot.shape() == Shape{B, m, S});
+    check_close(got_dispatch, dispatch, tol);
+    check_close(got_combine, combine, tol);
+    check_close(got_dot, dot, tol);
+  }
+}
+
 TEST_CASE("slot_mix: the three kernels are each other's adjoints") {
   Generator gen(3);
   const std::int64_t B = 2, m = 3, n = 5, p = 2, f = 4;
@@ -130,6 +161,12 @@ TEST_CASE("slot_mix: the three kernels are each other's adjoints") {
   const double a = inner(k::slot_mix_reduce(w, u), g);
   CHECK(a == doctest::Approx(inner(u, k::slot_mix_expand(w, g))).epsilon(1e-12));
   CHECK(a == doctest::Approx(inner(w, k::slot_mix_dot(u, g))).epsilon(1e-12));
+  // <dispatch(w, x), g2> = <x, combine(w, g2)> = <w, slot_dot(x, g2)>
+  const Tensor w3 = normal({B, m, 7}, 0.0, 1.0, gen, DType::Float64), x = normal({B, m, 9}, 0.0, 1.0, gen, DType::Float64);
+  const Tensor g2 = normal({7, B, 9}, 0.0, 1.0, gen, DType::Float64);
+  const double a2 = inner(k::slot_dispatch(w3, x), g2);
+  CHECK(a2 == doctest::Approx(inner(x, k::slot_combine(w3, g2))).epsilon(1e-12));
+  CHECK(a2 == doctest::Approx(inner(w3, k::slot_dot(x, g2))).epsilon(1e-12));
 }
 
 TEST_CASE("slot_mix: empty sums give zeros, empty outputs empty tensors") {
@@ -163,6 +200,16 @@ TEST_CASE("slot_mix: one thread and two give the same bits") {
   CHECK(values(k::slot_mix_reduce(w, u)) == r1);
   CHECK(values(k::slot_mix_expand(w, v)) == e1);
   CHECK(values(k::slot_mix_dot(u, v)) == d1);
+  // Slot order at the MNIST model's n = 8: [8, 64, 196] slot rows.
+  const Tensor w3 = uniform({B, m, 8}, 0.0, 1.0, gen), x = normal({B, m, 196}, 0.0, 1.0, gen);
+  const Tensor y = normal({8, B, 196}, 0.0, 1.0, gen);
+  set_num_threads(1);
+  const std::vector<double> s1 = values(k::slot_dispatch(w3, x)), c1 = values(k::slot_combine(w3, y)),
+                            t1 = values(k::slot_dot(x, y));
+  set_num_threads(2);
+  CHECK(values(k::slot_dispatch(w3, x)) == s1);
+  CHECK(values(k::slot_combine(w3, y)) == c1);
+  CHECK(values(k::slot_dot(x, y)) == t1);
   set_num_threads(before);
 }
 
@@ -178,4 +225,9 @@ TEST_CASE("slot_mix: bad ranks, sizes and dtypes throw moelab::Error") {
                                {"slot_mix_dot", "[2, 6, 4, 1]"});
   check_error([&] { k::slot_mix_dot(normal({2, 3, 5}, 0.0, 1.0, gen), v); }, {"slot_mix_dot", "rank 4"});
   check_error([&] { k::slot_mix_reduce(w.to(DType::Float64), u); }, {"slot_mix_reduce", "float"});
+  const Tensor w3 = normal({2, 3, 4}, 0.0, 1.0, gen), x = normal({2, 3, 5}, 0.0, 1.0, gen);
+  check_error([&] { k::slot_dispatch(w3, normal({2, 4, 5}, 0.0, 1.0, gen)); }, {"slot_dispatch", "[2, 3, 4]", "[2, 4, 5]"});
+  check_error([&] { k::slot_combine(w3, normal({4, 3, 5}, 0.0, 1.0, gen)); }, {"slot_combine", "[4, 3, 5]"});
+  check_error([&] { k::slot_dot(x, normal({4, 2, 6}, 0.0, 1.0, gen)); }, {"slot_dot", "[4, 2, 6]"});
+  check_error([&] { k::slot_dot(x, normal({4, 2, 5, 1}, 0.0, 1.0, gen)); }, {"slot_dot", "rank 3"});
 }

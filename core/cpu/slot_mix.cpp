@@ -11,7 +11,8 @@
 // experts (a contiguous row of u, v, w and out), which the compiler vectorises; p = 1, one slot
 // per expert, has its own branch so that the slot axis disappears from the index arithmetic.
 // Examples are independent: the loops run one example b per iteration, in parallel for large
-// tensors.
+// tensors. The slot-order trio (dispatch, combine, dot; expert-major slots) follows the same
+// rules, dot with eight interleaved partial sums (below).
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
@@ -92,6 +93,73 @@ void CpuBackend::slot_mix_dot(const Tensor& u, const Tensor& v, Tensor& out) {
             for (std::int64_t e = 0; e < n; ++e)
               for (std::int64_t j = 0; j < p; ++j) oi[e * p + j] += uc[e] * vc[e * p + j];
           }
+        }
+      }
+  });
+}
+
+// ---- slot order, expert-major slots: w [B, m, S], x [B, m, d], y [S, B, d]. The innermost loops
+// run over the d features of a row (contiguous in x, y and out); one example b per iteration.
+
+void CpuBackend::slot_dispatch(const Tensor& w, const Tensor& x, Tensor& out) {
+  const std::int64_t B = w.size(0), m = w.size(1), S = w.size(2), d = x.size(2);
+  dispatch_float(w.dtype(), [&]<class T>() {
+    const T* pw = w.data<T>();
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+#pragma omp parallel for schedule(static) if (out.numel() > cpu::kParallelMinElements)
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t s = 0; s < S; ++s) {
+        T* dst = po + (s * B + b) * d;                // out[s, b]: [d]
+        for (std::int64_t c = 0; c < d; ++c) dst[c] = T(0);
+        for (std::int64_t i = 0; i < m; ++i) {
+          const T wv = pw[(b * m + i) * S + s];
+          const T* src = px + (b * m + i) * d;        // x[b, i]: [d]
+          for (std::int64_t c = 0; c < d; ++c) dst[c] += wv * src[c];
+        }
+      }
+  });
+}
+
+void CpuBackend::slot_combine(const Tensor& w, const Tensor& y, Tensor& out) {
+  const std::int64_t B = w.size(0), m = w.size(1), S = w.size(2), d = y.size(2);
+  dispatch_float(w.dtype(), [&]<class T>() {
+    const T* pw = w.data<T>();
+    const T* py = y.data<T>();
+    T* po = out.data<T>();
+#pragma omp parallel for schedule(static) if (y.numel() > cpu::kParallelMinElements)
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t i = 0; i < m; ++i) {
+        T* dst = po + (b * m + i) * d;                // out[b, i]: [d]
+        for (std::int64_t c = 0; c < d; ++c) dst[c] = T(0);
+        for (std::int64_t s = 0; s < S; ++s) {
+          const T wv = pw[(b * m + i) * S + s];
+          const T* src = py + (s * B + b) * d;        // y[s, b]: [d]
+          for (std::int64_t c = 0; c < d; ++c) dst[c] += wv * src[c];
+        }
+      }
+  });
+}
+
+void CpuBackend::slot_dot(const Tensor& x, const Tensor& y, Tensor& out) {
+  const std::int64_t B = x.size(0), m = x.size(1), d = x.size(2), S = y.size(0);
+  dispatch_float(x.dtype(), [&]<class T>() {
+    const T* px = x.data<T>();
+    const T* py = y.data<T>();
+    T* po = out.data<T>();
+#pragma omp parallel for schedule(static) if (y.numel() > cpu::kParallelMinElements)
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t i = 0; i < m; ++i) {
+        const T* a = px + (b * m + i) * d;            // x[b, i]: [d]
+        for (std::int64_t s = 0; s < S; ++s) {
+          const T* r = py + (s * B + b) * d;          // y[s, b]: [d]
+          // Eight partial sums, lane l taking c = l mod 8 (a vector register's worth at float32).
+          T lane[8] = {T(0), T(0), T(0), T(0), T(0), T(0), T(0), T(0)};
+          std::int64_t c = 0;
+          for (; c + 8 <= d; c += 8)
+            for (int l = 0; l < 8; ++l) lane[l] += a[c + l] * r[c + l];
+          for (int l = 0; c < d; ++c, ++l) lane[l] += a[c] * r[c];
+          po[(b * m + i) * S + s] = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
         }
       }
   });

@@ -24,6 +24,15 @@
 // them element for element when p = 1. The expert layers' weights are permuted to match (a few
 // hundred KB, against the [B, m, f, n] activations).
 //
+// Slot order (the layer as written, ExpertOrder::Slots) has its own trio, with the slots
+// expert-major so that the experts read their rows in place (no permute of [B, S, d]):
+//   w [B, m, S], x [B, m, d] (tokens), y [S, B, d] (slot rows, slot s = e*p + j)
+//   dispatch  out[s, b, :] = sum_i w[b, i, s] x[b, i, :]       -> [S, B, d]
+//   combine   out[b, i, :] = sum_s w[b, i, s] y[s, b, :]       -> [B, m, d]
+//   dot       out[b, i, s] = sum_c x[b, i, c] y[s, b, c]       -> [B, m, S]
+// adjoint in the same way (dispatch's dx = combine(w, g), combine's dy = dispatch(w, g), both
+// weight gradients a dot).
+//
 // Choices: float32 or float64; w, u, v rank 4 with matching B, m, n, p, f; one dtype and device.
 // A sum over an empty axis (m, p or f = 0) gives zeros; an empty result gives an empty tensor.
 #include "core/backend.h"
@@ -81,6 +90,54 @@ Tensor slot_mix_dot(const Tensor& u, const Tensor& v) {
   const bool empty_sum = u.size(2) == 0;
   Tensor out = output({u.size(0), u.size(1), u.size(3), v.size(3)}, u, empty_sum);
   if (out.numel() > 0 && !empty_sum) backend(u.device()).slot_mix_dot(u, v, out);
+  return out;
+}
+
+// ---- slot order, expert-major slots: w [B, m, S], x [B, m, d], y [S, B, d]
+
+namespace {
+
+void check_same(const Tensor& a, const char* a_name, const Tensor& b, const char* b_name, const char* op) {
+  check_floating(a, op, a_name);
+  check_floating(b, op, b_name);
+  check_same_device(a, b, op);
+  MOELAB_CHECK(a.dtype() == b.dtype(), op, a_name, " is ", a.dtype(), " but ", b_name, " is ", b.dtype());
+  MOELAB_CHECK(a.rank() == 3 && b.rank() == 3, op, a_name, " and ", b_name, " must be rank 3, got ", a.shape(),
+               " and ", b.shape());
+}
+
+}  // namespace
+
+// w: [B, m, S], x: [B, m, d] -> [S, B, d]
+Tensor slot_dispatch(const Tensor& w, const Tensor& x) {
+  check_same(w, "w", x, "x", "slot_dispatch");
+  MOELAB_CHECK(x.size(0) == w.size(0) && x.size(1) == w.size(1), "slot_dispatch",
+               "w must be [B, m, S] and x [B, m, d], got w ", w.shape(), " and x ", x.shape());
+  const bool empty_sum = w.size(1) == 0;
+  Tensor out = output({w.size(2), w.size(0), x.size(2)}, w, empty_sum);
+  if (out.numel() > 0 && !empty_sum) backend(w.device()).slot_dispatch(w, x, out);
+  return out;
+}
+
+// w: [B, m, S], y: [S, B, d] -> [B, m, d]
+Tensor slot_combine(const Tensor& w, const Tensor& y) {
+  check_same(w, "w", y, "y", "slot_combine");
+  MOELAB_CHECK(y.size(0) == w.size(2) && y.size(1) == w.size(0), "slot_combine",
+               "w must be [B, m, S] and y [S, B, d], got w ", w.shape(), " and y ", y.shape());
+  const bool empty_sum = w.size(2) == 0;
+  Tensor out = output({w.size(0), w.size(1), y.size(2)}, w, empty_sum);
+  if (out.numel() > 0 && !empty_sum) backend(w.device()).slot_combine(w, y, out);
+  return out;
+}
+
+// x: [B, m, d], y: [S, B, d] -> [B, m, S]
+Tensor slot_dot(const Tensor& x, const Tensor& y) {
+  check_same(x, "x", y, "y", "slot_dot");
+  MOELAB_CHECK(y.size(1) == x.size(0) && y.size(2) == x.size(2), "slot_dot",
+               "x must be [B, m, d] and y [S, B, d], got x ", x.shape(), " and y ", y.shape());
+  const bool empty_sum = x.size(2) == 0;
+  Tensor out = output({x.size(0), x.size(1), y.size(0)}, x, empty_sum);
+  if (out.numel() > 0 && !empty_sum) backend(x.device()).slot_dot(x, y, out);
   return out;
 }
 

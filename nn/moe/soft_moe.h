@@ -20,6 +20,10 @@
 //   Ys    [B, S, d]       slot outputs Ys[b, s] = expert_{s/p}(Xs[b, s])   (a ReLU MLP d -> h -> d)
 //   Y     [B, m, d]       output       Y = C Ys     (token i = a weighted average of the slots)
 //
+// Memory layout: Xs and Ys are stored expert-major, [S, B, d] (slot s of every example, then slot
+// s + 1), by the slot_dispatch / slot_combine ops (autograd/ops_slot_mix.h), so that expert e's
+// p*B rows are contiguous and the experts run as one batched product without a permute.
+//
 // Two summation orders for the experts (expert_order). The layer above is written in slot order:
 // form Xs, run each expert on its slots, form Ys, mix. With p = 1 for brevity (slot e is expert e,
 // h_e the hidden width f), the same function is
@@ -88,7 +92,7 @@
 // "Only the kept experts are computed": the slot rows of the kept (example, expert) pairs are
 // gathered (index_select) grouped by expert (all kept slots of expert 0 across the batch, then
 // expert 1, ...), the ExpertBank runs its two grouped GEMMs on those rows only, with offsets from
-// the kept counts, and scatter_add_rows puts each result back into a [B*S, d] tensor of zeros. A
+// the kept counts, and scatter_add_rows puts each result back into a [S*B, d] tensor of zeros. A
 // dropped expert's weights are never read for that example, and an expert dropped for every
 // example is not multiplied at all. (Xs is still computed for all slots: it is the cheap part.)
 // The full forward is the same path with every expert kept, so TopK(n) and Mask(all ones) equal
@@ -211,7 +215,7 @@ class SoftMoE : public Module {
   SoftMoERouting routing_of(const Variable& x_tokens) const;
   // The keep mask int32 [B * n] (row-major [B, n]) for a subset; combine is C.
   std::vector<std::int32_t> choose(const ExpertSubset& subset, const Variable& x, const Variable& combine) const;
-  // xs: [B, S, d] -> ys: [B, S, d], running only the kept experts' slots.
+  // xs: [S, B, d] -> ys: [S, B, d] (expert-major slots), running only the kept experts' slots.
   Variable run_experts(const Variable& xs, const std::vector<std::int32_t>& keep);
 
   SoftMoEConfig config_;
