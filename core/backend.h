@@ -3,7 +3,7 @@
 // core/kernels.h is what users call; it checks arguments, allocates outputs, then calls the
 // Backend of the inputs' device. A Backend therefore receives tensors that are already valid,
 // contiguous, on its device, with outputs already shaped: it only computes. Two implement it:
-//   core/cpu/   CpuBackend, on Eigen (always built)
+//   core/cpu/   CpuBackend, our own GEMM and loops with Eigen for vectorised maths (always built)
 //   cuda/       CudaBackend, on cuBLAS/cuRAND/CUDA kernels, or a stub when built without CUDA
 // A new device implements this class; nothing above core/ changes.
 #pragma once

@@ -1,4 +1,4 @@
-// examples/train_mlp.cpp — the smallest complete use of moelab: a ReLU MLP learns two spirals.
+// examples/train_mlp.cpp — the smallest complete use of moelab: a ReLU MLP learns three spirals.
 //
 // Data: three interleaved spirals in the plane, one class each (the classic toy problem where a
 // linear model fails and a small MLP succeeds). Model: 2 -> h -> h -> 3 with ReLU, weights drawn
@@ -7,7 +7,8 @@
 // optimizer does to a Variable's data and gradient.
 //
 // Everything the program does goes through the engine: core/ tensors and kernels, autograd/
-// variables, the backward pass. Run it with ./run.sh (or build/train_mlp --help).
+// variables, the backward pass. ./test.sh (or `cmake --build build`) builds it; run
+// build/train_mlp (build/train_mlp --help lists its options).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>

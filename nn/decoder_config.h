@@ -4,8 +4,8 @@
 //   vocab V, width d, layers L, heads H (head_dim = d / H, even for RoPE), ffn f (0 means f = d,
 //   as in the papers), rope_theta 10000, norm_eps 1e-5 (RMSNorm), max_seq (the longest position
 //   count a forward or a KV cache accepts), dtype (float32; float64 for gradcheck).
-// A FeedForwardFactory builds block i's FFN: the ReLU MLP by default (dense_feed_forward), an MoE
-// layer later, without any change to the decoder.
+// A FeedForwardFactory builds block i's FFN: the ReLU MLP by default (dense_feed_forward), or an
+// MoE layer (moe_feed_forward, nn/moe/moe_decoder.h), without any change to the decoder.
 #pragma once
 
 #include <cstdint>

@@ -3,9 +3,9 @@
 //   x: [..., d] -> [..., d]
 // A DecoderBlock (nn/decoder_block.h) holds its FFN as std::shared_ptr<FeedForward>, registered as
 // the child "ffn", so anything that maps token vectors to token vectors can take the dense MLP's
-// place without touching the block or the decoder: the ReLU MLP (nn/mlp.h) by default, a routed
-// mixture-of-experts or a Soft MoE layer later (nn/moe/). The decoder builds one per layer through
-// a FeedForwardFactory (nn/decoder.h).
+// place without touching the block or the decoder: the ReLU MLP (nn/mlp.h) by default, or a routed
+// mixture-of-experts layer (nn/moe/moe_layer.h). The decoder builds one per layer through a
+// FeedForwardFactory (nn/decoder.h). (Soft MoE, nn/moe/soft_moe.h, is a Module of its own.)
 //
 // Auxiliary losses are returned, not kept: a layer with a training objective of its own (a MoE
 // layer's load-balancing and z losses) appends it to the AuxLosses its caller passes to

@@ -1,7 +1,7 @@
 // tests/test_determinism.cpp — the same seed gives bitwise the same training run.
 //
-// DESIGN.md promises bitwise repeatability on the CPU, and the kernels go further: no result
-// depends on the thread count. This test trains a small decoder (sizes large enough that the
+// docs/ARCHITECTURE.md promises bitwise repeatability on the CPU, and the kernels go further: no
+// result depends on the thread count. This test trains a small decoder (sizes large enough that the
 // kernels take their multi-threaded paths) on 2, 1 and 3 threads, with other allocations held
 // in between so buffers land at other addresses, and requires identical losses.
 // Background: Eigen evaluates exp() etc. with scalar code up to the first aligned address of the

@@ -1,6 +1,7 @@
 // tests/test_phonebook_experiment.cpp — `moelab phonebook` end to end at toy size: the sweep
-// writes one results row per job, the derived capacity table and summary, skips books after a
-// failure, and a second run resumes instead of training again; a damaged results.csv is an error.
+// writes one result file per point, the derived results, capacity table and summary, skips books
+// after a failure, and a second run resumes instead of training again; a damaged point file is an
+// error naming it. The stop rule's walk over finished points (walk_books) on its own.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "core/parallel.h"
 #include "tasks/common/run_dir.h"
 #include "tasks/phonebook/phonebook_experiment.h"
+#include "tasks/phonebook/phonebook_report.h"
 #include "temp_dir.h"
 
 using namespace moelab;
@@ -44,9 +46,14 @@ TEST_CASE("phonebook sweep: results, report, skipping and resuming") {
   CHECK(std::filesystem::exists(dir.file("fig4a_total.dat")));
   CHECK(!read_csv(dir.file("metrics.csv")).empty());
 
-  // Started again: every job is found in results.csv, nothing is trained or appended.
+  CHECK(std::filesystem::exists(dir.file("points/moe-d16-4e-N12-seed0.json")));
+  CHECK(!std::filesystem::exists(dir.file("points/moe-d16-4e-N6000-seed0.json")));  // skipped
+
+  // Started again: every point is found, nothing is trained again.
+  const auto before = std::filesystem::last_write_time(dir.file("points/moe-d16-4e-N12-seed0.json"));
   REQUIRE(e.run(ctx) == 0);
   CHECK(read_csv(dir.file("results.csv")).size() == 4);
+  CHECK(std::filesystem::last_write_time(dir.file("points/moe-d16-4e-N12-seed0.json")) == before);
 
   // Settings that cannot work together are usage errors.
   Settings bad = e.settings();
@@ -54,19 +61,23 @@ TEST_CASE("phonebook sweep: results, report, skipping and resuming") {
   const RunContext bad_ctx{bad, dir, "test", 0, 1, Device::cpu()};
   CHECK_THROWS_AS(e.run(bad_ctx), UsageError);
 
-  // A damaged cell ("12O" for 12) is an error naming the file, line and column, never a book of 12
-  // (nor a phantom column in summary.md).
-  std::string text;
+  // A damaged point file is an error naming it, never a point taken as missing and trained again.
   {
-    std::ifstream in(dir.file("results.csv"));
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::ofstream out(dir.file("points/dense-d16-N3000-seed0.json"), std::ios::trunc);
+    out << "{\"best_exact_match\": 0.1";
   }
-  const std::size_t at = text.find(",12,");
-  REQUIRE(at != std::string::npos);
-  text.replace(at, 4, ",12O,");
-  {
-    std::ofstream out(dir.file("results.csv"), std::ios::trunc);
-    out << text;
-  }
-  CHECK_THROWS_WITH_AS(e.run(ctx), doctest::Contains("column 'book_size': '12O' is not an integer"), std::runtime_error);
+  CHECK_THROWS_WITH_AS(e.run(ctx), doctest::Contains("dense-d16-N3000-seed0.json"), std::runtime_error);
+}
+
+TEST_CASE("phonebook stop rule: the walk over finished points") {
+  using S = BookState;
+  const double t = 0.9;
+  // Fail at the second size: the rest is skipped (stop after 1 failure).
+  CHECK(walk_books({1.0, 0.5, 0.95, std::nullopt}, t, 1) == std::vector<S>{S::Counted, S::Counted, S::Skipped, S::Skipped});
+  // Two failures in a row needed: a pass in between resets the count.
+  CHECK(walk_books({0.5, 0.95, 0.5, 0.5, 1.0}, t, 2) ==
+        std::vector<S>{S::Counted, S::Counted, S::Counted, S::Counted, S::Skipped});
+  // A missing point stops the walk: what follows is unknown until it is done.
+  CHECK(walk_books({1.0, std::nullopt, 0.1, 0.1}, t, 1) == std::vector<S>{S::Counted, S::Missing, S::Unknown, S::Unknown});
+  CHECK(walk_books({}, t, 1).empty());
 }

@@ -7,10 +7,14 @@
 // simulate_full_disk_after(n) (tasks/common/checked_file.h: writes fail once n more bytes are
 // written, as on a disk that fills up half-way through a row).
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string>
+#include <vector>
 
 #include "tasks/common/checked_file.h"
 #include "tasks/common/plot.h"
@@ -68,12 +72,14 @@ TEST_CASE("full disk: write_text and write_json fail loudly and keep the old fil
   testing::TempDir tmp;
   const RunDir dir(tmp.path() / "run");
   dir.write_text("summary.md", "old summary\n");
-  // The file is written as summary.md.partial, then renamed: make that name /dev/full.
-  std::filesystem::create_symlink("/dev/full", dir.file("summary.md.partial"));
+  // The file is written as summary.md.partial.<pid>, then renamed: make that name /dev/full.
+  const std::string partial = "summary.md.partial." + std::to_string(::getpid());
+  const std::string message = partial + "': No space left on device";
+  std::filesystem::create_symlink("/dev/full", dir.file(partial));
   CHECK_THROWS_WITH_AS(dir.write_text("summary.md", std::string(100000, 'x')),
-                       doctest::Contains("summary.md.partial': No space left on device"), std::runtime_error);
+                       doctest::Contains(message.c_str()), std::runtime_error);
   CHECK(slurp(dir.file("summary.md")) == "old summary\n");              // not cut, not emptied
-  CHECK_FALSE(std::filesystem::exists(std::filesystem::symlink_status(dir.file("summary.md.partial"))));  // no stale .partial
+  CHECK_FALSE(std::filesystem::exists(std::filesystem::symlink_status(dir.file(partial))));  // no stale .partial
   dir.write_text("summary.md", "new summary\n");
   CHECK(slurp(dir.file("summary.md")) == "new summary\n");
 
@@ -85,7 +91,9 @@ TEST_CASE("full disk: write_text and write_json fail loudly and keep the old fil
                          doctest::Contains("No space left on device"), std::runtime_error);
   }
   CHECK_FALSE(std::filesystem::exists(dir.file("config.json")));
-  CHECK_FALSE(std::filesystem::exists(dir.file("config.json.partial")));
+  int entries = 0;  // summary.md only: no stale .partial
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path())) ++entries;
+  CHECK(entries == 1);
 }
 
 TEST_CASE("full disk: plots fail loudly, also when gnuplot cuts the PNG and still exits with 0") {
@@ -154,4 +162,37 @@ TEST_CASE("drop_csv_rows keeps the chosen rows, drops rows cut short, and leaves
   CHECK(slurp(path) == "job,step,loss\na,1,0.5\na,2,0.4\n");
   CHECK(drop_csv_rows(path, [](const CsvRow&) { return true; }) == 0);
   CHECK(slurp(path) == "job,step,loss\na,1,0.5\na,2,0.4\n");
+}
+
+TEST_CASE("write_file_atomic: processes writing the same file at once each land a whole file, none fails") {
+  // As jobs of one grid started together write the run folder's config.json: with one shared
+  // temporary name, one process renamed the other's file away and that one failed.
+  testing::TempDir dir;
+  const std::filesystem::path path = dir.path() / "config.json";
+  constexpr int kProcesses = 8, kRounds = 200;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int status = 0;
+      try {
+        for (int r = 0; r < kRounds; ++r) write_file_atomic(path, std::string(1000 + p, static_cast<char>('a' + p)));
+      } catch (...) {
+        status = 1;
+      }
+      ::_exit(status);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = -1;
+    ::waitpid(pid, &status, 0);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  }
+  const std::string text = slurp(path);
+  REQUIRE(text.size() >= 1000);
+  const int writer = static_cast<int>(text.size()) - 1000;
+  CHECK(text == std::string(1000 + writer, static_cast<char>('a' + writer)));
+  CHECK(dir.entries() == std::vector<std::string>{"config.json"});  // no temporary left behind
 }

@@ -1,9 +1,10 @@
 // tests/test_soft_moe_scale.cpp — what each Soft MoE layer does to a rescaled input.
 //
 // With normalize on and bias-free ReLU experts (positively homogeneous: f(c z) = c f(z), c > 0):
-//   - the implicit-bias paper's layer (slot_inputs = Normalized, the default) mixes X_hat into the
-//     slots; X_hat, D and C do not change when X is scaled, so ||f(10 X)|| / ||f(X)|| = 1, and the
-//     outputs themselves are equal (to the 1e-6 in X / (||X|| + 1e-6));
+//   - the implicit-bias paper's (docs/REFERENCES.md) layer (slot_inputs = Normalized, the
+//     default) mixes X_hat into the slots; X_hat, D and C do not change when X is scaled, so
+//     ||f(10 X)|| / ||f(X)|| = 1, and the outputs themselves are equal (to the 1e-6 in
+//     X / (||X|| + 1e-6));
 //   - the original Soft MoE's layer (slot_inputs = Raw) mixes X, so D and C are unchanged but the
 //     slot inputs scale: f(10 X) = 10 f(X) (up to the same 1e-6, through D and C).
 // This is the check that tells the two layers apart from outside (the issue that added

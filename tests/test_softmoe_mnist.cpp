@@ -3,7 +3,7 @@
 // Algorithm 1 experts (the k largest column sums of C), the per-expert logits add up to the
 // network's logits for any subset, the exhaustive search finds a subset at least as good as
 // Algorithm 1's (and solves every image some subset solves), and `moelab softmoe-mnist` end to
-// end at toy size on IDX files the test writes (reruns train nothing; mode=evaluate works; an
+// end at toy size on IDX files the test writes (reruns train nothing; mode=report evaluates again; an
 // interrupted network is retrained with one curve).
 // Nothing here reads data/mnist: the effect on real digits is in test_softmoe_mnist_effect.cpp.
 #include <doctest/doctest.h>
@@ -192,7 +192,7 @@ TEST_CASE("best_subset_accuracy on hand-made parts: a subset counts only when it
   CHECK_THROWS_AS(masked_accuracy(parts, {0b1}), Error);
 }
 
-TEST_CASE("moelab softmoe-mnist end to end at toy size: files, no retraining, mode=evaluate") {
+TEST_CASE("moelab softmoe-mnist end to end at toy size: files, no retraining, mode=report") {
   set_num_threads(1);
   testing::TempDir tmp;
   // A toy dataset on disk in the standard layout.
@@ -251,12 +251,17 @@ TEST_CASE("moelab softmoe-mnist end to end at toy size: files, no retraining, mo
   REQUIRE(e.run(RunContext{s, dir, "toy", 0, 1, Device::cpu()}) == 0);
   CHECK(read_csv(dir.file("models.csv")).size() == 2);
   CHECK(std::filesystem::last_write_time(dir.file("checkpoints/n4-seed0.safetensors")) == stamp);
-  // mode=evaluate with a network that was never trained is an error naming it.
-  CHECK_THROWS_AS(e.run(RunContext{settings({"mode=evaluate", "seeds=0,1"}), dir, "toy", 0, 1, Device::cpu()}), Error);
-  REQUIRE(e.run(RunContext{settings({"mode=evaluate"}), dir, "toy", 0, 1, Device::cpu()}) == 0);
+  // mode=report evaluates the trained networks only (seed 1's are not trained: left out, not
+  // trained), and with no trained network at all it is an error.
+  REQUIRE(e.run(RunContext{settings({"mode=report", "seeds=0,1"}), dir, "toy", 0, 1, Device::cpu()}) == 0);
+  CHECK(read_csv(dir.file("models.csv")).size() == 2);
+  CHECK(!std::filesystem::exists(dir.file("checkpoints/n4-seed1.safetensors")));
+  const RunDir fresh(tmp.path() / "fresh");
+  CHECK_THROWS_AS(e.run(RunContext{settings({"mode=report"}), fresh, "toy", 0, 1, Device::cpu()}), Error);
+  REQUIRE(e.run(RunContext{settings({"mode=report"}), dir, "toy", 0, 1, Device::cpu()}) == 0);
 
-  // A network whose training was interrupted (here: its checkpoint is gone, its curve and row are
-  // there) is trained again, and its earlier curve and row go: one curve and one row per network.
+  // A network whose checkpoint is gone is trained again, and the derived models.csv and train.csv
+  // are written whole from the points: one curve and one row per network, whatever was in them.
   std::filesystem::remove(dir.file("checkpoints/n4-seed0.safetensors"));
   {
     CsvFile curves(dir.file("train.csv"), {"experts", "seed", "step", "epoch", "train_loss", "test_accuracy"});

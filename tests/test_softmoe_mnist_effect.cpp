@@ -1,7 +1,7 @@
-// tests/test_softmoe_mnist_effect.cpp — the implicit-bias paper's Table 1 effect at toy size:
-// after training, a Soft MoE classifier's experts are specialised, i.e. for most test images SOME
-// subset of k = n/4 experts classifies the image correctly (found by exhaustive search using the
-// label), far more often than a random subset of the same size does.
+// tests/test_softmoe_mnist_effect.cpp — the implicit-bias paper's (docs/REFERENCES.md) Table 1
+// effect at toy size: after training, a Soft MoE classifier's experts are specialised, i.e. for
+// most test images SOME subset of k = n/4 experts classifies the image correctly (found by
+// exhaustive search using the label), far more often than a random subset of the same size does.
 //
 // Data: Fashion-MNIST from Debian's dataset-fashion-mnist (scripts/setup.sh installs it; the MNIST
 // digits of data/mnist are not in a fresh clone), or from the folder MOELAB_FASHION_MNIST names.

@@ -1,12 +1,12 @@
-// tests/test_teacher_student.cpp — the granularity paper's teacher-student regression
-// (tasks/teacher_student/): the teacher is a deterministic function of its seed; a student with the
-// teacher's architecture and weights has zero loss; the grid, names and normalised loss are what
-// the experiment reports; and, at toy size, a student whose granularity matches the teacher's
-// (16e8a, teacher 16e8a) reaches a clearly lower normalised loss than a coarse student of equal
-// active size (4e2a) — the paper's Figure 2 effect.
+// tests/test_teacher_student.cpp — the granularity paper's (docs/REFERENCES.md) teacher-student
+// regression (tasks/teacher_student/): the teacher is a deterministic function of its seed; a
+// student with the teacher's architecture and weights has zero loss; the grid, names and
+// normalised loss are what the experiment reports; and, at toy size, a student whose granularity
+// matches the teacher's (16e8a, teacher 16e8a) reaches a clearly lower normalised loss than a
+// coarse student of equal active size (4e2a) — the paper's Figure 2 effect.
 //
 // Why not a k' = 1 student: with top-1 routing the softmax over the one selected logit is always 1,
-// so its router gets no gradient at all (EXPERIMENTS.md); the paper's grids start at k = 2.
+// so its router gets no gradient at all (docs/EXPERIMENTS.md); the paper's grids start at k = 2.
 //
 // The toy setting (d = 16, kw = 32, k'w' = 40, 40 epochs of 2^14 fresh samples, batch 256,
 // AdamW lr 1e-2, cosine decay per epoch; about 9 s single-threaded) gave, for seeds 0 / 1 / 2,
@@ -22,6 +22,7 @@
 #include "autograd/no_grad.h"
 #include "core/factories.h"
 #include "core/parallel.h"
+#include "tasks/common/job_grid.h"
 #include "tasks/common/run_dir.h"
 #include "tasks/teacher_student/teacher_student_experiment.h"
 #include "temp_dir.h"
@@ -110,15 +111,18 @@ TEST_CASE("teacher-student: the grid and its point names") {
   s.add_int("student_active", 40, "");
   s.add_text("student_gates", "topk-softmax", "");
   s.add_flag("student_router_bias", true, "");
+  s.add_int_list("seeds", {0, 3}, "");
   const std::vector<GridPoint> g = grid(s);
-  REQUIRE(g.size() == 8);
-  CHECK(g[0].name() == "t4e2a-s4e2a");
-  CHECK(g[1].name() == "t4e2a-s16e2a");
-  CHECK(g[7].name() == "t16e8a-s32e4a");
+  REQUIRE(g.size() == 16);  // 2 teachers x 4 students x 2 seeds, seeds innermost
+  CHECK(g[0].name() == "t4e2a-s4e2a-seed0");
+  CHECK(g[1].name() == "t4e2a-s4e2a-seed3");
+  CHECK(g[2].name() == "t4e2a-s16e2a-seed0");
+  CHECK(g[15].name() == "t16e8a-s32e4a-seed3");
+  CHECK(g[15].cell() == "t16e8a-s32e4a");
   CHECK(!g[0].teacher.router_bias);  // the teacher's router never has a bias
   CHECK(g[0].student.router_bias);
-  CHECK(g[7].student.width == 10);
-  CHECK(point_file(g[7]) == "points/t16e8a-s32e4a.json");
+  CHECK(g[15].student.width == 10);
+  CHECK(point_file(g[15].name()) == "points/t16e8a-s32e4a-seed3.json");
 }
 
 TEST_CASE("teacher-student: a granularity-matched student fits the teacher clearly better than a coarse one") {
@@ -179,7 +183,7 @@ TEST_CASE("teacher-student command: mode=point writes one point, mode=report gat
     return s;
   };
   // An unknown point is a usage error, before any work.
-  CHECK_THROWS_AS(e.validate(settings({"mode=point", "point=t4e2a-s99e9a"})), UsageError);
+  CHECK_THROWS_AS(e.validate(settings({"mode=point", "point=t4e2a-s99e9a-seed0"})), UsageError);
   CHECK_THROWS_AS(e.validate(settings({"mode=point"})), UsageError);
   // Fewer active neurons than active experts is rejected, not rounded up to width 1.
   CHECK_THROWS_WITH_AS(e.validate(settings({"student_active=3"})),
@@ -189,18 +193,18 @@ TEST_CASE("teacher-student command: mode=point writes one point, mode=report gat
   CHECK_NOTHROW(e.validate(settings({"student_active=4"})));
   CHECK_THROWS_AS(teacher_student::spec_for(4, 2, 3, 8), std::invalid_argument);
 
-  const Settings one = settings({"mode=point", "point=t4e2a-s8e4a"});
+  const Settings one = settings({"mode=point", "point=t4e2a-s8e4a-seed0"});
   REQUIRE(e.run(RunContext{one, dir, "test", 0, 1, Device::cpu()}) == 0);
-  CHECK(std::filesystem::exists(dir.file("points/t4e2a-s8e4a.json")));
-  CHECK(std::filesystem::exists(dir.file("points/t4e2a-s8e4a.csv")));
-  CHECK(!std::filesystem::exists(dir.file("points/t4e2a-s4e2a.json")));
-  std::ifstream in(dir.file("points/t4e2a-s8e4a.json"));
+  CHECK(std::filesystem::exists(dir.file("points/t4e2a-s8e4a-seed0.json")));
+  CHECK(std::filesystem::exists(dir.file("points/t4e2a-s8e4a-seed0.csv")));
+  CHECK(!std::filesystem::exists(dir.file("points/t4e2a-s4e2a-seed0.json")));
+  std::ifstream in(dir.file("points/t4e2a-s8e4a-seed0.json"));
   const nlohmann::json j = nlohmann::json::parse(in);
   CHECK(j.at("runs").size() == 1);
   const double loss = j.at("normalised_loss").get<double>();
   CHECK(loss > 0);
   CHECK(std::isfinite(loss));
-  REQUIRE(read_csv(dir.file("points/t4e2a-s8e4a.csv")).size() == 2);  // one row per epoch
+  REQUIRE(read_csv(dir.file("points/t4e2a-s8e4a-seed0.csv")).size() == 2);  // one row per epoch
 
   const Settings report = settings({"mode=report"});
   REQUIRE(e.run(RunContext{report, dir, "test", 0, 1, Device::cpu()}) == 0);
@@ -212,6 +216,6 @@ TEST_CASE("teacher-student command: mode=point writes one point, mode=report gat
   const auto rows = read_csv(dir.file("results.csv"));
   REQUIRE(rows.size() == 2);
   // The finished point was kept, not trained again.
-  std::ifstream again(dir.file("points/t4e2a-s8e4a.json"));
+  std::ifstream again(dir.file("points/t4e2a-s8e4a-seed0.json"));
   CHECK(nlohmann::json::parse(again).at("normalised_loss").get<double>() == loss);
 }

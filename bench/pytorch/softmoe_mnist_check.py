@@ -10,8 +10,9 @@ l2-normalised with a learnable scale, bias-free ReLU experts 196 -> 784 // n -> 
 Algorithm 1 keeps, per image, the k experts with the largest column sums of C (C not
 renormalised); random subsets are drawn per image.
 
-The Soft MoE layer is the implicit-bias paper's: its released code (normalize_moe_input=True)
-l2-normalises the tokens before the layer, so the slots mix the NORMALISED tokens,
+The Soft MoE layer is the implicit-bias paper's (docs/REFERENCES.md): its released code
+(normalize_moe_input=True) l2-normalises the tokens before the layer, so the slots mix the
+NORMALISED tokens,
 xs = D^T X_hat, and the layer is scale-invariant. An earlier version of this script mixed the raw
 tokens (xs = D^T X, the original Soft MoE's layer), the same choice moelab made then, so it could
 not catch it; --slot-inputs raw still runs that layer, for comparison with moelab's

@@ -1,8 +1,11 @@
-// core/cpu/cpu_backend.h — the host implementation of Backend (core/backend.h) on Eigen.
+// core/cpu/cpu_backend.h — the host implementation of Backend (core/backend.h): our own GEMM and
+// loops, with Eigen for vectorised maths (docs/ARCHITECTURE.md has the table of which is which).
 //
 // One class, its methods defined one concept per file in core/cpu/: memory.cpp, copy.cpp,
-// random_fill.cpp, matmul.cpp, elementwise.cpp, reduce.cpp, softmax.cpp, cross_entropy.cpp,
-// index.cpp, sort.cpp, shape_ops.cpp, mask.cpp, norm.cpp, slot_mix.cpp. cuda/ mirrors these files one for one.
+// random_fill.cpp, matmul.cpp, grouped_matmul.cpp, routing.cpp, elementwise.cpp, reduce.cpp,
+// softmax.cpp, cross_entropy.cpp, index.cpp, sort.cpp, shape_ops.cpp, mask.cpp, norm.cpp, rope.cpp,
+// slot_mix.cpp, optim.cpp; cuda/ mirrors these files one for one. The products go through gemm.h
+// (gemm_f32.cpp and its per-instruction-set micro-kernels for float32).
 // Inputs are already checked and contiguous (core/kernels/ does that); methods only compute.
 #pragma once
 

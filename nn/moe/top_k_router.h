@@ -6,13 +6,15 @@
 //   S_t    = the k experts with the largest logits          [T, k] (ties: the lower expert id first)
 //
 // Gate modes (option "gates"):
-//   "softmax-topk-renorm" (default)  g_tj = p_t,S_tj / sum_i p_t,S_ti          Mixtral (Jiang et al. 2024)
-//   "softmax-topk"                   g_tj = p_t,S_tj (no renormalisation)      Switch, GShard, V-MoE
+//   "softmax-topk-renorm" (default)  g_tj = p_t,S_tj / sum_i p_t,S_ti          Mixtral (Jiang et al. 2024);
+//                                                                             GShard's top-2 (Algorithm 1)
+//   "softmax-topk"                   g_tj = p_t,S_tj (no renormalisation)      Switch (k = 1), V-MoE
 //   "topk-softmax"                   g_t  = softmax(logits_t,S_t)              the granularity paper's code
 //   "equal"                          g_tj = 1 / k (constant)                   the granularity paper's theory;
 //                                    the router then gets no gradient through the gates (a warning says so)
 // The renormalised mode and topk-softmax give the same gates (softmax is shift-invariant); they
-// are kept apart because the papers name them apart.
+// are kept apart because the papers name them apart. (The granularity paper is Boix-Adsera and
+// Rigollet, "The power of fine-grained experts", 2025; every paper named here: docs/REFERENCES.md.)
 //
 // Options (RouterConfig::options; unknown keys and bad values are errors):
 //   gates            see above

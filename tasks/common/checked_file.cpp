@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace moelab {
@@ -45,7 +46,10 @@ void write_all(int fd, const char* data, std::size_t bytes, const std::filesyste
 void simulate_full_disk_after(std::int64_t bytes) { simulated_room = bytes < 0 ? -1 : bytes; }
 
 void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path temp = path.string() + ".partial";
+  // One temporary name per process: jobs of one grid started together (mode=point under GNU
+  // parallel or a job array) may write the same file (config.json) at the same moment, and a shared
+  // "<path>.partial" would let one rename the other's file away. The last rename wins, whole.
+  const std::filesystem::path temp = path.string() + ".partial." + std::to_string(::getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("cannot create", temp, errno);
   try {

@@ -9,8 +9,9 @@
 //
 //   cannot write 'runs/phonebook/demo/results.csv': No space left on device
 //
-//   write_file_atomic(path, text)   the whole file or no change: writes <path>.partial, fsyncs it,
-//                                   renames it over path; on failure removes the .partial again
+//   write_file_atomic(path, text)   the whole file or no change: writes <path>.partial.<pid>, fsyncs
+//                                   it, renames it over path; on failure removes it again (several
+//                                   processes may write the same path at once: each file lands whole)
 //   AppendFile f(path);             opens for appending (creating the file)
 //   f.append(text);                 all of text, or the file is cut back to its length before
 //                                   the call and an error is thrown (no half rows left behind)

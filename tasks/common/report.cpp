@@ -41,6 +41,13 @@ double rank_correlation(const std::vector<double>& a, const std::vector<double>&
   return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : NAN;
 }
 
+double median(std::vector<double> values) {
+  if (values.empty()) return NAN;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 MeanStd mean_std(const std::vector<double>& values, StdKind kind) {
   MeanStd r;
   if (values.empty()) return {NAN, NAN};
@@ -90,7 +97,7 @@ std::vector<std::string> plot_against_parameters(const std::filesystem::path& di
                      .log_y = false,
                      .series = series_by_family(*points)};
     const PlotResult r = plot_lines(p, dir, stem + suffix);
-    notes.push_back(r.drawn ? r.png.string() : "(no PNG: " + r.message + ")");
+    notes.push_back(r.drawn ? r.png.filename().string() : "(no PNG: " + r.message + ")");
   }
   return notes;
 }

@@ -27,6 +27,9 @@ struct MeanStd {
 enum class StdKind { Sample, Population };
 MeanStd mean_std(const std::vector<double>& values, StdKind kind = StdKind::Sample);
 
+// The median: the middle value, or the mean of the two middle ones for an even count; NaN for none.
+double median(std::vector<double> values);
+
 struct FamilyPoint {
   std::string family;  // one plot line per family ("dense", "moe-d64", ...)
   double x = 0, y = 0;
@@ -36,7 +39,7 @@ std::vector<Series> series_by_family(const std::vector<FamilyPoint>& points);
 
 // The papers' figures: a quantity against total (non-embedding) parameters and against active
 // parameters, one line per family, log x; drawn as <stem>_total.png and <stem>_active.png. Returns
-// one line per plot for the summary: the PNG path, or why there is none.
+// one line per plot for the summary: the PNG's file name (in dir), or why there is none.
 std::vector<std::string> plot_against_parameters(const std::filesystem::path& dir, const std::string& stem,
                                                  const std::string& title, const std::string& ylabel,
                                                  const std::vector<FamilyPoint>& by_total,

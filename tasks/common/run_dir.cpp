@@ -26,6 +26,12 @@ std::string join(const std::vector<std::string>& cells) {
   return line;
 }
 
+}  // namespace
+
+std::string csv_line(const std::vector<std::string>& cells) { return join(cells); }
+
+namespace {
+
 // One CSV line into cells (quotes as written by quote()).
 std::vector<std::string> split_line(const std::string& line) {
   std::vector<std::string> cells(1);

@@ -89,6 +89,9 @@ std::size_t drop_csv_rows(const std::filesystem::path& path, const std::function
 std::size_t drop_unfinished_rows(const std::filesystem::path& path,
                                  const std::function<bool(const CsvRow&)>& unfinished);
 
+// One CSV line of cells (no newline), quoted as CsvFile writes them: for files derived whole.
+std::string csv_line(const std::vector<std::string>& cells);
+
 // A number as a CSV cell: integers exactly, others with 6 significant digits.
 std::string cell(double value);
 

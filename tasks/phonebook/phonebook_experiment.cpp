@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <cstdio>
-#include <set>
+#include <map>
+#include <optional>
 
 #include "tasks/common/epoch_sampler.h"
+#include "tasks/common/job_grid.h"
 #include "tasks/common/models.h"
 #include "tasks/common/train.h"
 #include "tasks/phonebook/phonebook_data.h"
@@ -41,8 +43,11 @@ Settings phonebook_settings() {
   s.add_real("threshold", 0.9, "exact-match accuracy at which a book counts as memorized", 0, 1);
   s.add_int("stop_after_failures", 1, "larger books are skipped for a model after this many failed sizes in a row", 1,
             1000);
-  // Each book depends only on the seed and its size: more sizes add jobs, they change none.
-  s.may_change_on_resume({"book_sizes"});
+  s.add_int_list("seeds", {0}, "replicates of every (model, book size): each draws its own book, test names, initial "
+                 "weights and batches (0,1,2: three; capacities are reported per seed and as their median)", 0, 1e9);
+  add_job_settings(s, "moe-d64-16e-N2000-seed0");
+  // Each point depends only on its model, seed and size: more sizes or seeds add points, they change none.
+  s.may_change_on_resume({"book_sizes", "seeds"});
   return s;
 }
 
@@ -50,31 +55,31 @@ Settings phonebook_settings() {
 std::vector<Preset> phonebook_presets() {
   return {
       {"demo",
-       "what ./run.sh runs (about 2 minutes on 2 cores): a dense d 32 model with FFN width 2d (the active "
-       "parameters of a top-2 MoE) against MoE d 32 with 4 and 8 experts, books of 400 to 800 entries",
+       "what ./run.sh runs (about 2 minutes on 2 cores; one seed, to stay fast): a dense d 32 model with FFN "
+       "width 2d (the active parameters of a top-2 MoE) against MoE d 32 with 4 and 8 experts, books of 400 to "
+       "800 entries",
        {{"dense_widths", "32"}, {"dense_ffn_factors", "2"}, {"moe_widths", "32"}, {"experts", "4,8"},
         {"book_sizes", "400,500,600,800"}, {"steps", "1000"}, {"batch", "64"}, {"lrs", "1e-2"},
         {"eval_every", "250"}, {"test_names", "300"}}},
       {"cpu",
-       "EXPERIMENTS.md's CPU setting (within an hour on 2 cores): dense d 64/96/128, MoE d 64 with 4/8/16 "
-       "experts, books of 250 to 4000 entries, 1200 steps of 128",
-       {}},
+       "docs/EXPERIMENTS.md's CPU setting: dense d 64/96/128, MoE d 64 with 4/8/16 experts, books of 250 to 4000 "
+       "entries, 1200 steps of 128, seeds 0, 1, 2 (about 80 points after the stop rule, 15-20 core-minutes)",
+       {{"seeds", "0,1,2"}}},
       {"paper",
        "the paper's Figure 4a (a GPU and days): 12 layers, dense d 256/512/1024, MoE d 256/512 with "
        "8/16/32/64 experts, books of 100k to 3M entries, learning rates 5e-5..1e-3, 2 to 15 epochs, batch 32",
        {{"layers", "12"}, {"heads", "8"}, {"dense_widths", "256,512,1024"}, {"moe_widths", "256,512"},
         {"experts", "8,16,32,64"}, {"book_sizes", "100000,500000,1000000,1500000,2000000,2500000,3000000"},
-        {"epochs", "2,5,10,15"}, {"batch", "32"}, {"lrs", "5e-5,1e-4,5e-4,1e-3"}, {"eval_every", "5000"}}},
+        {"epochs", "2,5,10,15"}, {"batch", "32"}, {"lrs", "5e-5,1e-4,5e-4,1e-3"}, {"eval_every", "5000"},
+        {"seeds", "0,1,2"}}},
   };
 }
 
-std::string job_key(const std::string& model, std::int64_t book, double lr, std::int64_t epochs) {
-  return model + "|" + std::to_string(book) + "|" + cell(lr) + "|" + std::to_string(epochs);
-}
-
 // The job's name in metrics.csv and on the progress line.
-std::string job_label(const Settings& s, const ModelSpec& spec, std::int64_t book_size, double lr, std::int64_t epochs) {
-  return spec.name() + " book " + std::to_string(book_size) + (s.reals("lrs").size() > 1 ? " lr " + cell(lr) : "") +
+std::string job_label(const Settings& s, const ModelSpec& spec, std::int64_t book_size, std::int64_t seed, double lr,
+                      std::int64_t epochs) {
+  return spec.name() + " book " + std::to_string(book_size) + " seed " + std::to_string(seed) +
+         (s.reals("lrs").size() > 1 ? " lr " + cell(lr) : "") +
          (epochs > 0 ? " " + std::to_string(epochs) + " epochs" : "");
 }
 
@@ -84,8 +89,13 @@ std::vector<ModelSpec> phonebook_models(const Settings& s) {
 }
 
 // Settings that are each fine but cannot work together (UsageError, before any work).
+std::vector<PhonebookPoint> grid_of(const Settings& s) {
+  return phonebook_grid(phonebook_models(s), s.ints("seeds"), s.ints("book_sizes"));
+}
+
 void validate_phonebook(const Settings& s) {
   check_model_grid(phonebook_models(s));
+  if (s.ints("seeds").empty()) throw UsageError("seeds: give at least one value");
   const std::vector<std::int64_t> sizes = s.ints("book_sizes");
   for (std::size_t i = 1; i < sizes.size(); ++i)
     if (sizes[i] <= sizes[i - 1])
@@ -95,97 +105,99 @@ void validate_phonebook(const Settings& s) {
                      "5-letter names), got " + std::to_string(sizes.back()));
 }
 
+// One point: the model trained once per (budget, learning rate) on its book; the best counts.
+void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, const PhonebookPoint& p) {
+  const Settings& s = ctx.settings;
+  const std::int64_t book_size = p.book_size, batch = s.integer("batch");
+  // Replicate 0 is the run's seed itself: a one-seed run draws what runs before seeds drew.
+  const std::uint64_t seed = replicate_seed(ctx.seed, p.seed);
+  // The book and the test names depend only on the seed and the size: every model sees the same.
+  Generator book_gen(seed * 1000003 + static_cast<std::uint64_t>(book_size));
+  const std::vector<phonebook::Entry> book = phonebook::make_book(book_size, book_gen);
+  const std::vector<std::int64_t> tested = phonebook::test_indices(book_size, s.integer("test_names"), book_gen);
+  CsvFile metrics = ctx.dir.csv(point_curve_file(p.name), {"job", "step", "metric", "value"});
+  nlohmann::ordered_json runs = nlohmann::ordered_json::array();
+  double best = 0;
+  ModelSize size{};
+  for (std::int64_t epochs : s.ints("epochs")) {
+    for (double lr : s.reals("lrs")) {
+      Generator init_gen(seed * 7919 + mi), data_gen(seed * 104729 + static_cast<std::uint64_t>(book_size));
+      std::unique_ptr<Decoder> model = build_decoder(spec, phonebook::kVocab, phonebook::kSequenceLength, init_gen);
+      model->to(ctx.device);  // before train_decoder builds its optimizer
+      size = model_size(*model);
+      TrainConfig tc;
+      // Which entries each step shows (tasks/common/epoch_sampler.h); an epoch budget is
+      // ceil(N / batch) steps per epoch (the last batch of each epoch short).
+      EpochSampler sampler(book_size, batch, parse_sampling(s.text("sampling")));
+      tc.steps = epochs > 0 ? sampler.steps_for_epochs(epochs) : s.integer("steps");
+      tc.lr = lr, tc.weight_decay = s.real("weight_decay"), tc.warmup_fraction = s.real("warmup_fraction");
+      tc.clip = s.real("clip"), tc.eval_every = s.integer("eval_every");
+      phonebook::RecallResult last{};
+      const TrainReport report = train_decoder(
+          *model, tc, [&](Generator& g) { return phonebook::training_batch(book, sampler.next(g)); }, data_gen,
+          [&](Decoder& m) {
+            last = phonebook::recall(m, book, tested);
+            return std::map<std::string, double>{{"exact_match", last.exact_match},
+                                                 {"digit_accuracy", last.digit_accuracy}};
+          },
+          job_label(s, spec, book_size, p.seed, lr, epochs), &metrics,
+          [](const std::map<std::string, double>& m) { return m.at("exact_match") >= 1.0; });
+      runs.push_back({{"lr", lr},
+                      {"epochs", epochs},
+                      {"steps", report.steps_done},
+                      {"exact_match", last.exact_match},
+                      {"digit_accuracy", last.digit_accuracy},
+                      {"final_loss", report.final_loss},
+                      {"seconds", report.seconds}});
+      best = std::max(best, last.exact_match);
+    }
+  }
+  nlohmann::ordered_json j;
+  j["point"] = p.name;
+  j["model"] = spec.name();
+  j["family"] = spec.family();
+  j["d"] = spec.d;
+  j["experts"] = spec.experts;
+  j["k"] = spec.moe() ? spec.k : 0;
+  j["total_params"] = size.non_embedding;
+  j["active_params"] = size.active;
+  j["book_size"] = book_size;
+  j["seed"] = p.seed;
+  j["run_seed"] = ctx.seed;
+  j["best_exact_match"] = best;
+  j["runs"] = runs;
+  write_point(ctx.dir, p.name, j);  // last: its presence marks the point done
+}
+
+// The best exact match of a finished point, nothing for one that is not done.
+std::optional<double> best_of(const RunDir& dir, const std::string& name) {
+  const std::optional<nlohmann::json> j = read_point(dir, name);
+  if (!j) return std::nullopt;
+  return j->at("best_exact_match").get<double>();
+}
+
 int run_phonebook(const RunContext& ctx) {
   const Settings& s = ctx.settings;
   validate_phonebook(s);
   const std::vector<ModelSpec> models = phonebook_models(s);
-  const std::vector<std::int64_t> sizes = s.ints("book_sizes");
-
-  const std::vector<std::string> header = {"model",     "family",  "d",          "experts",        "k",
-                                           "total_params", "active_params", "book_size", "lr", "epochs",
-                                           "steps",     "exact_match", "digit_accuracy", "final_loss", "seconds"};
-  std::set<std::string> done;
-  std::map<std::string, double> accuracy_of;  // job key -> exact match, for jobs found on disk
-  for (const auto& row : read_csv(ctx.dir.file("results.csv"))) {
-    const std::string key = job_key(row.at("model"), row.integer("book_size"), row.real("lr"),
-                                    row.integer("epochs"));
-    done.insert(key);
-    accuracy_of[key] = row.real("exact_match");
-  }
-  if (!done.empty())
-    std::printf("resuming: %zu finished jobs found in %s\n", done.size(), ctx.dir.file("results.csv").c_str());
-  // A job that did not finish runs again from the start: its metrics rows go, so it has one curve.
-  std::set<std::string> unfinished;
-  for (const ModelSpec& spec : models)
-    for (std::int64_t book_size : sizes)
-      for (std::int64_t epochs : s.ints("epochs"))
-        for (double lr : s.reals("lrs"))
-          if (!done.count(job_key(spec.name(), book_size, lr, epochs)))
-            unfinished.insert(job_label(s, spec, book_size, lr, epochs));
-  drop_unfinished_rows(ctx.dir.file("metrics.csv"),
-                       [&](const CsvRow& row) { return unfinished.count(row.text("job")) > 0; });
-  CsvFile results = ctx.dir.csv("results.csv", header);
-  CsvFile metrics = ctx.dir.csv("metrics.csv", {"job", "step", "metric", "value"});
-
-  const double threshold = s.real("threshold");
-  const std::int64_t batch = s.integer("batch");
-  std::printf("phonebook: %zu models x %zu book sizes x %zu learning rates x %zu budgets, %s sampling, %d threads "
-              "-> %s\n",
-              models.size(), sizes.size(), s.reals("lrs").size(), s.ints("epochs").size(), s.text("sampling").c_str(),
-              ctx.threads, ctx.dir.path().c_str());
-  for (std::size_t mi = 0; mi < models.size(); ++mi) {
-    const ModelSpec& spec = models[mi];
-    std::int64_t failures_in_a_row = 0;
-    for (std::int64_t book_size : sizes) {
-      if (failures_in_a_row >= s.integer("stop_after_failures")) {
-        std::printf("[%s] book %lld skipped: failed the last %lld sizes\n", spec.name().c_str(),
-                    static_cast<long long>(book_size), static_cast<long long>(failures_in_a_row));
-        continue;
-      }
-      // The book and the test names depend only on the seed and the size: every model sees the same.
-      Generator book_gen(ctx.seed * 1000003 + static_cast<std::uint64_t>(book_size));
-      const std::vector<phonebook::Entry> book = phonebook::make_book(book_size, book_gen);
-      const std::vector<std::int64_t> tested = phonebook::test_indices(book_size, s.integer("test_names"), book_gen);
-      double best = 0;
-      for (std::int64_t epochs : s.ints("epochs")) {
-        for (double lr : s.reals("lrs")) {
-          const std::string key = job_key(spec.name(), book_size, lr, epochs);
-          if (done.count(key)) {
-            best = std::max(best, accuracy_of[key]);
-            continue;
-          }
-          Generator init_gen(ctx.seed * 7919 + mi), data_gen(ctx.seed * 104729 + static_cast<std::uint64_t>(book_size));
-          std::unique_ptr<Decoder> model = build_decoder(spec, phonebook::kVocab, phonebook::kSequenceLength, init_gen);
-          model->to(ctx.device);  // before train_decoder builds its optimizer
-          const ModelSize size = model_size(*model);
-          TrainConfig tc;
-          // Which entries each step shows (tasks/common/epoch_sampler.h); an epoch budget is
-          // ceil(N / batch) steps per epoch (the last batch of each epoch short).
-          EpochSampler sampler(book_size, batch, parse_sampling(s.text("sampling")));
-          tc.steps = epochs > 0 ? sampler.steps_for_epochs(epochs) : s.integer("steps");
-          tc.lr = lr, tc.weight_decay = s.real("weight_decay"), tc.warmup_fraction = s.real("warmup_fraction");
-          tc.clip = s.real("clip"), tc.eval_every = s.integer("eval_every");
-          const std::string label = job_label(s, spec, book_size, lr, epochs);
-          phonebook::RecallResult last{};
-          const TrainReport report = train_decoder(
-              *model, tc, [&](Generator& g) { return phonebook::training_batch(book, sampler.next(g)); }, data_gen,
-              [&](Decoder& m) {
-                last = phonebook::recall(m, book, tested);
-                return std::map<std::string, double>{{"exact_match", last.exact_match},
-                                                     {"digit_accuracy", last.digit_accuracy}};
-              },
-              label, &metrics, [](const std::map<std::string, double>& m) { return m.at("exact_match") >= 1.0; });
-          results.row({spec.name(), spec.family(), cell(spec.d), cell(spec.experts), cell(spec.moe() ? spec.k : 0),
-                       cell(size.non_embedding), cell(size.active), cell(book_size), cell(lr), cell(epochs),
-                       cell(report.steps_done), cell(last.exact_match), cell(last.digit_accuracy),
-                       cell(report.final_loss), cell(report.seconds)});
-          best = std::max(best, last.exact_match);
-        }
-      }
-      failures_in_a_row = best >= threshold ? 0 : failures_in_a_row + 1;
-    }
-  }
-  return write_phonebook_report(ctx, models, threshold);
+  const std::vector<PhonebookPoint> points = grid_of(s);
+  const std::size_t sizes = s.ints("book_sizes").size();
+  JobGrid g;
+  g.experiment = "phonebook";
+  for (const PhonebookPoint& p : points) g.points.push_back(p.name);
+  g.run_point = [&](std::size_t i) { run_point(ctx, models[points[i].model], points[i].model, points[i]); };
+  // The stop rule over the finished points of this point's (model, seed): its sizes are the
+  // `sizes` points that end at the point's row of the grid's (model, seed) block.
+  g.needed = [&](std::size_t i) {
+    const std::size_t first = i - i % sizes;
+    std::vector<std::optional<double>> best;
+    for (std::size_t j = first; j < first + sizes; ++j) best.push_back(best_of(ctx.dir, points[j].name));
+    return walk_books(best, s.real("threshold"), s.integer("stop_after_failures"))[i - first] != BookState::Skipped;
+  };
+  g.report = [&] { write_phonebook_report(ctx, models, points); };
+  g.settings = phonebook_settings;
+  g.presets = phonebook_presets();
+  return run_job_grid(ctx, g);
 }
 
 }  // namespace
@@ -200,7 +212,11 @@ Experiment phonebook_experiment() {
       "threshold exact-match accuracy against total and active parameters. Batches are taken from a fresh "
       "shuffle of the book each epoch (every entry once per epoch; the last batch of an epoch is short when "
       "batch does not divide N); sampling=replacement draws them with replacement instead, the recipe of "
-      "results recorded before this was the default.";
+      "results recorded before this was the default. Every (model, book size, seed) is an independent job: "
+      "--set mode=list prints one command line per missing point (GNU parallel, a Slurm job array: docs/jobs.md), "
+      "mode=point runs one, mode=report gathers them (capacity: the largest book memorized per seed under the same "
+      "stop rule as mode=all, and the median over seeds), mode=all (default) runs the missing ones in order and "
+      "reports.";
   e.settings = phonebook_settings;
   e.presets = phonebook_presets();
   e.default_preset = "cpu";

@@ -19,13 +19,27 @@
 // A model has memorized a book when at least `threshold` (90%) of the answers are exact; its
 // capacity is the largest such book. Larger books are not tried once a model has failed
 // `stop_after_failures` sizes in a row (capacity only falls with size; this saves most of the time).
+// Every (model, size) is trained once per seed of `seeds` (each seed draws its own book, test
+// names, initial weights and batches; replicate 0 is the run's --seed): the capacity is found per
+// seed, and the report gives the median over seeds with the per-seed values.
 //
-// Outputs in the run folder (tasks/common/run_dir.h): results.csv (one row per job: model,
-// parameters, book size, learning rate, exact match, ...; a run started again skips the jobs it
-// finds there), metrics.csv (the evaluations during training), capacity.csv (largest book per
-// model with its total and active parameters), fig4a_total.png and fig4a_active.png (largest
-// book against non-embedding and against active parameters, one line for the dense models and
-// one per MoE width), summary.md (the tables and the verdict in numbers).
+// Jobs (tasks/common/job_grid.h; docs/jobs.md): every (model, size, seed) is a point,
+// "<model>-N<size>-seed<t>", with its own files points/<name>.json (every run's numbers) and
+// points/<name>.csv (its curves). mode=all (default) runs the missing points in grid order,
+// skipping those the stop rule rules out, then reports; mode=list prints a command per missing
+// point (leaving out those the finished ones already rule out); mode=point runs one; mode=report
+// gathers. A jobs run may finish points past the stop rule (they ran before the failure that
+// rules them out was known): the report walks each (model, seed) in ascending size exactly as
+// mode=all does and leaves them out (tasks/phonebook/phonebook_report.h), so its answer and its
+// files are the ones mode=all gives.
+//
+// Outputs in the run folder (tasks/common/run_dir.h), all derived from the points by the report:
+// results.csv (one row per run: model, parameters, book size, seed, learning rate, exact match,
+// ...), metrics.csv (the evaluations during training), capacity.csv (largest book per model and
+// seed, their median, total and active parameters), fig4a_total.png and fig4a_active.png (median
+// largest book against non-embedding and against active parameters, one line for the dense models
+// and one per MoE width), summary.md (the tables and the verdict in numbers, with the seeds'
+// spread), beyond_stop.csv (only when jobs ran points past the stop rule: not counted).
 #pragma once
 
 #include "tasks/common/experiment.h"

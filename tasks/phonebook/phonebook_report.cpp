@@ -4,82 +4,189 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <numeric>
 #include <sstream>
 
+#include "tasks/common/job_grid.h"
 #include "tasks/common/plot.h"
 #include "tasks/common/report.h"
 
 namespace moelab {
+
+std::vector<PhonebookPoint> phonebook_grid(const std::vector<ModelSpec>& models, const std::vector<std::int64_t>& seeds,
+                                           const std::vector<std::int64_t>& sizes) {
+  std::vector<PhonebookPoint> out;
+  for (std::size_t m = 0; m < models.size(); ++m)
+    for (std::int64_t seed : seeds)
+      for (std::int64_t n : sizes)
+        out.push_back({m, seed, n, models[m].name() + "-N" + std::to_string(n) + "-seed" + std::to_string(seed)});
+  return out;
+}
+
+std::vector<BookState> walk_books(const std::vector<std::optional<double>>& best, double threshold,
+                                  std::int64_t stop_after_failures) {
+  std::vector<BookState> out;
+  std::int64_t failures = 0;
+  bool waiting = false;  // a missing point was reached: what follows is unknown
+  for (const std::optional<double>& b : best) {
+    if (waiting) {
+      out.push_back(BookState::Unknown);
+    } else if (failures >= stop_after_failures) {
+      out.push_back(BookState::Skipped);
+    } else if (!b) {
+      out.push_back(BookState::Missing);
+      waiting = true;
+    } else {
+      out.push_back(BookState::Counted);
+      failures = *b >= threshold ? 0 : failures + 1;
+    }
+  }
+  return out;
+}
 
 namespace {
 
 struct ModelRow {
   ModelSpec spec;
   double total = 0, active = 0;
-  std::map<std::int64_t, double> best;  // book size -> best exact match over learning rates and budgets
-  std::int64_t capacity = 0;
+  std::map<std::int64_t, std::vector<double>> best;  // book size -> best exact match of each seed that counts it
+  std::vector<std::int64_t> seeds;                    // the seeds with a counted point
+  std::vector<double> capacity;                       // per seed in `seeds`: the largest book memorized (0: none)
+  double median_capacity = 0;
+  bool complete = true;  // every seed's walk ended (no point it needs is missing)
 };
+
+std::string list_text(const std::vector<double>& v) {
+  std::string out;
+  for (double x : v) out += (out.empty() ? "" : ", ") + cell(x);
+  return out;
+}
 
 }  // namespace
 
-int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& models, double threshold) {
+int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& models,
+                           const std::vector<PhonebookPoint>& points) {
+  const Settings& s = ctx.settings;
+  const double threshold = s.real("threshold");
+  const std::vector<std::int64_t> sizes = s.ints("book_sizes");
   std::vector<ModelRow> rows;
-  for (const ModelSpec& m : models) rows.push_back({m, 0, 0, {}, 0});
-  std::vector<std::int64_t> sizes;
-  for (const auto& r : read_csv(ctx.dir.file("results.csv"))) {
-    for (ModelRow& row : rows) {
-      if (row.spec.name() != r.at("model")) continue;
-      const std::int64_t n = r.integer("book_size");
-      row.total = r.real("total_params");
-      row.active = r.real("active_params");
-      row.best[n] = std::max(row.best.count(n) ? row.best[n] : 0.0, r.real("exact_match"));
-      if (std::find(sizes.begin(), sizes.end(), n) == sizes.end()) sizes.push_back(n);
+  for (const ModelSpec& m : models) rows.push_back({m, 0, 0, {}, {}, {}, 0, true});
+
+  // Every (model, seed) block of the grid walked as mode=all walks it; only Counted points count.
+  std::ostringstream results, beyond;
+  results << "model,family,d,experts,k,total_params,active_params,book_size,seed,lr,epochs,steps,exact_match,"
+             "digit_accuracy,final_loss,seconds\n";
+  std::vector<std::string> counted_names;
+  std::size_t missing = 0, beyond_count = 0;
+  for (std::size_t first = 0; first < points.size(); first += sizes.size()) {
+    std::vector<std::optional<nlohmann::json>> done;
+    std::vector<std::optional<double>> best;
+    for (std::size_t i = first; i < first + sizes.size(); ++i) {
+      done.push_back(read_point(ctx.dir, points[i].name));
+      best.push_back(done.back() ? std::optional<double>(done.back()->at("best_exact_match").get<double>()) : std::nullopt);
     }
+    const std::vector<BookState> walk = walk_books(best, threshold, s.integer("stop_after_failures"));
+    ModelRow& row = rows[points[first].model];
+    double capacity = 0;
+    bool any = false;
+    for (std::size_t b = 0; b < sizes.size(); ++b) {
+      const PhonebookPoint& p = points[first + b];
+      if (walk[b] == BookState::Missing || walk[b] == BookState::Unknown) row.complete = false, ++missing;
+      if (walk[b] == BookState::Skipped && done[b]) {  // run as a job past the stop: not counted
+        beyond << p.name << "," << cell(*best[b]) << "\n";
+        ++beyond_count;
+      }
+      if (walk[b] != BookState::Counted) continue;
+      const nlohmann::json& j = *done[b];
+      any = true;
+      counted_names.push_back(p.name);
+      row.total = j.at("total_params").get<double>(), row.active = j.at("active_params").get<double>();
+      row.best[p.book_size].push_back(*best[b]);
+      if (*best[b] >= threshold) capacity = std::max(capacity, static_cast<double>(p.book_size));
+      for (const auto& r : j.at("runs"))
+        results << j.at("model").get<std::string>() << "," << j.at("family").get<std::string>() << "," << cell(j.at("d"))
+                << "," << cell(j.at("experts")) << "," << cell(j.at("k")) << "," << cell(row.total) << ","
+                << cell(row.active) << "," << p.book_size << "," << p.seed << "," << cell(r.at("lr")) << ","
+                << cell(r.at("epochs")) << "," << cell(r.at("steps")) << "," << cell(r.at("exact_match")) << ","
+                << cell(r.at("digit_accuracy")) << "," << cell(r.at("final_loss")) << "," << cell(r.at("seconds"))
+                << "\n";
+    }
+    if (any) row.seeds.push_back(points[first].seed), row.capacity.push_back(capacity);
   }
-  std::sort(sizes.begin(), sizes.end());
-  for (ModelRow& row : rows)
-    for (const auto& [n, acc] : row.best)
-      if (acc >= threshold) row.capacity = std::max(row.capacity, n);
+  for (ModelRow& r : rows) r.median_capacity = r.capacity.empty() ? 0 : median(r.capacity);
+  ctx.dir.write_text("results.csv", results.str());
+  ctx.dir.write_text("metrics.csv", gather_curves(ctx.dir, counted_names));
+  if (beyond_count > 0) {
+    ctx.dir.write_text("beyond_stop.csv", "point,best_exact_match\n" + beyond.str());
+    std::printf("%zu finished points lie beyond the stop rule (larger books after a failure) and are not counted: "
+                "beyond_stop.csv\n", beyond_count);
+  } else {
+    std::filesystem::remove(ctx.dir.file("beyond_stop.csv"));  // derived: none now
+  }
 
   // capacity.csv (rewritten whole: it is derived).
   std::ostringstream cap;
-  cap << "model,family,d,experts,total_params,active_params,largest_book_memorized\n";
-  for (const ModelRow& r : rows)
+  cap << "model,family,d,experts,total_params,active_params,seeds,largest_book_memorized,per_seed\n";
+  for (const ModelRow& r : rows) {
+    std::string per_seed;
+    for (double c : r.capacity) per_seed += (per_seed.empty() ? "" : " ") + cell(c);
     cap << r.spec.name() << "," << r.spec.family() << "," << r.spec.d << "," << r.spec.experts << "," << cell(r.total)
-        << "," << cell(r.active) << "," << r.capacity << "\n";
+        << "," << cell(r.active) << "," << r.capacity.size() << "," << cell(r.median_capacity) << "," << per_seed << "\n";
+  }
   ctx.dir.write_text("capacity.csv", cap.str());
 
-  // The accuracy table (markdown; also printed).
+  // The accuracy table (markdown; also printed): the median over the seeds that reach a size.
+  std::size_t seeds_max = 0;
+  for (const ModelRow& r : rows) seeds_max = std::max(seeds_max, r.capacity.size());
+  std::vector<std::int64_t> shown;
+  for (std::int64_t n : sizes)
+    for (const ModelRow& r : rows)
+      if (r.best.count(n) && std::find(shown.begin(), shown.end(), n) == shown.end()) shown.push_back(n);
   std::ostringstream table;
   table << "| model | total params | active params |";
-  for (std::int64_t n : sizes) table << " N=" << n << " |";
-  table << " largest memorized |\n|---|---:|---:|";
-  for (std::size_t i = 0; i < sizes.size(); ++i) table << "---:|";
-  table << "---:|\n";
+  for (std::int64_t n : shown) table << " N=" << n << " |";
+  table << " largest memorized |" << (seeds_max > 1 ? " per seed |" : "") << "\n|---|---:|---:|";
+  for (std::size_t i = 0; i < shown.size(); ++i) table << "---:|";
+  table << "---:|" << (seeds_max > 1 ? "---|" : "") << "\n";
   for (const ModelRow& r : rows) {
     table << "| " << r.spec.name() << " | " << cell(r.total) << " | " << cell(r.active) << " |";
-    for (std::int64_t n : sizes) table << " " << (r.best.count(n) ? format_number(100 * r.best.at(n), "%.1f%%") : "-") << " |";
-    table << " " << r.capacity << " |\n";
+    for (std::int64_t n : shown) {
+      table << " ";
+      if (!r.best.count(n)) {
+        table << "-";
+      } else {
+        table << format_number(100 * median(r.best.at(n)), "%.1f%%");
+        if (r.best.at(n).size() < r.capacity.size())
+          table << " (" << r.best.at(n).size() << " of " << r.capacity.size() << ")";
+      }
+      table << " |";
+    }
+    table << " " << cell(r.median_capacity) << (r.complete ? "" : " (incomplete)") << " |";
+    if (seeds_max > 1) table << " " << list_text(r.capacity) << " |";
+    table << "\n";
   }
 
   // Figure 4a: one line per family, against total and against active parameters.
   std::vector<FamilyPoint> by_total, by_active;
   for (const ModelRow& r : rows) {
     if (r.best.empty()) continue;
-    by_total.push_back({r.spec.family(), r.total, static_cast<double>(r.capacity)});
-    by_active.push_back({r.spec.family(), r.active, static_cast<double>(r.capacity)});
+    by_total.push_back({r.spec.family(), r.total, r.median_capacity});
+    by_active.push_back({r.spec.family(), r.active, r.median_capacity});
   }
   const std::vector<std::string> plot_notes = plot_against_parameters(
       ctx.dir.path(), "fig4a", "Largest phone-book memorized (>= " + format_number(100 * threshold, "%.0f") + "% exact)",
-      "largest book memorized (entries)", by_total, by_active);
+      seeds_max > 1 ? "largest book memorized (entries), median over seeds" : "largest book memorized (entries)",
+      by_total, by_active);
 
   // The verdict in numbers. Equal active parameters: within 10% (MoE models of one width differ
   // only by their routers). Without such a dense model, the dense model of the same width
   // (fewer active parameters) is the comparison.
+  // Beyond the spread: every seed of the MoE model memorizes a larger book than every seed of the
+  // dense model (the smallest per-seed capacity of one above the largest of the other).
   std::ostringstream verdict;
-  int wins = 0, comparisons = 0;
+  int wins = 0, clear_wins = 0, comparisons = 0;
   bool equal_active = false;
   for (const ModelRow& moe : rows)
     for (const ModelRow& dense : rows)
@@ -94,15 +201,24 @@ int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& 
                                        : dense.spec.d == moe.spec.d && dense.spec.ffn == 0;
       if (!paired) continue;
       ++comparisons;
-      wins += moe.capacity > dense.capacity;
+      const bool win = moe.median_capacity > dense.median_capacity;
+      const bool clear = *std::min_element(moe.capacity.begin(), moe.capacity.end()) >
+                         *std::max_element(dense.capacity.begin(), dense.capacity.end());
+      wins += win;
+      clear_wins += win && clear;
       verdict << "- " << moe.spec.name() << " (" << cell(moe.active) << " active, " << cell(moe.total)
-              << " total) memorizes " << moe.capacity << " entries; " << dense.spec.name() << " (" << cell(dense.active)
-              << " active = total) memorizes " << dense.capacity << ".\n";
+              << " total) memorizes " << cell(moe.median_capacity) << " entries"
+              << (moe.capacity.size() > 1 ? " (median; seeds: " + list_text(moe.capacity) + ")" : "") << "; "
+              << dense.spec.name() << " (" << cell(dense.active) << " active = total) memorizes "
+              << cell(dense.median_capacity)
+              << (dense.capacity.size() > 1 ? " (seeds: " + list_text(dense.capacity) + ")" : "")
+              << (seeds_max < 2 || !win ? "." : clear ? ": larger for every seed." : ": larger by the median, within the seeds' spread.")
+              << "\n";
     }
   }
   std::vector<double> cap_v, tot_v, act_v;
   for (const ModelRow& r : rows)
-    if (r.capacity > 0) cap_v.push_back(static_cast<double>(r.capacity)), tot_v.push_back(r.total), act_v.push_back(r.active);
+    if (r.median_capacity > 0) cap_v.push_back(r.median_capacity), tot_v.push_back(r.total), act_v.push_back(r.active);
   const double rho_total = rank_correlation(cap_v, tot_v), rho_active = rank_correlation(cap_v, act_v);
   verdict << "- Rank correlation of the largest book memorized with total parameters: " << format_number(rho_total, "%.2f")
           << "; with active parameters: " << format_number(rho_active, "%.2f") << " (over " << cap_v.size()
@@ -128,17 +244,28 @@ int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& 
                  std::to_string(wins) + " of " + std::to_string(comparisons) + " MoE models memorize a larger book than " +
                  (equal_active ? "a dense model with the same active parameters (within 10%)"
                                : "the dense model of the same width (which has fewer active parameters)") +
+                 (seeds_max > 1 ? " by the median over seeds, " + std::to_string(clear_wins) + " of them for every seed" : "") +
                  ranking;
+  if (std::any_of(rows.begin(), rows.end(), [](const ModelRow& r) { return !r.complete; }))
+    conclusion += " Some points are missing (capacities marked incomplete): run them, then --set mode=report.";
 
   std::ostringstream summary;
   summary << "# Phone-book memorization (Mixture of Parrots, Figure 4a)\n\n"
-          << "Preset `" << ctx.preset << "`, seed " << ctx.seed << ", " << ctx.threads
-          << (ctx.threads == 1 ? " thread" : " threads")
-          << ". Settings: config.json. Every job: results.csv; training curves: metrics.csv.\n\n"
-          << "Exact-match accuracy on the test names (best over learning rates and budgets); a book counts as "
-             "memorized at >= "
-          << format_number(100 * threshold, "%.0f") << "%.\n\n"
-          << table.str() << "\n## Verdict\n\n" << conclusion << "\n\n" << verdict.str() << "\n## Plots\n\n";
+          << "Preset `" << ctx.preset << "`, run seed " << ctx.seed << ", seeds " << s.to_json()["seeds"].dump() << ", "
+          << ctx.threads << (ctx.threads == 1 ? " thread" : " threads")
+          << ". Settings: config.json. One file per point: points/<name>.json; every run: results.csv; training "
+             "curves: metrics.csv.\n\n"
+          << "Exact-match accuracy on the test names (best over learning rates and budgets; the median over the seeds "
+             "that reach the size, with their count when some seeds stopped earlier); a book counts as memorized at >= "
+          << format_number(100 * threshold, "%.0f") << "%. A model stops at the first " << s.integer("stop_after_failures")
+          << " failed size(s) in a row; its capacity for a seed is the largest book memorized before that, and the "
+             "\"largest memorized\" column is the median over seeds.\n\n"
+          << table.str() << "\n## Verdict\n\n"
+          << (seeds_max > 1 ? "The rule: an MoE model memorizes more than a dense one when its median capacity over seeds "
+                              "is larger; beyond the seeds' spread when its smallest per-seed capacity is larger than the "
+                              "dense model's largest.\n\n"
+                            : "")
+          << conclusion << "\n\n" << verdict.str() << "\n## Plots\n\n";
   for (const std::string& n : plot_notes) summary << "- " << n << "\n";
   ctx.dir.write_text("summary.md", summary.str());
 

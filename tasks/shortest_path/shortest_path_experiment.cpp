@@ -5,9 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <set>
+#include <optional>
 #include <sstream>
 
+#include "tasks/common/job_grid.h"
 #include "tasks/common/models.h"
 #include "tasks/common/report.h"
 #include "tasks/common/train.h"
@@ -41,7 +42,9 @@ Settings shortest_path_settings() {
   s.add_real("clip", 1.0, "gradient clipping: max global norm (0: none)", 0, 1e9);
   s.add_int("eval_every", 500, "evaluate on the test graphs every N steps", 1, 1e9);
   s.add_int("test_examples", 1000, "held-out test graphs", 1, 1e7);
-  s.add_int_list("seeds", {0, 1}, "training seeds per model (weights and data; the test set is fixed)", 0, 1e9);
+  s.add_int_list("seeds", {0, 1, 2}, "training seeds per model (weights and data; the test set is fixed); the report "
+                 "gives mean +- std over them", 0, 1e9);
+  add_job_settings(s, "moe-d32-8e-seed0");
   // A job's weights and data depend on its own seed only: more seeds add jobs, they change none.
   s.may_change_on_resume({"seeds"});
   return s;
@@ -50,19 +53,18 @@ Settings shortest_path_settings() {
 std::vector<Preset> shortest_path_presets() {
   return {
       {"cpu",
-       "EXPERIMENTS.md's CPU setting (within an hour on 2 cores): 8-vertex graphs (p at the peak mean length, "
-       "3.5 is unreachable), dense d 32/64/96, MoE d 32 with 4/8/16 experts, 2000 steps of 64, seeds 0 and 1",
+       "docs/EXPERIMENTS.md's CPU setting: 8-vertex graphs (p at the peak mean length, 3.5 is unreachable), dense d "
+       "32/64/96, MoE d 32 with 4/8/16 experts, 2000 steps of 64, seeds 0, 1, 2 (18 points of about 4 minutes on one "
+       "core: about 75 core-minutes, 40 minutes with mode=list | parallel -j2)",
        {}},
       {"paper",
        "the paper's Figure 4b (a GPU and days): 50-vertex graphs at mean length 3.5, 12 layers, dense d "
        "256/512/1024, MoE d 256/512 with 8/16/32/64 experts, about 1e6 training examples",
        {{"n", "50"}, {"layers", "12"}, {"heads", "8"}, {"dense_widths", "256,512,1024"}, {"moe_widths", "256,512"},
         {"experts", "8,16,32,64"}, {"steps", "31250"}, {"batch", "32"}, {"lr", "5e-4"}, {"eval_every", "5000"},
-        {"seeds", "0"}}},
+        {"seeds", "0,1,2"}}},
   };
 }
-
-std::string job_key(const std::string& model, std::int64_t seed) { return model + "|" + std::to_string(seed); }
 
 // The job's name in metrics.csv and on the progress line.
 std::string job_label(const ModelSpec& spec, std::int64_t seed) { return spec.name() + " seed " + std::to_string(seed); }
@@ -72,81 +74,130 @@ std::vector<ModelSpec> shortest_path_models(const Settings& s) {
                     s.integer("layers"), s.integer("heads"));
 }
 
-void validate_shortest_path(const Settings& s) { check_model_grid(shortest_path_models(s)); }
+// The grid: models (outer) x seeds, named "<model>-seed<t>".
+struct Point {
+  std::size_t model = 0;
+  std::int64_t seed = 0;
+  std::string name;
+};
+
+std::vector<Point> grid_of(const Settings& s) {
+  std::vector<Point> out;
+  const std::vector<ModelSpec> models = shortest_path_models(s);
+  for (std::size_t m = 0; m < models.size(); ++m)
+    for (std::int64_t seed : s.ints("seeds")) out.push_back({m, seed, models[m].name() + "-seed" + std::to_string(seed)});
+  return out;
+}
+
+void validate_shortest_path(const Settings& s) {
+  check_model_grid(shortest_path_models(s));
+  if (s.ints("seeds").empty()) throw UsageError("seeds: give at least one value");
+  std::vector<std::string> names;
+  for (const Point& p : grid_of(s)) names.push_back(p.name);
+  validate_job_settings(s, names);
+}
 
 int write_report(const RunContext& ctx, const std::vector<ModelSpec>& models, const Calibration& cal,
                  double baseline);
+
+const std::vector<std::string> kResultsHeader = {"model", "family", "d", "experts", "k", "total_params",
+                                                 "active_params", "seed", "n", "p", "steps", "exact_match",
+                                                 "valid_shortest", "final_loss", "seconds"};
 
 int run_shortest_path(const RunContext& ctx) {
   const Settings& s = ctx.settings;
   validate_shortest_path(s);
   const std::vector<ModelSpec> models = shortest_path_models(s);
+  const std::vector<Point> points = grid_of(s);
   const int n = static_cast<int>(s.integer("n"));
 
-  // The edge probability: given, or calibrated once (its own generator: the same p for every model).
-  Calibration cal;
-  if (s.real("p") > 0) {
-    Generator g(ctx.seed + 77);
-    cal.p = s.real("p");
-    cal.mean_length = shortest_path::mean_query_length(n, cal.p, 2000, g);
-    cal.reached_target = std::fabs(cal.mean_length - s.real("target_length")) < 0.1;
-  } else {
-    Generator g(ctx.seed + 77);
-    std::printf("calibrating p for n = %d (target mean path length %.2f) ...\n", n, s.real("target_length"));
-    cal = shortest_path::calibrate_p(n, s.real("target_length"), g);
-  }
-  std::printf("n = %d, p = %.4f: mean shortest-path length %.3f (%s)\n", n, cal.p, cal.mean_length,
-              cal.reached_target ? "the target" : "the largest reachable; the target is not");
-  const TestSet test = shortest_path::make_test_set(n, cal.p, s.integer("test_examples"), 0x5e57 + ctx.seed);
-  const double baseline = shortest_path::direct_edge_baseline(test);
+  // The edge probability: given, or calibrated once (its own generator: the same p for every model,
+  // and for every process of a jobs run), and the test set: only when a point runs or the report
+  // is written (mode=list prints command lines only).
+  struct Graphs {
+    Calibration cal;
+    TestSet test;
+    double baseline = 0;
+  };
+  std::optional<Graphs> graphs;
+  auto prepare = [&]() -> const Graphs& {
+    if (graphs) return *graphs;
+    Calibration cal;
+    Generator gen(ctx.seed + 77);
+    if (s.real("p") > 0) {
+      cal.p = s.real("p");
+      cal.mean_length = shortest_path::mean_query_length(n, cal.p, 2000, gen);
+      cal.reached_target = std::fabs(cal.mean_length - s.real("target_length")) < 0.1;
+    } else {
+      std::printf("calibrating p for n = %d (target mean path length %.2f) ...\n", n, s.real("target_length"));
+      cal = shortest_path::calibrate_p(n, s.real("target_length"), gen);
+    }
+    std::printf("n = %d, p = %.4f: mean shortest-path length %.3f (%s)\n", n, cal.p, cal.mean_length,
+                cal.reached_target ? "the target" : "the largest reachable; the target is not");
+    TestSet test = shortest_path::make_test_set(n, cal.p, s.integer("test_examples"), 0x5e57 + ctx.seed);
+    const double baseline = shortest_path::direct_edge_baseline(test);
+    graphs = Graphs{cal, std::move(test), baseline};
+    return *graphs;
+  };
   const shortest_path::Vocab vocab{n};
   const std::int64_t max_seq = shortest_path::max_sequence_length(n);
-
-  std::set<std::string> done;
-  for (const auto& row : read_csv(ctx.dir.file("results.csv")))
-    done.insert(job_key(row.at("model"), row.integer("seed")));
-  if (!done.empty())
-    std::printf("resuming: %zu finished jobs found in %s\n", done.size(), ctx.dir.file("results.csv").c_str());
-  // A job that did not finish runs again from the start: its metrics rows go, so it has one curve.
-  std::set<std::string> unfinished;
-  for (const ModelSpec& spec : models)
-    for (std::int64_t seed : s.ints("seeds"))
-      if (!done.count(job_key(spec.name(), seed))) unfinished.insert(job_label(spec, seed));
-  drop_unfinished_rows(ctx.dir.file("metrics.csv"),
-                       [&](const CsvRow& row) { return unfinished.count(row.text("job")) > 0; });
-  CsvFile results = ctx.dir.csv("results.csv", {"model", "family", "d", "experts", "k", "total_params",
-                                                "active_params", "seed", "n", "p", "steps", "exact_match",
-                                                "valid_shortest", "final_loss", "seconds"});
-  CsvFile metrics = ctx.dir.csv("metrics.csv", {"job", "step", "metric", "value"});
-
   const std::int64_t batch = s.integer("batch");
-  for (std::size_t mi = 0; mi < models.size(); ++mi) {
+
+  JobGrid g;
+  g.experiment = "shortest-path";
+  for (const Point& p : points) g.points.push_back(p.name);
+  g.run_point = [&](std::size_t i) {
+    const std::size_t mi = points[i].model;
     const ModelSpec& spec = models[mi];
-    for (std::int64_t seed : s.ints("seeds")) {
-      if (done.count(job_key(spec.name(), seed))) continue;
-      Generator init_gen(static_cast<std::uint64_t>(seed) * 7919 + mi), data_gen(static_cast<std::uint64_t>(seed) * 104729 + 1);
-      std::unique_ptr<Decoder> model = build_decoder(spec, vocab.size(), max_seq, init_gen);
-      model->to(ctx.device);  // before train_decoder builds its optimizer
-      const ModelSize size = model_size(*model);
-      TrainConfig tc;
-      tc.steps = s.integer("steps"), tc.lr = s.real("lr"), tc.weight_decay = s.real("weight_decay");
-      tc.warmup_fraction = s.real("warmup_fraction"), tc.clip = s.real("clip"), tc.eval_every = s.integer("eval_every");
-      shortest_path::PathResult last{};
-      const TrainReport report = train_decoder(
-          *model, tc, [&](Generator& g) { return shortest_path::training_batch(n, cal.p, batch, g, &test); }, data_gen,
-          [&](Decoder& m) {
-            last = shortest_path::evaluate(m, test, 128);
-            return std::map<std::string, double>{{"exact_match", last.exact_match},
-                                                 {"valid_shortest", last.valid_shortest}};
-          },
-          job_label(spec, seed), &metrics);
-      results.row({spec.name(), spec.family(), cell(spec.d), cell(spec.experts), cell(spec.moe() ? spec.k : 0),
-                   cell(size.non_embedding), cell(size.active), cell(seed), cell(n), cell(cal.p),
-                   cell(report.steps_done), cell(last.exact_match), cell(last.valid_shortest), cell(report.final_loss),
-                   cell(report.seconds)});
-    }
-  }
-  return write_report(ctx, models, cal, baseline);
+    const std::int64_t seed = points[i].seed;
+    const Calibration& cal = prepare().cal;
+    const TestSet& test = prepare().test;
+    CsvFile metrics = ctx.dir.csv(point_curve_file(points[i].name), {"job", "step", "metric", "value"});
+    Generator init_gen(static_cast<std::uint64_t>(seed) * 7919 + mi), data_gen(static_cast<std::uint64_t>(seed) * 104729 + 1);
+    std::unique_ptr<Decoder> model = build_decoder(spec, vocab.size(), max_seq, init_gen);
+    model->to(ctx.device);  // before train_decoder builds its optimizer
+    const ModelSize size = model_size(*model);
+    TrainConfig tc;
+    tc.steps = s.integer("steps"), tc.lr = s.real("lr"), tc.weight_decay = s.real("weight_decay");
+    tc.warmup_fraction = s.real("warmup_fraction"), tc.clip = s.real("clip"), tc.eval_every = s.integer("eval_every");
+    shortest_path::PathResult last{};
+    const TrainReport report = train_decoder(
+        *model, tc, [&](Generator& gen) { return shortest_path::training_batch(n, cal.p, batch, gen, &test); }, data_gen,
+        [&](Decoder& m) {
+          last = shortest_path::evaluate(m, test, 128);
+          return std::map<std::string, double>{{"exact_match", last.exact_match},
+                                               {"valid_shortest", last.valid_shortest}};
+        },
+        job_label(spec, seed), &metrics);
+    // The results.csv row, as cells, in kResultsHeader's order.
+    const std::vector<std::string> row = {spec.name(), spec.family(), cell(spec.d), cell(spec.experts),
+                                          cell(spec.moe() ? spec.k : 0), cell(size.non_embedding), cell(size.active),
+                                          cell(seed), cell(n), cell(cal.p), cell(report.steps_done),
+                                          cell(last.exact_match), cell(last.valid_shortest), cell(report.final_loss),
+                                          cell(report.seconds)};
+    nlohmann::ordered_json j;
+    j["point"] = points[i].name;
+    for (std::size_t c = 0; c < row.size(); ++c) j["row"][kResultsHeader[c]] = row[c];
+    write_point(ctx.dir, points[i].name, j);  // last: its presence marks the point done
+  };
+  g.report = [&] {
+    // results.csv and metrics.csv from the finished points, in grid order.
+    std::string csv;
+    for (const std::string& h : kResultsHeader) csv += (csv.empty() ? "" : ",") + h;
+    csv += "\n";
+    for (const Point& p : points)
+      if (const std::optional<nlohmann::json> j = read_point(ctx.dir, p.name)) {
+        std::string line;
+        for (const std::string& h : kResultsHeader) line += (line.empty() ? "" : ",") + j->at("row").at(h).get<std::string>();
+        csv += line + "\n";
+      }
+    ctx.dir.write_text("results.csv", csv);
+    ctx.dir.write_text("metrics.csv", gather_curves(ctx.dir, g.points));
+    write_report(ctx, models, prepare().cal, prepare().baseline);
+  };
+  g.settings = shortest_path_settings;
+  g.presets = shortest_path_presets();
+  return run_job_grid(ctx, g);
 }
 
 int write_report(const RunContext& ctx, const std::vector<ModelSpec>& models, const Calibration& cal,
@@ -192,24 +243,31 @@ int write_report(const RunContext& ctx, const std::vector<ModelSpec>& models, co
       plot_against_parameters(ctx.dir.path(), "fig4b", "Shortest path on unseen graphs: exact-match accuracy",
                               "test accuracy (%), mean over seeds", by_total, by_active);
 
-  // The verdict: what experts add at a fixed width, against what width adds among dense models.
+  // The verdict: what experts add at a fixed width, against what width adds among dense models
+  // (means over seeds). A gain exceeds the seeds' spread when it is larger than the two models'
+  // standard deviations added together.
   std::ostringstream verdict;
-  double best_expert_gain = -1, best_width_gain = -1;
+  double best_expert_gain = -1, best_width_gain = -1, expert_spread = 0, width_spread = 0;
+  auto spread = [](const Row& a, const Row& b) { return mean_std(a.exact).std + mean_std(b.exact).std; };
   for (const Row& moe : rows) {
     if (!moe.spec.moe() || moe.exact.empty()) continue;
     for (const Row& dense : rows) {
       if (dense.spec.moe() || dense.exact.empty() || dense.spec.d != moe.spec.d) continue;
       const double gain = mean_std(moe.exact).mean - mean_std(dense.exact).mean;
-      best_expert_gain = std::max(best_expert_gain, gain);
+      if (gain > best_expert_gain) best_expert_gain = gain, expert_spread = spread(moe, dense);
       verdict << "- " << moe.spec.name() << " (" << cell(moe.total) << " total) vs " << dense.spec.name() << " ("
-              << cell(dense.total) << "): " << format_number(100 * gain, "%+.1f") << " points.\n";
+              << cell(dense.total) << "): " << format_number(100 * gain, "%+.1f") << " points ("
+              << (std::fabs(gain) > spread(moe, dense) ? "beyond" : "within") << " the seeds' spread, "
+              << format_number(100 * spread(moe, dense), "%.1f") << ").\n";
     }
     for (const Row& wide : rows) {
       if (wide.spec.moe() || wide.exact.empty() || wide.spec.d <= moe.spec.d || wide.total > moe.total) continue;
       // A wider dense model with no more total parameters than the MoE model.
       for (const Row& dense : rows)
-        if (!dense.spec.moe() && !dense.exact.empty() && dense.spec.d == moe.spec.d)
-          best_width_gain = std::max(best_width_gain, mean_std(wide.exact).mean - mean_std(dense.exact).mean);
+        if (!dense.spec.moe() && !dense.exact.empty() && dense.spec.d == moe.spec.d) {
+          const double gain = mean_std(wide.exact).mean - mean_std(dense.exact).mean;
+          if (gain > best_width_gain) best_width_gain = gain, width_spread = spread(wide, dense);
+        }
     }
   }
   const double rho_total = rank_correlation(acc_v, tot_v), rho_active = rank_correlation(acc_v, act_v);
@@ -222,8 +280,15 @@ int write_report(const RunContext& ctx, const std::vector<ModelSpec>& models, co
     conclusion = std::string(best_width_gain > best_expert_gain ? "The paper's finding holds at this scale: "
                                                                 : "The paper's finding does not show at this scale: ") +
                  "the best gain from experts at a fixed width is " + format_number(100 * best_expert_gain, "%+.1f") +
-                 " points, the gain from a wider dense model with no more total parameters is " +
-                 format_number(100 * best_width_gain, "%+.1f") + " points.";
+                 " points (" + (std::fabs(best_expert_gain) > expert_spread ? "beyond" : "within") +
+                 " the seeds' spread, " + format_number(100 * expert_spread, "%.1f") +
+                 "), the gain from a wider dense model with no more total parameters is " +
+                 format_number(100 * best_width_gain, "%+.1f") + " points (" +
+                 (std::fabs(best_width_gain) > width_spread ? "beyond" : "within") + " the spread, " +
+                 format_number(100 * width_spread, "%.1f") + "); the difference of the two gains, " +
+                 format_number(100 * (best_width_gain - best_expert_gain), "%+.1f") + " points, is " +
+                 (std::fabs(best_width_gain - best_expert_gain) > expert_spread + width_spread ? "beyond" : "within") +
+                 " their spreads added (" + format_number(100 * (expert_spread + width_spread), "%.1f") + ").";
   else
     conclusion = "The best gain from experts at a fixed width is " + format_number(100 * best_expert_gain, "%+.1f") +
                  " points; the sweep has no wider dense model with no more total parameters to compare with.";
@@ -241,7 +306,10 @@ int write_report(const RunContext& ctx, const std::vector<ModelSpec>& models, co
           << "is right on " << format_number(100 * baseline, "%.1f") << "% of them (the trivial baseline).\n\n"
           << "Exact match: the answer equals the lexicographically smallest shortest path. Valid shortest path: the "
              "answer is some shortest path. Mean ± std over training seeds.\n\n"
-          << table.str() << "\n## Verdict\n\n" << conclusion << "\n\n" << verdict.str() << "\n## Plots\n\n";
+          << table.str() << "\n## Verdict\n\n"
+          << "The rule: a gain (a difference of mean exact match over seeds) exceeds the seeds' spread when it is "
+             "larger than the two standard deviations (sample, over seeds) added together.\n\n"
+          << conclusion << "\n\n" << verdict.str() << "\n## Plots\n\n";
   for (const std::string& note : plot_notes) summary << "- " << note << "\n";
   ctx.dir.write_text("summary.md", summary.str());
 
@@ -261,7 +329,9 @@ Experiment shortest_path_experiment() {
   e.details =
       "Calibrates the edge probability for n-vertex graphs, trains each model of the grid (dense widths; MoE "
       "widths x expert counts) on fresh graphs with the loss on the answer only, and reports exact-match "
-      "accuracy on held-out graphs against total and active parameters.";
+      "accuracy on held-out graphs (mean +- std over `seeds`) against total and active parameters. Every (model, "
+      "seed) is an independent job: --set mode=list prints one command line per missing point (docs/jobs.md), "
+      "mode=point runs one, mode=report gathers them, mode=all (default) runs the missing ones and reports.";
   e.settings = shortest_path_settings;
   e.presets = shortest_path_presets();
   e.default_preset = "cpu";

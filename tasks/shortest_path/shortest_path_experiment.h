@@ -14,13 +14,20 @@
 //   only, AdamW, weight decay 0.1, warmup 20% then linear decay (tasks/common/train.h);
 //   evaluate greedy answers: exact match with the smallest shortest path, and the share of
 //   answers that are some shortest path (valid_shortest).
-// Seeds matter here (EXPERIMENTS.md: when a model leaves the one-edge plateau varies), so the
+// Seeds matter here (docs/EXPERIMENTS.md: when a model leaves the one-edge plateau varies), so the
 // report gives mean and standard deviation over seeds.
 //
-// Outputs in the run folder: results.csv (one row per model and seed; resumed runs skip what is
-// there), metrics.csv (evaluations during training), accuracy.csv (per model: parameters, mean
-// and std of both scores), fig4b_total.png and fig4b_active.png (accuracy against total and
-// against active parameters, one line per family), summary.md (calibration, tables, the verdict).
+// Jobs (tasks/common/job_grid.h; docs/jobs.md): every (model, seed) is a point, "<model>-seed<t>",
+// with its own files points/<name>.json and points/<name>.csv (its curve); mode=all (default) runs
+// the missing points, then reports; mode=list prints a command per missing point; mode=point runs
+// one; mode=report gathers. Every process calibrates p and draws the test set again, from the run
+// seed: the same p and test graphs for every point.
+//
+// Outputs in the run folder, derived from the points by the report: results.csv (one row per
+// model and seed), metrics.csv (evaluations during training), accuracy.csv (per model: parameters,
+// mean and std of both scores), fig4b_total.png and fig4b_active.png (accuracy against total and
+// against active parameters, one line per family), summary.md (calibration, tables, the verdict
+// with the seeds' spread: a gain counts as beyond it when larger than the two stds added).
 #pragma once
 
 #include "tasks/common/experiment.h"

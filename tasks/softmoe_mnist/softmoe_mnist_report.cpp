@@ -2,6 +2,7 @@
 // (Figure 2, Table 10), inference timings and summary.md, all from saved networks.
 #include "tasks/softmoe_mnist/softmoe_mnist_report.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -270,6 +271,54 @@ void evaluate_and_report(const RunContext& ctx, const MnistSplit& data, const st
   }
   md << "\nAlgorithm 1 beats the mean random subset in " << wins << " of " << subset_rows.size() << " (n, k, seed) "
      << "cells. Plot: " << (fig2.drawn ? fig2.png.filename().string() : "not drawn (" + fig2.message + ")") << ".\n";
+
+  // ---- over training seeds: mean +- sample std of each (n, k) cell's numbers across the networks
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<const SubsetRow*>> by_cell;  // (n, divisor)
+  for (const SubsetRow& r : subset_rows) by_cell[{r.experts, r.divisor}].push_back(&r);
+  std::int64_t seeds = 0;
+  for (const auto& [key, rows] : by_cell) seeds = std::max<std::int64_t>(seeds, static_cast<std::int64_t>(rows.size()));
+  if (seeds > 1) {
+    auto ms = [](const std::vector<const SubsetRow*>& rows, auto value) {
+      std::vector<double> v;
+      for (const SubsetRow* r : rows) v.push_back(value(*r));
+      return mean_std(v);
+    };
+    auto pm = [](const MeanStd& m) { return pct(m.mean) + " ± " + pct(m.std); };
+    md << "\n### Over training seeds\n\nEach cell: mean ± sample std over the networks of the training seeds (the "
+          "random column: of each network's random-subset mean). The rule: Algorithm 1 beats random beyond the seeds' "
+          "spread when its mean minus its std is above the random mean plus its std.\n\n"
+          "| n | k | seeds | all experts | Algorithm 1 | random | std above random | beyond the spread |\n"
+          "|---:|---:|---:|---:|---:|---:|---:|---|\n";
+    std::int64_t cells = 0, above = 0, beyond = 0;
+    for (const auto& [key, rows] : by_cell) {
+      const MeanStd all = ms(rows, [](const SubsetRow& r) { return r.all; });
+      const MeanStd alg = ms(rows, [](const SubsetRow& r) { return r.algorithm1; });
+      const MeanStd rnd = ms(rows, [](const SubsetRow& r) { return r.random.mean; });
+      const MeanStd stds = ms(rows, [](const SubsetRow& r) { return r.stds_above(); });
+      const bool clear = alg.mean - alg.std > rnd.mean + rnd.std;
+      ++cells, above += alg.mean > rnd.mean, beyond += clear;
+      md << "| " << key.first << " | n/" << key.second << " = " << key.first / key.second << " | " << rows.size()
+         << " | " << pm(all) << " | " << pm(alg) << " | " << pm(rnd) << " | " << format_number(stds.mean, "%.2f")
+         << " ± " << format_number(stds.std, "%.2f") << " | " << (clear ? "yes" : "no") << " |\n";
+    }
+    md << "\nOver training seeds, Algorithm 1's mean is above the random mean in " << above << " of " << cells
+       << " (n, k) cells, beyond the seeds' spread in " << beyond << " of them.\n";
+    std::map<std::int64_t, std::vector<const Table1Row*>> t1;
+    for (const Table1Row& r : table1_rows) t1[r.experts].push_back(&r);
+    md << "\nTable 1 over training seeds (mean ± sample std):\n\n| n | k | seeds | best k-subset | random k-subset | "
+          "paper best | paper random |\n|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const auto& [n, rows] : t1) {
+      std::vector<double> best, rnd;
+      for (const Table1Row* r : rows) best.push_back(r->best), rnd.push_back(r->random.mean);
+      std::string paper_best = "-", paper_random = "-";
+      for (const PaperTable1& p : kPaperTable1)
+        if (p.n == n)
+          paper_best = format_number(p.best, "%.2f"),
+          paper_random = format_number(p.random_mean, "%.2f") + " ± " + format_number(p.random_std, "%.2f");
+      md << "| " << n << " | " << n / 4 << " | " << rows.size() << " | " << pm(mean_std(best)) << " | "
+         << pm(mean_std(rnd)) << " | " << paper_best << " | " << paper_random << " |\n";
+    }
+  }
   md << "\n## Inference: the Soft MoE layer's forward time when Algorithm 1 keeps k of n experts\n\n"
         "Mean ± std over " << trials << " passes (after 5 warm-up passes), " << ctx.threads << " thread(s). "
         "\"slots computed\" counts the slot rows the experts ran on (of batch x n): dropped experts are not computed.\n\n"

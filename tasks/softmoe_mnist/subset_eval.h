@@ -1,6 +1,7 @@
 // tasks/softmoe_mnist/subset_eval.h — accuracy when only k of the n experts are used: the best
-// k-subset per image by exhaustive search (Table 1 of the implicit-bias paper), Algorithm 1's
-// subset and random subsets (Figure 2, Tables 1 and 10).
+// k-subset per image by exhaustive search (Table 1 of the implicit-bias paper, "Beyond Parameter
+// Count: Implicit Bias in Soft Mixture of Experts", docs/REFERENCES.md), Algorithm 1's subset and
+// random subsets (Figure 2, Tables 1 and 10).
 //
 // Why exhaustive search is cheap here. The classifier's head is linear without a bias, and the
 // Soft MoE output is C Ys with C not renormalised when experts are dropped, so the logits of the

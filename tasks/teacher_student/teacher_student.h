@@ -1,6 +1,7 @@
 // tasks/teacher_student/teacher_student.h — the granularity paper's teacher-student regression
-// (Section 4, Figures 2 and 3, Appendix D): a student MoE trained by MSE to imitate a random
-// teacher MoE on standard Gaussian inputs.
+// (Boix-Adsera and Rigollet, "The power of fine-grained experts: Granularity boosts expressivity
+// in Mixture of Experts", 2025; docs/REFERENCES.md. Section 4, Figures 2 and 3, Appendix D): a
+// student MoE trained by MSE to imitate a random teacher MoE on standard Gaussian inputs.
 //
 // The architecture of both models is one routed MoE layer (nn/moe/moe_layer.h, the same MoELayer
 // the other experiments train), written "<m>e<k>a" (m experts, k active per token), with expert
@@ -30,7 +31,7 @@
 // and the teacher's name, so every student of one teacher sees the same function. (The paper does
 // not say how its teachers are initialised; the default initialisation is our assumption.)
 //
-// Note (EXPERIMENTS.md): with k = 1 and topk-softmax gates the single gate is always 1, so a
+// Note (docs/EXPERIMENTS.md): with k = 1 and topk-softmax gates the single gate is always 1, so a
 // k = 1 student's router gets no gradient; with "equal" gates no router gets one. The paper's
 // grids start at k = 2.
 #pragma once

@@ -3,12 +3,11 @@
 // teacher_student_report.cpp; the model, data and training loop in teacher_student.cpp.
 #include "tasks/teacher_student/teacher_student_experiment.h"
 
-#include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <sstream>
 
+#include "tasks/common/job_grid.h"
 #include "tasks/common/report.h"
 #include "tasks/teacher_student/teacher_student.h"
 #include "tasks/teacher_student/teacher_student_report.h"
@@ -40,18 +39,22 @@ Settings teacher_student_settings() {
   s.add_int("batch", 2048, "samples per optimizer step", 1, 1 << 24);
   s.add_real_list("lrs", {1e-3, 1e-2}, "AdamW learning rates to try; the best normalised loss counts", 1e-9, 10);
   s.add_real("weight_decay", 0.01, "AdamW weight decay (on every parameter)", 0, 10);
-  s.add_text("mode", "all", "all: run missing points, then report; list: print a command per missing point; "
-             "point: run one point; report: only gather", {"all", "list", "point", "report"});
-  s.add_text("point", "none", "the point to run with mode=point, e.g. t16e8a-s32e8a (mode=list prints them)");
-  // The mode and the point choose what to run; the grid's lists choose which points exist, and a
-  // point's teacher, student and data depend on its own name only.
-  s.may_change_on_resume({"mode", "point", "teacher_k", "teacher_ratios", "student_k", "student_ratios"});
+  s.add_int_list("seeds", {0}, "replicates of every (teacher, student) pair: each draws its own teacher, student "
+                 "and data (0,1,2: three; the report gives mean +- std)", 0, 1e9);
+  add_job_settings(s, "t16e8a-s32e8a-seed0");
+  // The grid's lists choose which points exist, and a point's teacher, student and data depend on
+  // its own name only.
+  s.may_change_on_resume({"teacher_k", "teacher_ratios", "student_k", "student_ratios", "seeds"});
   return s;
 }
 
 std::vector<Preset> teacher_student_presets() {
   const std::pair<std::string, std::string> cpu_size[] = {
-      {"d", "32"}, {"teacher_active", "32"}, {"student_active", "40"}, {"samples_per_epoch", "65536"}};
+      {"d", "32"}, {"teacher_active", "64"}, {"student_active", "80"}, {"samples_per_epoch", "65536"}};
+  // kw = 64, k'w' = 80 are the smallest active counts with the paper's 25% more active neurons in
+  // the student and whole widths for every k, k' up to 16 (with kw = 32, k'w' = 40 the 32e16a
+  // student's width 2.5 was rounded to 3: 48 active neurons). kw = 2d here, between the paper's
+  // kw = d (Figures 2-3) and kw = 4d (Appendix D, "qualitatively the same").
   auto cpu = [&](std::vector<std::pair<std::string, std::string>> more) {
     std::vector<std::pair<std::string, std::string>> v(std::begin(cpu_size), std::end(cpu_size));
     v.insert(v.end(), more.begin(), more.end());
@@ -59,37 +62,37 @@ std::vector<Preset> teacher_student_presets() {
   };
   return {
       {"fig2",
-       "the paper's Figure 2 (GPU-scale: 64 points x 2 learning rates, each 100 epochs of 2^18 samples in "
-       "d = 256): teachers and students 4e2a..32e16a (m = 2k, k = 2..16), teacher kw = 256, student k'w' = 320",
-       {}},
+       "the paper's Figure 2 (GPU-scale: 64 pairs x 3 seeds x 2 learning rates, each 100 epochs of 2^18 samples "
+       "in d = 256): teachers and students 4e2a..32e16a (m = 2k, k = 2..16), teacher kw = 256, student k'w' = 320",
+       {{"seeds", "0,1,2"}}},
       {"fig3",
        "the paper's Figure 3 (GPU-scale): teacher 16e8a; students k' in {2,4,8} with m'/k' in {2,4,8,16,32} "
-       "and a trainable router bias",
+       "and a trainable router bias, 3 seeds",
        {{"teacher_k", "8"}, {"student_k", "2,4,8"}, {"student_ratios", "2,4,8,16,32"},
-        {"student_router_bias", "true"}}},
+        {"student_router_bias", "true"}, {"seeds", "0,1,2"}}},
       {"cpu-fig2",
-       "Figure 2 at EXPERIMENTS.md's CPU size (d = 32, kw = 32, k'w' = 40, 2^16 samples per epoch, 100 "
-       "epochs, batch 2048, best of lr 1e-3 and 1e-2) on a coarser grid, k and k' in {2,4,8,16} (4e2a, 8e4a, "
-       "16e8a, 32e16a: 16 points; a training run takes about 4 (k + k') + 6 s on one core here, about 36 "
-       "core-minutes in all, under 20 minutes with mode=list | parallel -j2). The full 8 x 8 grid: "
-       "--set teacher_k=2,4,6,8,10,12,14,16 --set student_k=2,4,6,8,10,12,14,16 (about 2.8 core-hours)",
-       cpu({{"teacher_k", "2,4,8,16"}, {"student_k", "2,4,8,16"}})},
+       "Figure 2 at CPU size (d = 32, kw = 64, k'w' = 80: whole widths for every k up to 16; 2^16 samples per "
+       "epoch, 100 epochs, batch 2048, best of lr 1e-3 and 1e-2) on a coarser grid, k and k' in {2,4,8,16} "
+       "(4e2a, 8e4a, 16e8a, 32e16a), 3 seeds: 48 points of one to a few core-minutes each; run them with "
+       "mode=list | parallel. The full 8 x 8 grid: --set teacher_k=2,4,6,8,10,12,14,16 --set "
+       "student_k=2,4,6,8,10,12,14,16 (4 times the points; k = 6, 10, 12, 14 then round their widths)",
+       cpu({{"teacher_k", "2,4,8,16"}, {"student_k", "2,4,8,16"}, {"seeds", "0,1,2"}})},
       {"cpu-fig3",
-       "Figure 3 at EXPERIMENTS.md's CPU size: teacher 16e8a; students k' in {2,4,8} x m'/k' in {2,4,8,16,32} "
-       "with a trainable router bias (15 points, about 33 core-minutes, under 20 minutes "
-       "with mode=list | parallel -j2)",
+       "Figure 3 at CPU size (as cpu-fig2): teacher 16e8a; students k' in {2,4,8} x m'/k' in {2,4,8,16,32} "
+       "with a trainable router bias, 3 seeds (45 points of one to a few core-minutes each; run them with "
+       "mode=list | parallel)",
        cpu({{"teacher_k", "8"}, {"student_k", "2,4,8"}, {"student_ratios", "2,4,8,16,32"},
-            {"student_router_bias", "true"}})},
+            {"student_router_bias", "true"}, {"seeds", "0,1,2"}})},
       {"toy",
-       "about 10 s on one core, to try the command (the test's setting): d = 16, teacher 16e8a (kw = 32), "
-       "students 4e2a and 16e8a (k'w' = 40), 40 epochs of 2^14 samples, batch 256, lr 1e-2",
+       "about 10 s on one core, to try the command (the test's setting; one seed): d = 16, teacher 16e8a "
+       "(kw = 32), students 4e2a and 16e8a (k'w' = 40), 40 epochs of 2^14 samples, batch 256, lr 1e-2",
        {{"d", "16"}, {"teacher_k", "8"}, {"teacher_active", "32"}, {"student_k", "2,8"}, {"student_active", "40"},
         {"samples_per_epoch", "16384"}, {"epochs", "40"}, {"batch", "256"}, {"lrs", "1e-2"}}},
   };
 }
 
 void validate_teacher_student(const Settings& s) {
-  for (const char* key : {"teacher_k", "teacher_ratios", "student_k", "student_ratios", "lrs"})
+  for (const char* key : {"teacher_k", "teacher_ratios", "student_k", "student_ratios", "lrs", "seeds"})
     if (s.to_json()[key].empty()) throw UsageError(std::string(key) + ": give at least one value");
   if (s.integer("samples_per_epoch") < s.integer("batch"))
     throw UsageError("samples_per_epoch (" + std::to_string(s.integer("samples_per_epoch")) +
@@ -102,24 +105,16 @@ void validate_teacher_student(const Settings& s) {
       if (s.integer(active) < k)
         throw UsageError(std::string(active) + " = " + std::to_string(s.integer(active)) + " is below " + ks + " = " +
                          std::to_string(k) + ": " + std::to_string(k) + " active experts need at least one neuron each");
-  const std::string mode = s.text("mode"), point = s.text("point");
-  if (mode == "point") {
-    if (point == "none") throw UsageError("mode=point needs --set point=NAME (mode=list prints the names)");
-    std::string names;
-    for (const ts::GridPoint& p : ts::grid(s)) {
-      if (p.name() == point) return;
-      if (names.size() < 200) names += (names.empty() ? "" : ", ") + p.name();
-    }
-    throw UsageError("point '" + point + "' is not in this grid (its points: " + names + (names.size() >= 200 ? ", ..." : "") + ")");
-  } else if (point != "none") {
-    throw UsageError("point is only used with mode=point (this is mode=" + mode + ")");
-  }
+  std::vector<std::string> names;
+  for (const ts::GridPoint& p : ts::grid(s)) names.push_back(p.name());
+  validate_job_settings(s, names);
 }
 
 // A result file of one point, written whole (the folder's write_text renames a finished file).
 void run_point(const RunContext& ctx, const ts::GridPoint& p) {
   const Settings& s = ctx.settings;
-  const std::string seed = std::to_string(ctx.seed);
+  // Replicate 0 is the run's seed itself: a one-seed run draws what runs before seeds drew.
+  const std::string seed = std::to_string(replicate_seed(ctx.seed, p.seed));
   const std::uint64_t teacher_seed = ts::name_hash(seed + "/teacher/" + p.teacher.name());
   std::unique_ptr<MoELayer> teacher = ts::make_teacher(p.teacher, teacher_seed);
   teacher->to(ctx.device);
@@ -167,85 +162,25 @@ void run_point(const RunContext& ctx, const ts::GridPoint& p) {
   j["normalised_loss"] = best;
   j["best_lr"] = best_lr;
   j["seconds"] = seconds;
-  j["seed"] = ctx.seed;
+  j["seed"] = p.seed;
+  j["run_seed"] = ctx.seed;
   j["teacher_seed"] = teacher_seed;
   j["runs"] = runs;
-  ctx.dir.write_text("points/" + p.name() + ".csv", curves.str());
-  ctx.dir.write_json(ts::point_file(p), j);  // last: its presence marks the point done
-}
-
-// Single quotes for the shell where a word has anything beyond a safe set of characters.
-std::string shell_word(const std::string& w) {
-  for (char c : w)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string("_./-=,:+").find(c) != std::string::npos)) {
-      std::string q = "'";
-      for (char d : w) q += d == '\'' ? std::string("'\\''") : std::string(1, d);
-      return q + "'";
-    }
-  return w;
-}
-
-// The --set options that reproduce ctx.settings on top of ctx.preset (mode and point excluded).
-std::string differing_sets(const RunContext& ctx) {
-  Settings base = teacher_student_settings();
-  for (const Preset& p : teacher_student_presets())
-    if (p.name == ctx.preset) base.apply(p);
-  const nlohmann::ordered_json mine = ctx.settings.to_json(), theirs = base.to_json();
-  std::string out;
-  for (const auto& [key, value] : mine.items()) {
-    if (key == "mode" || key == "point" || theirs[key] == value) continue;
-    std::string text;
-    if (value.is_array()) {
-      for (const auto& v : value) text += (text.empty() ? "" : ",") + v.dump();
-    } else {
-      text = value.is_string() ? value.get<std::string>() : value.dump();
-    }
-    out += " --set " + shell_word(key + "=" + text);
-  }
-  return out;
+  ctx.dir.write_text(point_curve_file(p.name()), curves.str());
+  write_point(ctx.dir, p.name(), j);  // last: its presence marks the point done
 }
 
 int run_teacher_student(const RunContext& ctx) {
-  const Settings& s = ctx.settings;
-  validate_teacher_student(s);
-  const std::vector<ts::GridPoint> points = ts::grid(s);
-  std::filesystem::create_directories(ctx.dir.file("points"));
-  auto done = [&](const ts::GridPoint& p) { return std::filesystem::exists(ctx.dir.file(ts::point_file(p))); };
-  const std::string mode = s.text("mode");
-
-  if (mode == "list") {
-    std::size_t missing = 0;
-    const std::string common = "moelab teacher-student --preset " + shell_word(ctx.preset) + differing_sets(ctx) +
-                               " --out " + shell_word(ctx.dir.path().string()) + " --seed " +
-                               std::to_string(ctx.seed) + " --threads 1" +
-                               (ctx.device.is_cuda() ? " --device cuda" : "") + " --set mode=point --set point=";
-    for (const ts::GridPoint& p : points)
-      if (!done(p)) std::printf("%s%s\n", common.c_str(), p.name().c_str()), ++missing;
-    std::fprintf(stderr, "teacher-student: %zu of %zu points missing in %s; afterwards gather them with "
-                 "--set mode=report\n", missing, points.size(), ctx.dir.path().c_str());
-    return 0;
-  }
-  if (mode == "point") {
-    for (const ts::GridPoint& p : points) {
-      if (p.name() != s.text("point")) continue;
-      if (done(p)) {
-        std::printf("%s: already done (%s)\n", p.name().c_str(), ctx.dir.file(ts::point_file(p)).c_str());
-        return 0;
-      }
-      run_point(ctx, p);
-      return 0;
-    }
-  }
-  if (mode == "all") {
-    std::size_t missing = 0;
-    for (const ts::GridPoint& p : points) missing += !done(p);
-    std::printf("teacher-student: %zu points (%zu to run, %zu learning rates each), %d threads -> %s\n",
-                points.size(), missing, s.reals("lrs").size(), ctx.threads, ctx.dir.path().c_str());
-    for (const ts::GridPoint& p : points)
-      if (!done(p)) run_point(ctx, p);
-  }
-  ts::write_report(ctx, points);
-  return 0;
+  validate_teacher_student(ctx.settings);
+  const std::vector<ts::GridPoint> points = ts::grid(ctx.settings);
+  JobGrid g;
+  g.experiment = "teacher-student";
+  for (const ts::GridPoint& p : points) g.points.push_back(p.name());
+  g.run_point = [&](std::size_t i) { run_point(ctx, points[i]); };
+  g.report = [&] { ts::write_report(ctx, points); };
+  g.settings = teacher_student_settings;
+  g.presets = teacher_student_presets();
+  return run_job_grid(ctx, g);
 }
 
 }  // namespace
@@ -258,9 +193,9 @@ Experiment teacher_student_experiment() {
       "Trains student MoEs (one MoELayer, ReLU experts with biases, top-k routing with a softmax over the k "
       "selected logits) by MSE to imitate random teacher MoEs on fresh standard Gaussian inputs, and reports "
       "the test MSE over the zero predictor's (minimum over epochs, best learning rate) for every "
-      "(teacher, student) pair. Every pair is an independent job: --set mode=list prints one command line "
-      "per missing point (for GNU parallel or a job array), mode=point runs one, mode=report gathers them, "
-      "mode=all (default) runs the missing ones and reports.";
+      "(teacher, student) pair and seed (mean +- std over `seeds`). Every (pair, seed) is an independent job: "
+      "--set mode=list prints one command line per missing point (for GNU parallel or a job array, docs/jobs.md), "
+      "mode=point runs one, mode=report gathers them, mode=all (default) runs the missing ones and reports.";
   e.settings = teacher_student_settings;
   e.presets = teacher_student_presets();
   e.default_preset = "cpu-fig2";

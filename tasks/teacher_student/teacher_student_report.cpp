@@ -5,10 +5,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
+#include "tasks/common/job_grid.h"
 #include "tasks/common/plot.h"
 #include "tasks/common/report.h"
 #include "tasks/common/run_dir.h"
@@ -28,13 +29,11 @@ std::vector<GridPoint> grid(const Settings& s) {
           MoESpec st = spec_for(sk, sr, s.integer("student_active"), d);
           st.gates = s.text("student_gates");
           st.router_bias = s.flag("student_router_bias");
-          out.push_back({t, st});
+          for (std::int64_t seed : s.ints("seeds")) out.push_back({t, st, seed});
         }
     }
   return out;
 }
-
-std::string point_file(const GridPoint& p) { return "points/" + p.name() + ".json"; }
 
 namespace {
 
@@ -44,11 +43,24 @@ struct Done {
   std::int64_t best_epoch = 0;
 };
 
+// One (teacher, student) pair over its finished seeds.
+struct Cell {
+  MoESpec teacher, student;
+  double relative_size = 0;
+  std::vector<double> losses;  // one per finished seed; +inf: every run of that seed diverged
+  MeanStd loss;                // over the seeds (+inf when a seed diverged); sample std
+};
+
 // Three decimals (two significant digits below 0.01, where fitted students sit); "diverged" for a
 // point whose every run diverged (its loss is stored as null), "-" for a missing one.
 std::string f3(double v) {
   if (std::isfinite(v)) return format_number(v, std::fabs(v) < 0.01 && v != 0 ? "%.1e" : "%.3f");
   return std::isinf(v) ? "diverged" : "-";
+}
+
+// "0.012 ± 0.003" over several seeds, "0.012" for one.
+std::string f3s(const Cell& c) {
+  return f3(c.loss.mean) + (c.losses.size() > 1 && std::isfinite(c.loss.mean) ? " ± " + f3(c.loss.std) : "");
 }
 
 }  // namespace
@@ -57,13 +69,12 @@ std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& po
   std::vector<Done> done;
   std::size_t missing = 0;
   for (const GridPoint& p : points) {
-    const std::filesystem::path path = ctx.dir.file(point_file(p));
-    if (!std::filesystem::exists(path)) {
+    const std::optional<nlohmann::json> read = read_point(ctx.dir, p.name());
+    if (!read) {
       ++missing;
       continue;
     }
-    std::ifstream in(path);
-    const nlohmann::json j = nlohmann::json::parse(in);
+    const nlohmann::json& j = *read;
     Done d{p};
     d.loss = j.at("normalised_loss").is_number() ? j.at("normalised_loss").get<double>() : INFINITY;
     d.relative_size = j.at("relative_size").get<double>();
@@ -74,29 +85,45 @@ std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& po
     done.push_back(d);
   }
 
-  // results.csv (derived, rewritten whole).
+  // results.csv (derived, rewritten whole; grid order, whatever order the points ran in).
   std::ostringstream csv;
-  csv << "point,teacher,teacher_k,teacher_experts,teacher_width,teacher_parameters,student,student_k,"
+  csv << "point,seed,teacher,teacher_k,teacher_experts,teacher_width,teacher_parameters,student,student_k,"
          "student_experts,student_width,student_router_bias,student_parameters,relative_size,normalised_loss,"
          "best_lr,best_epoch,seconds\n";
   for (const Done& d : done)
-    csv << d.p.name() << "," << d.p.teacher.name() << "," << d.p.teacher.k << "," << d.p.teacher.experts << ","
-        << d.p.teacher.width << "," << d.p.teacher.total_parameters() << "," << d.p.student.name() << ","
-        << d.p.student.k << "," << d.p.student.experts << "," << d.p.student.width << ","
+    csv << d.p.name() << "," << d.p.seed << "," << d.p.teacher.name() << "," << d.p.teacher.k << ","
+        << d.p.teacher.experts << "," << d.p.teacher.width << "," << d.p.teacher.total_parameters() << ","
+        << d.p.student.name() << "," << d.p.student.k << "," << d.p.student.experts << "," << d.p.student.width << ","
         << (d.p.student.router_bias ? "true" : "false") << "," << d.p.student.total_parameters() << ","
         << cell(d.relative_size) << "," << cell(d.loss) << "," << cell(d.best_lr) << "," << d.best_epoch << ","
         << cell(d.seconds) << "\n";
   ctx.dir.write_text("results.csv", csv.str());
 
-  // Rows: teachers; columns: students (in grid order).
+  // Rows: teachers; columns: students (in grid order); a cell: the mean over its finished seeds.
   std::vector<std::string> teachers, students;
   std::map<std::string, MoESpec> teacher_spec, student_spec;
   for (const GridPoint& p : points) {
     if (!teacher_spec.count(p.teacher.name())) teachers.push_back(p.teacher.name()), teacher_spec[p.teacher.name()] = p.teacher;
     if (!student_spec.count(p.student.name())) students.push_back(p.student.name()), student_spec[p.student.name()] = p.student;
   }
-  std::map<std::pair<std::string, std::string>, const Done*> at;
-  for (const Done& d : done) at[{d.p.teacher.name(), d.p.student.name()}] = &d;
+  std::map<std::pair<std::string, std::string>, Cell> at;
+  std::vector<const Cell*> cells;  // in grid order
+  for (const Done& d : done) {
+    Cell& c = at[{d.p.teacher.name(), d.p.student.name()}];
+    if (c.losses.empty()) c.teacher = d.p.teacher, c.student = d.p.student, c.relative_size = d.relative_size;
+    c.losses.push_back(d.loss);
+  }
+  for (const GridPoint& p : points) {
+    const auto it = at.find({p.teacher.name(), p.student.name()});
+    if (it != at.end() && std::find(cells.begin(), cells.end(), &it->second) == cells.end()) cells.push_back(&it->second);
+  }
+  std::size_t seeds_max = 0;
+  for (auto& [key, c] : at) {
+    bool diverged = false;
+    for (double l : c.losses) diverged |= !std::isfinite(l);
+    c.loss = diverged ? MeanStd{INFINITY, 0} : mean_std(c.losses);
+    seeds_max = std::max(seeds_max, c.losses.size());
+  }
 
   std::ostringstream table;
   table << "| teacher \\ student |";
@@ -108,14 +135,15 @@ std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& po
     table << "| " << t << " |";
     for (const std::string& s : students) {
       const auto it = at.find({t, s});
-      table << " " << (it == at.end() ? "-" : f3(it->second->loss)) << " |";
+      table << " " << (it == at.end() ? "-" : f3s(it->second)) << " |";
     }
     table << "\n";
   }
 
   std::vector<std::string> plot_notes;
   if (students.size() >= 2 && teachers.size() >= 2) {  // gnuplot draws no colours for a single row
-    HeatMap h{.title = "Normalised test loss (test MSE / zero predictor's MSE)",
+    HeatMap h{.title = "Normalised test loss (test MSE / zero predictor's MSE)" +
+                       std::string(seeds_max > 1 ? ", mean over seeds" : ""),
               .xlabel = "student architecture",
               .ylabel = "teacher architecture",
               .column_labels = students,
@@ -125,24 +153,24 @@ std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& po
       std::vector<double> row;
       for (const std::string& s : students) {
         const auto it = at.find({t, s});
-        row.push_back(it == at.end() || !std::isfinite(it->second->loss) ? NAN : it->second->loss);
+        row.push_back(it == at.end() || !std::isfinite(it->second.loss.mean) ? NAN : it->second.loss.mean);
       }
       h.values.push_back(row);
     }
     const PlotResult r = plot_heat_map(h, ctx.dir.path(), "fig2_heat_map");
-    plot_notes.push_back(r.drawn ? r.png.string() : "(no PNG: " + r.message + ")");
+    plot_notes.push_back(r.drawn ? r.png.filename().string() : "(no PNG: " + r.message + ")");
   }
   std::map<std::int64_t, int> sizes_per_k;
   for (const std::string& s : students) ++sizes_per_k[student_spec[s].k];
   bool size_plot = false;
   for (const auto& [k, n] : sizes_per_k) size_plot |= n >= 2;
-  if (size_plot && !done.empty()) {
+  if (size_plot && !cells.empty()) {
     std::vector<FamilyPoint> fp;
-    for (const Done& d : done)
-      if (std::isfinite(d.loss))
-        fp.push_back({(teachers.size() > 1 ? "teacher " + d.p.teacher.name() + ", " : std::string()) + "granularity " +
-                          std::to_string(d.p.student.k),
-                      d.relative_size, d.loss});
+    for (const Cell* c : cells)
+      if (std::isfinite(c->loss.mean))
+        fp.push_back({(teachers.size() > 1 ? "teacher " + c->teacher.name() + ", " : std::string()) + "granularity " +
+                          std::to_string(c->student.k),
+                      c->relative_size, c->loss.mean});
     const LinePlot lp{.title = "Loss vs student size (teacher " + (teachers.size() == 1 ? teachers[0] : std::string("s")) + ")",
                       .xlabel = "student total parameters / teacher total parameters",
                       .ylabel = "normalised test loss",
@@ -150,28 +178,29 @@ std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& po
                       .log_y = false,
                       .series = series_by_family(fp)};
     const PlotResult r = plot_lines(lp, ctx.dir.path(), "fig3_size");
-    plot_notes.push_back(r.drawn ? r.png.string() : "(no PNG: " + r.message + ")");
+    plot_notes.push_back(r.drawn ? r.png.filename().string() : "(no PNG: " + r.message + ")");
   }
 
-  // The verdict: per teacher, students with k' >= k against students with k' < k.
+  // The verdict: per teacher, students with k' >= k against students with k' < k (means over
+  // seeds); the gap exceeds the spread when the worst fine-enough student's mean + std is below
+  // the best coarser student's mean - std.
   std::ostringstream verdict;
-  int separated = 0, compared = 0;
+  int separated = 0, beyond_spread = 0, compared = 0;
   std::vector<double> fine_all, coarse_all;
   for (const std::string& t : teachers) {
     const std::int64_t k = teacher_spec[t].k;
     std::vector<double> fine, coarse;
-    std::string worst_fine, best_coarse;
-    double wf = -INFINITY, bc = INFINITY;
+    const Cell *worst_fine = nullptr, *best_coarse = nullptr;
     for (const std::string& s : students) {
       const auto it = at.find({t, s});
       if (it == at.end()) continue;
-      const double l = it->second->loss;
+      const Cell& c = it->second;
       if (student_spec[s].k >= k) {
-        fine.push_back(l);
-        if (l > wf) wf = l, worst_fine = s;
+        fine.push_back(c.loss.mean);
+        if (!worst_fine || c.loss.mean > worst_fine->loss.mean) worst_fine = &c;
       } else {
-        coarse.push_back(l);
-        if (l < bc) bc = l, best_coarse = s;
+        coarse.push_back(c.loss.mean);
+        if (!best_coarse || c.loss.mean < best_coarse->loss.mean) best_coarse = &c;
       }
     }
     if (fine.empty() || coarse.empty()) {
@@ -182,12 +211,17 @@ std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& po
     ++compared;  // the means below pool only teachers with students on both sides
     fine_all.insert(fine_all.end(), fine.begin(), fine.end());
     coarse_all.insert(coarse_all.end(), coarse.begin(), coarse.end());
-    const bool sep = wf < bc;
+    const bool sep = worst_fine->loss.mean < best_coarse->loss.mean;
+    const bool beyond = worst_fine->loss.mean + worst_fine->loss.std < best_coarse->loss.mean - best_coarse->loss.std;
     separated += sep;
+    beyond_spread += sep && beyond;
     verdict << "- teacher " << t << ": students with k' >= " << k << " reach " << f3(mean_std(fine).mean)
-            << " on average (worst " << worst_fine << " " << f3(wf) << "); students with k' < " << k << " reach "
-            << f3(mean_std(coarse).mean) << " (best " << best_coarse << " " << f3(bc) << ")"
-            << (sep ? " — every fine-enough student beats every coarser one.\n" : " — the groups overlap.\n");
+            << " on average (worst " << worst_fine->student.name() << " " << f3s(*worst_fine) << "); students with k' < "
+            << k << " reach " << f3(mean_std(coarse).mean) << " (best " << best_coarse->student.name() << " "
+            << f3s(*best_coarse) << ")"
+            << (!sep ? " — the groups overlap.\n"
+                     : beyond ? " — every fine-enough student beats every coarser one, beyond the seeds' spread.\n"
+                              : " — every fine-enough student beats every coarser one, but within the seeds' spread.\n");
   }
   std::string conclusion;
   if (compared == 0) {
@@ -198,54 +232,77 @@ std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& po
     conclusion = std::string(separated == compared ? "The paper's effect shows: " : mf < mc ? "The effect shows only in part: "
                                                                                                : "The effect does not show: ") +
                  "for " + std::to_string(separated) + " of " + std::to_string(compared) +
-                 " teachers every student with granularity k' >= k has a lower normalised loss than every student "
-                 "with k' < k (mean over those teachers' students " + f3(mf) + " against " + f3(mc) + "; " + std::to_string(done.size()) + " of " +
-                 std::to_string(points.size()) + " points done).";
+                 " teachers every student with granularity k' >= k has a lower normalised loss (mean over seeds) than "
+                 "every student with k' < k (mean over those teachers' students " + f3(mf) + " against " + f3(mc) + "); " +
+                 (seeds_max > 1 ? "for " + std::to_string(beyond_spread) + " of " + std::to_string(compared) +
+                                      " the gap exceeds the seeds' spread"
+                                : std::string("one seed per pair, so no spread to compare the gap with")) +
+                 " (" + std::to_string(done.size()) + " of " + std::to_string(points.size()) + " points done).";
   }
 
   // Figure 3's reading: the largest too-coarse student against the smallest fine-enough one.
   std::ostringstream sizes;
   if (size_plot) {
-    sizes << "\n## Loss against student size\n\n| teacher | student | k' | relative size | normalised loss | best lr |\n"
+    sizes << "\n## Loss against student size\n\n| teacher | student | k' | relative size | seeds | normalised loss |\n"
              "|---|---|---:|---:|---:|---:|\n";
-    std::vector<const Done*> sorted;
-    for (const Done& d : done) sorted.push_back(&d);
-    std::stable_sort(sorted.begin(), sorted.end(), [](const Done* a, const Done* b) {
-      return a->p.student.k != b->p.student.k ? a->p.student.k < b->p.student.k : a->relative_size < b->relative_size;
+    std::vector<const Cell*> sorted = cells;
+    std::stable_sort(sorted.begin(), sorted.end(), [](const Cell* a, const Cell* b) {
+      return a->student.k != b->student.k ? a->student.k < b->student.k : a->relative_size < b->relative_size;
     });
-    for (const Done* d : sorted)
-      sizes << "| " << d->p.teacher.name() << " | " << d->p.student.name() << " | " << d->p.student.k << " | "
-            << format_number(d->relative_size, "%.2f") << " | " << f3(d->loss) << " | " << cell(d->best_lr) << " |\n";
+    for (const Cell* c : sorted)
+      sizes << "| " << c->teacher.name() << " | " << c->student.name() << " | " << c->student.k << " | "
+            << format_number(c->relative_size, "%.2f") << " | " << c->losses.size() << " | " << f3s(*c) << " |\n";
     for (const std::string& t : teachers) {
-      const Done *largest_coarse = nullptr, *smallest_fine = nullptr;
-      for (const Done& d : done) {
-        if (d.p.teacher.name() != t) continue;
-        if (d.p.student.k < d.p.teacher.k && (!largest_coarse || d.relative_size > largest_coarse->relative_size ||
-                                              (d.relative_size == largest_coarse->relative_size && d.loss < largest_coarse->loss)))
-          largest_coarse = &d;
-        if (d.p.student.k >= d.p.teacher.k && (!smallest_fine || d.relative_size < smallest_fine->relative_size))
-          smallest_fine = &d;
+      const Cell *largest_coarse = nullptr, *smallest_fine = nullptr;
+      for (const Cell* c : cells) {
+        if (c->teacher.name() != t) continue;
+        if (c->student.k < c->teacher.k &&
+            (!largest_coarse || c->relative_size > largest_coarse->relative_size ||
+             (c->relative_size == largest_coarse->relative_size && c->loss.mean < largest_coarse->loss.mean)))
+          largest_coarse = c;
+        if (c->student.k >= c->teacher.k && (!smallest_fine || c->relative_size < smallest_fine->relative_size))
+          smallest_fine = c;
       }
       if (largest_coarse && smallest_fine)
-        sizes << "\nTeacher " << t << ": the largest coarser student, " << largest_coarse->p.student.name() << " ("
+        sizes << "\nTeacher " << t << ": the largest coarser student, " << largest_coarse->student.name() << " ("
               << format_number(largest_coarse->relative_size, "%.1f") << "x the teacher's parameters), reaches "
-              << f3(largest_coarse->loss) << "; the smallest student with k' >= " << largest_coarse->p.teacher.k << ", "
-              << smallest_fine->p.student.name() << " (" << format_number(smallest_fine->relative_size, "%.1f")
-              << "x), reaches " << f3(smallest_fine->loss) << ".\n";
+              << f3s(*largest_coarse) << "; the smallest student with k' >= " << largest_coarse->teacher.k << ", "
+              << smallest_fine->student.name() << " (" << format_number(smallest_fine->relative_size, "%.1f")
+              << "x), reaches " << f3s(*smallest_fine) << ".\n";
     }
   }
 
+  // Widths are whole numbers: where k does not divide the active count asked for, the width is
+  // rounded to the nearest (spec_for) and the spec has other active neurons than asked. Say which.
+  std::ostringstream widths;
+  std::set<std::string> rounded_seen;
+  for (const GridPoint& p : points)
+    for (const auto& [spec, asked] : {std::pair<const MoESpec&, std::int64_t>{p.teacher, ctx.settings.integer("teacher_active")},
+                                      std::pair<const MoESpec&, std::int64_t>{p.student, ctx.settings.integer("student_active")}})
+      if (spec.active_neurons() != asked && rounded_seen.insert(spec.name()).second)
+        widths << (rounded_seen.size() == 1 ? "" : ", ") << spec.name() << " " << spec.k << " x " << spec.width << " = "
+               << spec.active_neurons() << " (asked " << asked << ")";
+  const std::string width_note =
+      rounded_seen.empty() ? "Every width is exact: k divides the active neurons asked for.\n\n"
+                           : "Widths rounded to the nearest whole number, so these have other active neurons than "
+                             "asked: " + widths.str() + ".\n\n";
+
   std::ostringstream summary;
   summary << "# Teacher-student granularity (the granularity paper, Figures 2 and 3)\n\n"
-          << "Preset `" << ctx.preset << "`, seed " << ctx.seed
+          << "Preset `" << ctx.preset << "`, run seed " << ctx.seed << ", seeds "
+          << ctx.settings.to_json()["seeds"].dump()
           << ". Settings: config.json. One file per point: points/<name>.json (result) and points/<name>.csv "
              "(curves); all points: results.csv.\n\n"
           << "Normalised test loss = test MSE / MSE of the zero predictor, the minimum over epochs, the best "
-             "learning rate. 0 = the teacher is fitted; 1 = no better than predicting 0. Rows: teachers; columns: "
-             "students.\n\n"
-          << table.str() << "\n" << done.size() << " of " << points.size() << " points done"
+             "learning rate; mean ± sample std over the seeds (each seed draws its own teacher, student and data). "
+             "0 = the teacher is fitted; 1 = no better than predicting 0. Rows: teachers; columns: students.\n\n"
+          << width_note << table.str() << "\n" << done.size() << " of " << points.size() << " points done"
           << (missing ? " (missing cells: -; run the missing points, then --set mode=report)" : "") << ".\n"
-          << sizes.str() << "\n## Verdict\n\n" << conclusion << "\n\n" << verdict.str() << "\n## Plots\n\n";
+          << sizes.str() << "\n## Verdict\n\n"
+          << "The rule: a teacher's students separate when the worst student with k' >= k (by mean loss over seeds) "
+             "is below the best student with k' < k; the gap exceeds the seeds' spread when the worst fine-enough "
+             "student's mean + std is below the best coarser student's mean - std.\n\n"
+          << conclusion << "\n\n" << verdict.str() << "\n## Plots\n\n";
   for (const std::string& n : plot_notes) summary << "- " << n << "\n";
   ctx.dir.write_text("summary.md", summary.str());
 
