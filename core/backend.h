@@ -111,9 +111,9 @@ class Backend {
                                   const Tensor& dy, Tensor& dx, Tensor& dw, Tensor& db) = 0;
   // x, out: [B, T, H, hd]; rotates pairs by +-(position_offset + t) * theta^(-2i/hd).
   virtual void rope(const Tensor& x, std::int64_t position_offset, double theta, bool inverse, Tensor& out) = 0;
-  // Soft MoE token-order mixing (core/kernels.h): w [B, m, n, p], u [B, m, n, f], v [B, n, p, f].
-  virtual void slot_mix_reduce(const Tensor& w, const Tensor& u, Tensor& out) = 0;  // out [B, n, p, f]
-  virtual void slot_mix_expand(const Tensor& w, const Tensor& v, Tensor& out) = 0;  // out [B, m, n, f]
+  // Soft MoE token-order mixing (core/kernels.h): w [B, m, n, p], u [B, m, f, n], v [B, f, n, p].
+  virtual void slot_mix_reduce(const Tensor& w, const Tensor& u, Tensor& out) = 0;  // out [B, f, n, p]
+  virtual void slot_mix_expand(const Tensor& w, const Tensor& v, Tensor& out) = 0;  // out [B, m, f, n]
   virtual void slot_mix_dot(const Tensor& u, const Tensor& v, Tensor& out) = 0;     // out [B, m, n, p]
   // Slot-order mixing, expert-major slots: w [B, m, S], x [B, m, d], y [S, B, d].
   virtual void slot_dispatch(const Tensor& w, const Tensor& x, Tensor& out) = 0;  // out [S, B, d]
