@@ -9,8 +9,8 @@
 //   - float64 gradcheck of x and every parameter with expert_order = Tokens
 //   - a proper subset (a mask dropping experts) gives the same output whatever the order (it
 //     always runs in slot order); a full mask equals forward(x) bitwise in token order too
-//   - Auto: token order for the MNIST model's narrow experts (n = 32..128, f = 784/n < 32, m = 4,
-//     p = 1), slot order for its wide ones (n = 8, 16) and for many tokens per slot (m > 4p);
+//   - Auto: token order for the MNIST model's narrow experts (n = 64, 128: f = 784/n < 16, m = 4,
+//     p = 1), slot order for its wider ones (n = 8, 16, 32) and for many tokens per slot (m > 4p);
 //     parse_expert_order reads the three names and rejects others
 #include <doctest/doctest.h>
 
@@ -135,7 +135,7 @@ TEST_CASE("Soft MoE: Auto takes token order for narrow experts and few tokens pe
     c.d = 196, c.experts = n, c.hidden = 784 / n;  // the MNIST model's layer
     const SoftMoE moe(c, gen);
     INFO("n = ", n);
-    CHECK(moe.token_order(4) == (n >= 32));
+    CHECK(moe.token_order(4) == (n >= 64));
     CHECK_FALSE(moe.token_order(5));  // m > 4p
     c.expert_order = ExpertOrder::Tokens;
     CHECK(SoftMoE(c, gen).token_order(100));

@@ -217,9 +217,9 @@ bool SoftMoE::token_order(std::int64_t m) const {
     case ExpertOrder::Tokens: return true;
     case ExpertOrder::Auto: break;
   }
-  // Narrow experts (f < 32) and few tokens per slot (m <= 4p, so token order does at most 4x the
+  // Narrow experts (f < 16) and few tokens per slot (m <= 4p, so token order does at most 4x the
   // slot order's expert FLOPs): the rule and its measurements are in the header.
-  return config_.hidden_width() < 32 && m <= 4 * config_.slots_per_expert;
+  return config_.hidden_width() < 16 && m <= 4 * config_.slots_per_expert;
 }
 
 Variable SoftMoE::forward(const Variable& x) { return forward(x, ExpertSubset::all()); }

@@ -35,19 +35,20 @@
 // [B*m, d] @ [d, n*f] product; D mixes U's per-expert columns into H (a [B, n*f] tensor); C spreads
 // H back per token into Z [B*m, n*f]; Y = Z @ [W_out[0]; ...; W_out[n-1]], one dense [B*m, n*f] @
 // [n*f, d] product (ExpertBank::forward_mixed, the mixing in autograd/ops_slot_mix.h). No
-// [B, S, d] tensor exists. The cost: the expert products see m token rows per example instead of
-// S slot rows of width f each, m*f/(p*(f + m)) times the slot order's expert and mixing FLOPs (at
-// most m/p: 2.4x for the MNIST n = 128, f = 6, m = 4); in exchange the products are two dense
-// wide GEMMs instead of n narrow ones ([B*p, d] @ [d, f] with f = 6 uses a sixth of a 32-wide
-// micro-kernel tile), and the [B, S, d] slot tensors (26 MB each at B = 256, n = 128, d = 196)
-// and their permutes to and from [n, B*p, d] are never written. Results agree to rounding (the
-// sums run in another order), not bitwise.
+// [B, S, d] tensor exists. The cost: each expert layer multiplies m token rows per example by all
+// n experts instead of p slot rows by one expert each, m*f/(p*(f + m)) times the slot order's
+// expert and mixing FLOPs (always below m/p; 2.4x for the MNIST n = 128, f = 6, m = 4); in
+// exchange the products are two dense wide GEMMs instead of n narrow ones ([B*p, d] @ [d, f] with
+// f = 6 fills a sixth of a 32-wide micro-kernel tile), and the [B, S, d] slot tensors (26 MB each
+// at B = 256, n = 128, d = 196) are never written. Results agree to rounding (the sums run in
+// another order), not bitwise.
 // Which is faster depends on the shape. Measured on the MNIST model's training step (B = 256,
-// m = 4, d = 196, f = floor(784 / n), one thread, docs/results/bench.md): slot order wins at n = 8
-// and 16 (f = 98, 49), token order at n = 32, 64, 128 (f = 24, 12, 6; 3.5x at n = 128). Auto,
-// the default, takes token order when f < 32 and m <= 4p, else slot order; Slots and Tokens force
-// one (the tests compare them). Only the full layer (forward(x), or a subset that keeps every
-// expert) has the choice: a proper subset always gathers its kept slots in slot order (below).
+// m = 4, d = 196, f = floor(784 / n), one thread, median step, docs/results/bench.md): slot order
+// wins at n = 16 and 32 (f = 49, 24: 5.4 against 9.3 ms, 7.1 against 9.0 ms), token order at
+// n = 64 and 128 (f = 12, 6: 9.5 against 13.2 ms, 10.3 against 27.4 ms). Auto, the default, takes
+// token order when f < 16 and m <= 4p, else slot order; Slots and Tokens force one (the tests
+// compare them). Only the full layer (forward(x), or a subset that keeps every expert) has the
+// choice: a proper subset always gathers its kept slots in slot order (below).
 //
 // Why D is over tokens and C over slots: a slot must receive a convex combination of tokens (so
 // its input stays on the scale of one token whatever m is), which needs weights that sum to 1 over
@@ -202,6 +203,9 @@ class SoftMoE : public Module {
 
   // Whether the full layer on m tokens runs in token order (expert_order, or Auto's rule).
   bool token_order(std::int64_t m) const;
+  // Changes how later forwards sum (not what they compute); bench/softmoe_order_bench.cpp
+  // alternates the two orders on one layer.
+  void set_expert_order(ExpertOrder order) { config_.expert_order = order; }
 
   const SoftMoEConfig& config() const { return config_; }
   ExpertBank& experts() const { return *experts_; }
