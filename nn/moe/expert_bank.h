@@ -17,6 +17,9 @@
 // forward_each(x) is the same when every expert has the same number of rows, laid out [E, R, d]:
 //   h = relu(x @ w_in (+ b_in[:, None, :]))    [E, R, d] @ [E, d, f] -> [E, R, f]   (batched)
 //   y = h @ w_out (+ b_out[:, None, :])        [E, R, f] @ [E, f, d] -> [E, R, d]
+// The biases are added per row: index_select([b; 0], kernels::row_groups(offsets)) gives one bias
+// row per token row, the appended zero row for the rows in no group. Nothing is read back to the
+// host. Every step is an autograd op, so gradients reach x_sorted, w_in, w_out (and the biases).
 // forward_mixed(x, dispatch, combine) is Soft MoE's layer with the expert products in token order
 // (nn/moe/soft_moe.h says when that is faster and why it is the same function): for B examples of
 // m tokens, n = E experts of p slots,
@@ -26,10 +29,7 @@
 //   y = z @ W_out, W_out[c*E + e, :] = w_out[e][c, :]           [B*m, f*E] @ [f*E, d] -> [B, m, d]
 //       (+ sum_e (sum_j combine[b, i, e, j]) b_out[e])
 // (the mixing: autograd/ops_slot_mix.h; features outside experts, as its kernels want). W_in and
-// W_out are permuted copies of the weights (2 d f E values each); no [B, E*p, d] tensor is formed.
-// The biases are added per row: index_select([b; 0], kernels::row_groups(offsets)) gives one bias
-// row per token row, the appended zero row for the rows in no group. Nothing is read back to the
-// host. Every step is an autograd op, so gradients reach x_sorted, w_in, w_out (and the biases).
+// W_out are permuted copies of the weights (d f E values each); no [B, E*p, d] tensor is formed.
 #pragma once
 
 #include <cstdint>
