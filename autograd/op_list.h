@@ -45,7 +45,9 @@
   /* normalisation (ops_norm) */                                                                  \
   X(rmsnorm) X(layernorm)                                                                         \
   /* rotary position embedding (ops_rope) */                                                      \
-  X(rope)
+  X(rope)                                                                                         \
+  /* Soft MoE token-order mixing (ops_slot_mix) */                                                \
+  X(slot_mix_reduce) X(slot_mix_expand) X(slot_dispatch) X(slot_combine)
 // clang-format on
 
 namespace moelab {

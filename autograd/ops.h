@@ -14,5 +14,6 @@
 #include "autograd/ops_reduce.h"
 #include "autograd/ops_rope.h"
 #include "autograd/ops_shape.h"
+#include "autograd/ops_slot_mix.h"
 #include "autograd/ops_softmax.h"
 #include "autograd/variable.h"

@@ -116,6 +116,14 @@ class Backend {
                                   const Tensor& dy, Tensor& dx, Tensor& dw, Tensor& db) = 0;
   // x, out: [B, T, H, hd]; rotates pairs by +-(position_offset + t) * theta^(-2i/hd).
   virtual void rope(const Tensor& x, std::int64_t position_offset, double theta, bool inverse, Tensor& out) = 0;
+  // Soft MoE token-order mixing (core/kernels.h): w [B, m, n, p], u [B, m, f, n], v [B, f, n, p].
+  virtual void slot_mix_reduce(const Tensor& w, const Tensor& u, Tensor& out) = 0;  // out [B, f, n, p]
+  virtual void slot_mix_expand(const Tensor& w, const Tensor& v, Tensor& out) = 0;  // out [B, m, f, n]
+  virtual void slot_mix_dot(const Tensor& u, const Tensor& v, Tensor& out) = 0;     // out [B, m, n, p]
+  // Slot-order mixing, expert-major slots: w [B, m, S], x [B, m, d], y [S, B, d].
+  virtual void slot_dispatch(const Tensor& w, const Tensor& x, Tensor& out) = 0;  // out [S, B, d]
+  virtual void slot_combine(const Tensor& w, const Tensor& y, Tensor& out) = 0;   // out [B, m, d]
+  virtual void slot_dot(const Tensor& x, const Tensor& y, Tensor& out) = 0;       // out [B, m, S]
   // In-place optimizer updates; every tensor has param's shape, dtype and device (core/kernels.h).
   virtual void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                            const kernels::AdamHyper& h) = 0;

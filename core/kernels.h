@@ -236,6 +236,34 @@ NormGrads layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mea
 // inverse rotates by -a: the transpose of the rotation, hence also the backward (dx = rope(dy, .., !inverse)).
 Tensor rope(const Tensor& x, std::int64_t position_offset, double theta, bool inverse);
 
+// ---------------------------------------------------------------- Soft MoE mixing in token order
+// (core/kernels/slot_mix.cpp) B examples of m tokens, n experts with p slots each, f features,
+// feature-major (the expert or slot axis innermost):
+//   w: [B, m, n, p]  dispatch or combine weights      u: [B, m, f, n]  per token, feature, expert
+//   v: [B, f, n, p]  per example, feature, slot
+// reduce: out[b, c, e, j] = sum_i w[b, i, e, j] * u[b, i, c, e]     -> [B, f, n, p]
+// expand: out[b, i, c, e] = sum_j w[b, i, e, j] * v[b, c, e, j]     -> [B, m, f, n]
+// dot:    out[b, i, e, j] = sum_c u[b, i, c, e] * v[b, c, e, j]     -> [B, m, n, p]
+// Each is the other two's backward: d reduce(w, u) = (dw = dot(u, g), du = expand(w, g)),
+// d expand(w, v) = (dw = dot(g, v), dv = reduce(w, g)). Sums run in index order (i, j or c
+// ascending) in the tensors' dtype, so the result is the same on any thread count.
+Tensor slot_mix_reduce(const Tensor& w, const Tensor& u);
+Tensor slot_mix_expand(const Tensor& w, const Tensor& v);
+Tensor slot_mix_dot(const Tensor& u, const Tensor& v);
+// Slot order's mixing, with the slots expert-major (S = n*p slots, slot s = e*p + j):
+//   w: [B, m, S]  dispatch or combine weights   x: [B, m, d]  tokens   y: [S, B, d]  slot rows
+// dispatch: out[s, b, :] = sum_i w[b, i, s] * x[b, i, :]     -> [S, B, d]   (Xs = D^T X, per slot)
+// combine:  out[b, i, :] = sum_s w[b, i, s] * y[s, b, :]     -> [B, m, d]   (Y = C Ys)
+// dot:      out[b, i, s] = sum_c x[b, i, c] * y[s, b, c]     -> [B, m, S]
+// The backwards again: d dispatch(w, x) = (dw = dot(x, g), dx = combine(w, g)), d combine(w, y)
+// = (dw = dot(g, y), dy = dispatch(w, g)). [S, B, d] viewed [n, p*B, d] gives each expert its rows
+// contiguously, so the experts run as one batched product without a permute. dispatch and
+// combine sum in index order; dot in 8 interleaved partial sums (c mod 8) added as
+// ((0+1)+(2+3))+((4+5)+(6+7)), on every device and thread count.
+Tensor slot_dispatch(const Tensor& w, const Tensor& x);
+Tensor slot_combine(const Tensor& w, const Tensor& y);
+Tensor slot_dot(const Tensor& x, const Tensor& y);
+
 // ---------------------------------------------------------------- optimizer updates (fused, in place)
 // One pass over memory per parameter, PyTorch 1.13's single-tensor formulas evaluated in the
 // tensors' dtype (core/cpu/optim.cpp spells them out). param, grad and the buffers share one

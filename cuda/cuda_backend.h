@@ -4,7 +4,7 @@
 // One class, its methods defined one concept per file in cuda/, mirroring core/cpu/ file for file:
 // memory.cu, copy.cu, random_fill.cu, matmul.cu, grouped_matmul.cu, routing.cu, elementwise.cu,
 // reduce.cu, softmax.cu, cross_entropy.cu, index.cu, sort.cu, shape_ops.cu, mask.cu, attention.cu, norm.cu, rope.cu,
-// optim.cu. cuda/group_offsets.cuh checks the device-side group offsets that routing.cu makes and
+// slot_mix.cu, optim.cu. cuda/group_offsets.cuh checks the device-side group offsets that routing.cu makes and
 // grouped_matmul.cu reads; cuda/device_errors.cuh reports what kernels find wrong.
 // cuda/context.h holds what they share (stream, cuBLAS handle, cuRAND generator, error checks),
 // cuda/caching_allocator.h the device memory cache, cuda/device_utils.cuh dtype dispatch, device
@@ -79,6 +79,12 @@ class CudaBackend final : public Backend {
   void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
                           Tensor& dx, Tensor& dw, Tensor& db) override;
   void rope(const Tensor& x, std::int64_t position_offset, double theta, bool inverse, Tensor& out) override;  // rope.cpp
+  void slot_mix_reduce(const Tensor& w, const Tensor& u, Tensor& out) override;  // slot_mix.cu
+  void slot_mix_expand(const Tensor& w, const Tensor& v, Tensor& out) override;  // slot_mix.cu
+  void slot_mix_dot(const Tensor& u, const Tensor& v, Tensor& out) override;     // slot_mix.cu
+  void slot_dispatch(const Tensor& w, const Tensor& x, Tensor& out) override;  // slot_mix.cu
+  void slot_combine(const Tensor& w, const Tensor& y, Tensor& out) override;   // slot_mix.cu
+  void slot_dot(const Tensor& x, const Tensor& y, Tensor& out) override;       // slot_mix.cu
   void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                    const kernels::AdamHyper& h) override;  // optim.cpp
   void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const kernels::SgdHyper& h) override;

@@ -165,6 +165,12 @@ class CountingBackend : public Backend {
   void rope(const Tensor& x, std::int64_t position_offset, double theta, bool inverse, Tensor& out) override {
     inner_.rope(x, position_offset, theta, inverse, out);
   }
+  void slot_mix_reduce(const Tensor& w, const Tensor& u, Tensor& out) override { inner_.slot_mix_reduce(w, u, out); }
+  void slot_mix_expand(const Tensor& w, const Tensor& v, Tensor& out) override { inner_.slot_mix_expand(w, v, out); }
+  void slot_mix_dot(const Tensor& u, const Tensor& v, Tensor& out) override { inner_.slot_mix_dot(u, v, out); }
+  void slot_dispatch(const Tensor& w, const Tensor& x, Tensor& out) override { inner_.slot_dispatch(w, x, out); }
+  void slot_combine(const Tensor& w, const Tensor& y, Tensor& out) override { inner_.slot_combine(w, y, out); }
+  void slot_dot(const Tensor& x, const Tensor& y, Tensor& out) override { inner_.slot_dot(x, y, out); }
   void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                    const kernels::AdamHyper& h) override {
     inner_.adam_update(param, grad, exp_avg, exp_avg_sq, h);

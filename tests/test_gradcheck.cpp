@@ -280,6 +280,23 @@ Table build_table() {
   t["rope"].push_back({"[2, 3, 2, 4], offset 0", {randn({2, 3, 2, 4}, gen)}, [](const V& v) { return rope(v[0]); }});
   t["rope"].push_back({"[1, 4, 3, 6], offset 5, theta 100, inverse", {randn({1, 4, 3, 6}, gen)},
                        [](const V& v) { return rope(v[0], 5, 100.0, true); }});
+
+  // ---- Soft MoE token-order mixing: w [B, m, n, p] with u [B, m, f, n] or v [B, f, n, p]
+  t["slot_mix_reduce"].push_back({"w [2, 3, 4, 1], u [2, 3, 5, 4]", {randn({2, 3, 4, 1}, gen), randn({2, 3, 5, 4}, gen)},
+                                  [](const V& v) { return slot_mix_reduce(v[0], v[1]); }});
+  t["slot_mix_reduce"].push_back({"w [2, 3, 2, 3], u [2, 3, 4, 2] (p = 3)",
+                                  {randn({2, 3, 2, 3}, gen), randn({2, 3, 4, 2}, gen)},
+                                  [](const V& v) { return slot_mix_reduce(v[0], v[1]); }});
+  t["slot_mix_expand"].push_back({"w [2, 3, 4, 1], v [2, 5, 4, 1]", {randn({2, 3, 4, 1}, gen), randn({2, 5, 4, 1}, gen)},
+                                  [](const V& v) { return slot_mix_expand(v[0], v[1]); }});
+  t["slot_mix_expand"].push_back({"w [2, 3, 2, 3], v [2, 4, 2, 3] (p = 3)",
+                                  {randn({2, 3, 2, 3}, gen), randn({2, 4, 2, 3}, gen)},
+                                  [](const V& v) { return slot_mix_expand(v[0], v[1]); }});
+  // slot order: w [B, m, S] with x [B, m, d] or y [S, B, d]; d = 11 exercises dot's 8 lanes and tail
+  t["slot_dispatch"].push_back({"w [2, 3, 4], x [2, 3, 11]", {randn({2, 3, 4}, gen), randn({2, 3, 11}, gen)},
+                                [](const V& v) { return slot_dispatch(v[0], v[1]); }});
+  t["slot_combine"].push_back({"w [2, 3, 4], y [4, 2, 11]", {randn({2, 3, 4}, gen), randn({4, 2, 11}, gen)},
+                               [](const V& v) { return slot_combine(v[0], v[1]); }});
   return t;
 }
 

@@ -4,7 +4,7 @@
 // One class, its methods defined one concept per file in core/cpu/: memory.cpp, copy.cpp,
 // random_fill.cpp, matmul.cpp, grouped_matmul.cpp, routing.cpp, elementwise.cpp, reduce.cpp,
 // softmax.cpp, cross_entropy.cpp, index.cpp, sort.cpp, shape_ops.cpp, mask.cpp, attention.cpp, norm.cpp, rope.cpp,
-// optim.cpp; cuda/ mirrors these files one for one. The products go through gemm.h (gemm_f32.cpp
+// slot_mix.cpp, optim.cpp; cuda/ mirrors these files one for one. The products go through gemm.h (gemm_f32.cpp
 // and its per-instruction-set micro-kernels for float32).
 // Inputs are already checked and contiguous (core/kernels/ does that); methods only compute.
 #pragma once
@@ -74,6 +74,12 @@ class CpuBackend final : public Backend {
   void layernorm_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
                           Tensor& dx, Tensor& dw, Tensor& db) override;
   void rope(const Tensor& x, std::int64_t position_offset, double theta, bool inverse, Tensor& out) override;  // rope.cpp
+  void slot_mix_reduce(const Tensor& w, const Tensor& u, Tensor& out) override;  // slot_mix.cpp
+  void slot_mix_expand(const Tensor& w, const Tensor& v, Tensor& out) override;  // slot_mix.cpp
+  void slot_mix_dot(const Tensor& u, const Tensor& v, Tensor& out) override;     // slot_mix.cpp
+  void slot_dispatch(const Tensor& w, const Tensor& x, Tensor& out) override;  // slot_mix.cpp
+  void slot_combine(const Tensor& w, const Tensor& y, Tensor& out) override;   // slot_mix.cpp
+  void slot_dot(const Tensor& x, const Tensor& y, Tensor& out) override;       // slot_mix.cpp
   void adam_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
                    const kernels::AdamHyper& h) override;  // optim.cpp
   void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const kernels::SgdHyper& h) override;

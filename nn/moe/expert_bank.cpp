@@ -67,4 +67,28 @@ Variable ExpertBank::forward_each(const Variable& x) const {
   return y;
 }
 
+// x: [B, m, d] -> u: [B, m, f, E] -> h: [B, f, E, p] -> z: [B, m, f, E] -> y: [B, m, d]
+Variable ExpertBank::forward_mixed(const Variable& x, const Variable& dispatch, const Variable& combine) const {
+  check_defined(x.data(), "ExpertBank", "x");
+  check_defined(dispatch.data(), "ExpertBank", "dispatch");
+  check_defined(combine.data(), "ExpertBank", "combine");
+  MOELAB_CHECK(x.rank() == 3 && x.size(2) == d_, "ExpertBank", "x must be [B, m, ", d_, "], got ", x.shape());
+  const std::int64_t B = x.size(0), m = x.size(1), E = experts_, f = ffn_, d = d_;
+  MOELAB_CHECK(dispatch.rank() == 4 && dispatch.size(0) == B && dispatch.size(1) == m && dispatch.size(2) == E &&
+                   combine.shape() == dispatch.shape(),
+               "ExpertBank", "dispatch and combine must be [", B, ", ", m, ", ", E, ", p], got ", dispatch.shape(),
+               " and ", combine.shape());
+  MOELAB_CHECK(x.dtype() == w_in_.dtype(), "ExpertBank", "x is ", x.dtype(), " but the weights are ", w_in_.dtype());
+  const std::int64_t p = dispatch.size(3);
+  const Variable w_in = reshape(permute(w_in_, {1, 2, 0}), {d, f * E});                  // [d, f*E]
+  const Variable w_out = reshape(permute(w_out_, {1, 0, 2}), {f * E, d});                 // [f*E, d]
+  const Variable u = reshape(matmul(reshape(x, {B * m, d}), w_in), {B, m, f, E});         // [B, m, f, E]
+  Variable h = slot_mix_reduce(dispatch, u);                                               // [B, f, E, p]
+  if (b_in_.defined()) h = h + reshape(transpose(b_in_, 0, 1), {f, E, 1});                 // + [f, E, 1]
+  const Variable z = slot_mix_expand(combine, relu(h));                                    // [B, m, f, E]
+  Variable y = matmul(reshape(z, {B * m, f * E}), w_out);                                  // [B*m, d]
+  if (b_out_.defined()) y = y + matmul(sum(reshape(combine, {B * m, E, p}), 2), b_out_);   // + [B*m, E] @ [E, d]
+  return reshape(y, {B, m, d});
+}
+
 }  // namespace moelab

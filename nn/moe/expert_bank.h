@@ -20,6 +20,16 @@
 // The biases are added per row: index_select([b; 0], kernels::row_groups(offsets)) gives one bias
 // row per token row, the appended zero row for the rows in no group. Nothing is read back to the
 // host. Every step is an autograd op, so gradients reach x_sorted, w_in, w_out (and the biases).
+// forward_mixed(x, dispatch, combine) is Soft MoE's layer with the expert products in token order
+// (nn/moe/soft_moe.h says when that is faster and why it is the same function): for B examples of
+// m tokens, n = E experts of p slots,
+//   u = x @ W_in, W_in[:, c*E + e] = w_in[e][:, c]                 [B*m, d] @ [d, f*E] -> [B, m, f, E]
+//   h[b, :, e, j] = relu(sum_i dispatch[b, i, e, j] u[b, i, :, e] (+ b_in[e]))          [B, f, E, p]
+//   z[b, i, :, e] = sum_j combine[b, i, e, j] h[b, :, e, j]                             [B, m, f, E]
+//   y = z @ W_out, W_out[c*E + e, :] = w_out[e][c, :]           [B*m, f*E] @ [f*E, d] -> [B, m, d]
+//       (+ sum_e (sum_j combine[b, i, e, j]) b_out[e])
+// (the mixing: autograd/ops_slot_mix.h; features outside experts, as its kernels want). W_in and
+// W_out are permuted copies of the weights (d f E values each); no [B, E*p, d] tensor is formed.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +50,8 @@ class ExpertBank : public Module {
   // Every expert on the same number R of rows: x: [E, R, d] -> [E, R, d], expert e on x[e]. Two
   // batched matmuls (no sorting, no offsets); Soft MoE uses it, where each expert gets B*p slots.
   Variable forward_each(const Variable& x) const;
+  // Soft MoE in token order: x: [B, m, d], dispatch, combine: [B, m, E, p] -> [B, m, d] (above).
+  Variable forward_mixed(const Variable& x, const Variable& dispatch, const Variable& combine) const;
 
   std::int64_t experts() const { return experts_; }
   std::int64_t d() const { return d_; }

@@ -26,6 +26,13 @@ SlotInputs parse_slot_inputs(const std::string& name) {
   fail("SoftMoE", "unknown slot_inputs '", name, "' (expected normalized or raw)");
 }
 
+ExpertOrder parse_expert_order(const std::string& name) {
+  if (name == "auto") return ExpertOrder::Auto;
+  if (name == "slots") return ExpertOrder::Slots;
+  if (name == "tokens") return ExpertOrder::Tokens;
+  fail("SoftMoE", "unknown expert_order '", name, "' (expected auto, slots or tokens)");
+}
+
 SoftMoE::SoftMoE(const SoftMoEConfig& config, Generator& gen) : config_(config) {
   const std::int64_t d = config.d, n = config.experts, p = config.slots_per_expert;
   MOELAB_CHECK(d >= 1 && n >= 1 && p >= 1 && config.hidden >= 0, "SoftMoE",
@@ -171,36 +178,48 @@ std::vector<std::int32_t> SoftMoE::choose(const ExpertSubset& subset, const Vari
   return keep;
 }
 
-// xs: [B, S, d] -> ys: [B, S, d]; the rows of dropped (example, expert) pairs stay 0.
+// xs: [S, B, d] (expert-major slots) -> ys: [S, B, d]; the rows of dropped (example, expert)
+// pairs stay 0.
 Variable SoftMoE::run_experts(const Variable& xs, const std::vector<std::int32_t>& keep) {
-  const std::int64_t B = xs.size(0), n = config_.experts, p = config_.slots_per_expert, S = n * p, d = config_.d;
+  const std::int64_t B = xs.size(1), n = config_.experts, p = config_.slots_per_expert, S = n * p, d = config_.d;
   if (std::all_of(keep.begin(), keep.end(), [](std::int32_t v) { return v != 0; })) {
     // Every expert on every example (training, and the full model at evaluation): each expert
-    // takes its B*p slot rows. [B, S, d] = [B, n, p, d] -> [n, B, p, d] -> [n, B*p, d], two batched
-    // products (ExpertBank::forward_each), and back. Nothing depends on data: no sort, no upload.
+    // takes its p*B slot rows, contiguous in [S, B, d] = [n, p*B, d]: two batched products
+    // (ExpertBank::forward_each), no permute. Nothing depends on data: no sort, no upload.
     last_computed_ = B * S;
-    const Variable per_expert = reshape(permute(reshape(xs, {B, n, p, d}), {1, 0, 2, 3}), {n, B * p, d});
-    const Variable ys = experts_->forward_each(per_expert);                                   // [n, B*p, d]
-    return reshape(permute(reshape(ys, {n, B, p, d}), {1, 0, 2, 3}), {B, S, d});
+    return reshape(experts_->forward_each(reshape(xs, {n, p * B, d})), {S, B, d});
   }
-  // A subset (evaluation: Algorithm 1, random subsets, masks), chosen on the host. Kept slot rows of xs viewed as [B*S, d], expert-major: expert 0's slots of every kept example
-  // (example order, then slot order), then expert 1's, ...; offsets from the per-expert counts.
+  // A subset (evaluation: Algorithm 1, random subsets, masks), chosen on the host. Kept slot rows
+  // of xs viewed as [S*B, d] (row (e*p + j)*B + b), grouped by expert: expert 0's slots of every
+  // kept example (example order, then slot order), then expert 1's, ...; offsets from the
+  // per-expert counts.
   std::vector<std::int32_t> rows, offsets(static_cast<std::size_t>(n + 1), 0);
   for (std::int64_t e = 0; e < n; ++e) {
     for (std::int64_t b = 0; b < B; ++b) {
       if (!keep[static_cast<std::size_t>(b * n + e)]) continue;
-      for (std::int64_t j = 0; j < p; ++j) rows.push_back(static_cast<std::int32_t>(b * S + e * p + j));
+      for (std::int64_t j = 0; j < p; ++j) rows.push_back(static_cast<std::int32_t>((e * p + j) * B + b));
     }
     offsets[static_cast<std::size_t>(e + 1)] = static_cast<std::int32_t>(rows.size());
   }
   const std::int64_t M = static_cast<std::int64_t>(rows.size());
   last_computed_ = M;
-  if (M == 0) return Variable(zeros({B, S, d}, xs.dtype(), xs.device()));  // every expert dropped
+  if (M == 0) return Variable(zeros({S, B, d}, xs.dtype(), xs.device()));  // every expert dropped
   const Tensor rows_t = from_vector(rows, {M}).to(xs.device());
   const Tensor offsets_t = from_vector(offsets, {n + 1}).to(xs.device());
-  const Variable ys_kept = experts_->forward(index_select(reshape(xs, {B * S, d}), rows_t), offsets_t);  // [M, d]
+  const Variable ys_kept = experts_->forward(index_select(reshape(xs, {S * B, d}), rows_t), offsets_t);  // [M, d]
   // Each kept row is written once into zeros (0 + y == y exactly); dropped rows stay 0.
-  return reshape(scatter_add_rows(ys_kept, rows_t, B * S), {B, S, d});
+  return reshape(scatter_add_rows(ys_kept, rows_t, S * B), {S, B, d});
+}
+
+bool SoftMoE::token_order(std::int64_t m) const {
+  switch (config_.expert_order) {
+    case ExpertOrder::Slots: return false;
+    case ExpertOrder::Tokens: return true;
+    case ExpertOrder::Auto: break;
+  }
+  // Narrow experts (f < 16) and few tokens per slot (m <= 4p, so token order does at most 4x the
+  // slot order's expert FLOPs): the rule and its measurements are in the header.
+  return config_.hidden_width() < 16 && m <= 4 * config_.slots_per_expert;
 }
 
 Variable SoftMoE::forward(const Variable& x) { return forward(x, ExpertSubset::all()); }
@@ -213,10 +232,17 @@ Variable SoftMoE::forward(const Variable& x, const ExpertSubset& subset) {
   const std::vector<std::int32_t> keep = choose(subset, x, r.combine);
   // The slots mix X_hat (the implicit-bias paper's layer) or X (the original Soft MoE's; see the header).
   const Variable& mixed = config_.slot_inputs == SlotInputs::Normalized ? x_hat : x;
-  const Variable xs = matmul(r.dispatch, mixed, /*trans_a=*/true);  // D^T X: [B, S, m] @ [B, m, d] -> [B, S, d]
-  const Variable ys = run_experts(xs, keep);                    // [B, S, d]
   last_mask_ = from_vector(keep, {x.size(0), config_.experts});
-  return matmul(r.combine, ys);                                 // C Ys: [B, m, S] @ [B, S, d] -> [B, m, d]
+  const std::int64_t B = x.size(0), m = x.size(1), n = config_.experts, p = config_.slots_per_expert;
+  if (token_order(m) && std::all_of(keep.begin(), keep.end(), [](std::int32_t v) { return v != 0; })) {
+    // Every expert kept, in token order: no [B, S, d] tensor (see the header).
+    last_computed_ = B * n * p;
+    return experts_->forward_mixed(mixed, reshape(r.dispatch, {B, m, n, p}), reshape(r.combine, {B, m, n, p}));
+  }
+  // Slot order, the slots expert-major: Xs = D^T X as [S, B, d], Y = C Ys from Ys [S, B, d].
+  const Variable xs = slot_dispatch(r.dispatch, mixed);  // [B, m, S], [B, m, d] -> [S, B, d]
+  const Variable ys = run_experts(xs, keep);             // [S, B, d]
+  return slot_combine(r.combine, ys);                    // [B, m, S], [S, B, d] -> [B, m, d]
 }
 
 }  // namespace moelab

@@ -20,6 +20,36 @@
 //   Ys    [B, S, d]       slot outputs Ys[b, s] = expert_{s/p}(Xs[b, s])   (a ReLU MLP d -> h -> d)
 //   Y     [B, m, d]       output       Y = C Ys     (token i = a weighted average of the slots)
 //
+// Memory layout: Xs and Ys are stored expert-major, [S, B, d] (slot s of every example, then slot
+// s + 1), by the slot_dispatch / slot_combine ops (autograd/ops_slot_mix.h), so that expert e's
+// p*B rows are contiguous and the experts run as one batched product without a permute.
+//
+// Two summation orders for the experts (expert_order). The layer above is written in slot order:
+// form Xs, run each expert on its slots, form Ys, mix. With p = 1 for brevity (slot e is expert e,
+// h_e the hidden width f), the same function is
+//   hidden  H[b, e]  = relu(sum_i D[b, i, e] (X[b, i] @ W_in[e]))     (= relu(Xs[b, e] @ W_in[e]))
+//   output  Y[b, i]  = sum_e (C[b, i, e] H[b, e]) @ W_out[e]          (= sum_e C[b, i, e] Ys[b, e])
+// since D^T and C are linear maps over tokens and slots and the experts' layers are linear maps
+// over features, which commute (only the ReLU, applied per slot to the same H, does not move).
+// Token order evaluates the right-hand sides: U = X @ [W_in[0] | ... | W_in[n-1]], one dense
+// [B*m, d] @ [d, n*f] product; D mixes U's per-expert columns into H (a [B, n*f] tensor); C spreads
+// H back per token into Z [B*m, n*f]; Y = Z @ [W_out[0]; ...; W_out[n-1]], one dense [B*m, n*f] @
+// [n*f, d] product (ExpertBank::forward_mixed, the mixing in autograd/ops_slot_mix.h). No
+// [B, S, d] tensor exists. The cost: each expert layer multiplies m token rows per example by all
+// n experts instead of p slot rows by one expert each, m*f/(p*(f + m)) times the slot order's
+// expert and mixing FLOPs (always below m/p; 2.4x for the MNIST n = 128, f = 6, m = 4); in
+// exchange the products are two dense wide GEMMs instead of n narrow ones ([B*p, d] @ [d, f] with
+// f = 6 fills a sixth of a 32-wide micro-kernel tile), and the [B, S, d] slot tensors (26 MB each
+// at B = 256, n = 128, d = 196) are never written. Results agree to rounding (the sums run in
+// another order), not bitwise.
+// Which is faster depends on the shape. Measured on the MNIST model's training step (B = 256,
+// m = 4, d = 196, f = floor(784 / n), one thread, median step, docs/results/bench.md): slot order
+// wins at n = 16 and 32 (f = 49, 24: 5.4 against 9.3 ms, 7.1 against 9.0 ms), token order at
+// n = 64 and 128 (f = 12, 6: 9.5 against 13.2 ms, 10.3 against 27.4 ms). Auto, the default, takes
+// token order when f < 16 and m <= 4p, else slot order; Slots and Tokens force one (the tests
+// compare them). Only the full layer (forward(x), or a subset that keeps every expert) has the
+// choice: a proper subset always gathers its kept slots in slot order (below).
+//
 // Why D is over tokens and C over slots: a slot must receive a convex combination of tokens (so
 // its input stays on the scale of one token whatever m is), which needs weights that sum to 1 over
 // the tokens, i.e. a softmax down each column of L. A token must receive a convex combination of
@@ -63,7 +93,7 @@
 // "Only the kept experts are computed": the slot rows of the kept (example, expert) pairs are
 // gathered (index_select) grouped by expert (all kept slots of expert 0 across the batch, then
 // expert 1, ...), the ExpertBank runs its two grouped GEMMs on those rows only, with offsets from
-// the kept counts, and scatter_add_rows puts each result back into a [B*S, d] tensor of zeros. A
+// the kept counts, and scatter_add_rows puts each result back into a [S*B, d] tensor of zeros. A
 // dropped expert's weights are never read for that example, and an expert dropped for every
 // example is not multiplied at all. (Xs is still computed for all slots: it is the cheap part.)
 // The full forward is the same path with every expert kept, so TopK(n) and Mask(all ones) equal
@@ -107,6 +137,12 @@ enum class SlotInputs { Normalized, Raw };
 // "normalized" or "raw" -> SlotInputs; anything else throws moelab::Error.
 SlotInputs parse_slot_inputs(const std::string& name);
 
+// In which order the full layer (every expert kept) runs its experts (see "Two summation orders"
+// above): Slots forms Xs and Ys, Tokens never does, Auto picks by shape (SoftMoE::token_order).
+enum class ExpertOrder { Auto, Slots, Tokens };
+// "auto", "slots" or "tokens" -> ExpertOrder; anything else throws moelab::Error.
+ExpertOrder parse_expert_order(const std::string& name);
+
 struct SoftMoEConfig {
   std::int64_t d = 0;                 // token width
   std::int64_t experts = 0;           // n
@@ -116,6 +152,7 @@ struct SoftMoEConfig {
   SlotInputs slot_inputs = SlotInputs::Normalized;  // with normalize: Xs = D^T X_hat, or D^T X (Raw)
   PhiInit phi_init = PhiInit::Uniform;
   bool bias = false;                  // expert biases b_in, b_out
+  ExpertOrder expert_order = ExpertOrder::Auto;  // how forward(x) sums (not what it computes)
   DType dtype = DType::Float32;
 
   std::int64_t slots() const { return experts * slots_per_expert; }
@@ -164,6 +201,12 @@ class SoftMoE : public Module {
   const Tensor& last_mask() const { return last_mask_; }                // int32 [B, n], 1 = kept
   std::int64_t last_computed_slots() const { return last_computed_; }  // slot rows the experts ran on
 
+  // Whether the full layer on m tokens runs in token order (expert_order, or Auto's rule).
+  bool token_order(std::int64_t m) const;
+  // Changes how later forwards sum (not what they compute); bench/softmoe_order_bench.cpp
+  // alternates the two orders on one layer.
+  void set_expert_order(ExpertOrder order) { config_.expert_order = order; }
+
   const SoftMoEConfig& config() const { return config_; }
   ExpertBank& experts() const { return *experts_; }
   const Variable& phi() const { return phi_; }
@@ -176,7 +219,7 @@ class SoftMoE : public Module {
   SoftMoERouting routing_of(const Variable& x_tokens) const;
   // The keep mask int32 [B * n] (row-major [B, n]) for a subset; combine is C.
   std::vector<std::int32_t> choose(const ExpertSubset& subset, const Variable& x, const Variable& combine) const;
-  // xs: [B, S, d] -> ys: [B, S, d], running only the kept experts' slots.
+  // xs: [S, B, d] -> ys: [S, B, d] (expert-major slots), running only the kept experts' slots.
   Variable run_experts(const Variable& xs, const std::vector<std::int32_t>& keep);
 
   SoftMoEConfig config_;

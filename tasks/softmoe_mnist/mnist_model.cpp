@@ -2,6 +2,7 @@
 // accuracy (see the header for the setup).
 #include "tasks/softmoe_mnist/mnist_model.h"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 
@@ -26,22 +27,40 @@ void check_28x28(const ImageDataset& data) {
 
 }  // namespace
 
+namespace {
+
+// The normalised value of each of the 256 pixel bytes, (v / 255 - mean) / std computed in double
+// and rounded to float once: a lookup per pixel instead of a division and a subtraction (the
+// formula's cost was 8% of an n = 8 training step).
+const std::array<float, 256>& pixel_values() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int v = 0; v < 256; ++v) t[static_cast<std::size_t>(v)] = static_cast<float>((v / 255.0 - kPixelMean) / kPixelStd);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
 Tensor patch_images(const ImageDataset& data, const std::vector<std::int64_t>& indices) {
   check_28x28(data);
   const auto b = static_cast<std::int64_t>(indices.size());
+  const std::array<float, 256>& value = pixel_values();
   std::vector<float> out(static_cast<std::size_t>(b * kPixels));
   for (std::int64_t i = 0; i < b; ++i) {
     const std::int64_t n = indices[static_cast<std::size_t>(i)];
     if (n < 0 || n >= data.size()) throw Error("softmoe_mnist::patch_images: image index out of range");
     const std::uint8_t* image = data.images.data() + n * kPixels;
     float* tokens = out.data() + i * kPixels;  // [4, 196]
-    for (std::int64_t row = 0; row < 28; ++row)
-      for (std::int64_t col = 0; col < 28; ++col) {
-        const std::int64_t token = (row / 14) * 2 + col / 14;     // quadrant, row-major
-        const std::int64_t inside = (row % 14) * 14 + col % 14;   // position inside the patch
-        const double value = (image[row * 28 + col] / 255.0 - kPixelMean) / kPixelStd;
-        tokens[token * kTokenWidth + inside] = static_cast<float>(value);
-      }
+    for (std::int64_t row = 0; row < 28; ++row) {
+      // Row `row` of the image is row row % 14 of the two quadrants (row / 14) * 2 + {0, 1}.
+      const std::uint8_t* pixels = image + row * 28;
+      float* left = tokens + ((row / 14) * 2) * kTokenWidth + (row % 14) * 14;
+      float* right = left + kTokenWidth;
+      for (std::int64_t col = 0; col < 14; ++col) left[col] = value[pixels[col]];
+      for (std::int64_t col = 0; col < 14; ++col) right[col] = value[pixels[14 + col]];
+    }
   }
   return from_vector(out, {b, kTokens, kTokenWidth});
 }
