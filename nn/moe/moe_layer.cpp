@@ -8,6 +8,7 @@
 #include "autograd/ops.h"
 #include "core/factories.h"
 #include "core/kernels.h"
+#include "nn/moe/router_toolkit.h"
 
 namespace moelab {
 
@@ -53,7 +54,9 @@ Variable MoELayer::forward_with_aux(const Variable& x, AuxLosses& aux) {
   // or the router's bound on the kept ones when it knows one without the data (expert choice:
   // E*C), so that no shape depends on the data.
   // (Reused from the router when it sorted already: top-k does for its capacity.)
-  const kernels::ExpertGroups groups = plan.groups ? *plan.groups : kernels::group_by_expert(plan.experts, E);
+  // Both sentinels (dropped, unused) mean "no expert": group_by_expert sees -1 for either.
+  const kernels::ExpertGroups groups =
+      plan.groups ? *plan.groups : kernels::group_by_expert(ids_for_grouping(plan.experts), E);
   MOELAB_CHECK((groups.offsets.shape() == Shape{E + 1} && groups.order.shape() == Shape{T * k}), "MoELayer",
                "the router's groups do not match its plan: offsets ", groups.offsets.shape(), ", order ",
                groups.order.shape(), " for ", T, " x ", k, " assignments of ", E, " experts");

@@ -1,7 +1,7 @@
 // nn/moe/moe_layer.h — the routed mixture-of-experts FFN: a Router plus an ExpertBank.
 //
 //   x: [..., d] -> flatten -> xf: [T, d]
-//   plan = router(xf)                  experts int32 [T, k] (-1 = dropped), gates [T, k]
+//   plan = router(xf)                  experts int32 [T, k] (-1 dropped, -2 unused), gates [T, k]
 //   groups  = kernels::group_by_expert(experts): a stable counting sort on the device
 //   order   = the assignments a = t*k + j, kept ones grouped by expert, then dropped ones; first M
 //   offsets = exclusive prefix sums of the per-expert kept counts          int32 [E + 1]
@@ -13,9 +13,10 @@
 //                                                         along its row) y_t = sum_j g_tj expert_{e_tj}(x_t),
 //                                                         added in the fixed sorted order (no atomics)
 //   -> reshape to x's shape
-// Dropped assignments contribute nothing (a token dropped by all its experts gets y_t = 0 and
-// passes through the block's residual only). Stable sorting keeps, inside each expert's group,
-// the token order t, so the result does not depend on thread timing.
+// Dropped and unused slots (both sentinels, nn/moe/router.h) contribute nothing (a token
+// dropped by all its experts gets y_t = 0 and passes through the block's residual only). Stable
+// sorting keeps, inside each expert's group, the token order t, so the result does not depend on
+// thread timing.
 //
 // Children: "router" (built by name through the router registry, nn/moe/router.h) and "experts"
 // (ExpertBank), so the parameters are router.weight (+ router.bias), experts.w_in, experts.w_out

@@ -70,6 +70,7 @@ TrainReport train_decoder(Decoder& model, const TrainConfig& config, const Batch
     loss.backward();
     if (config.clip > 0) clip_grad_norm_tensor(params, config.clip);  // no read back
     opt.step();
+    routers_after_optimizer_step(model);  // schemes with state outside the gradient (nn/moe/router.h)
     train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     positions += batch.inputs.numel();
     interval_loss += value, ++interval_steps;

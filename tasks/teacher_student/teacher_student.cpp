@@ -136,6 +136,7 @@ TrainResult train_student(MoELayer& student, MoELayer& teacher, const TrainOptio
       Variable loss = nn::mse_loss(student.forward(Variable(b.x)), Variable(b.y));
       loss.backward();
       opt.step();
+      routers_after_optimizer_step(student);  // schemes with state outside the gradient (nn/moe/router.h)
       const double l = loss.data().item<float>();
       train_sum += l / mean_square(b.y);
       if (progress) progress->update(e * steps_per_epoch + s + 1, l);
