@@ -14,7 +14,8 @@
 //                kernels::group_by_expert; aux losses 0-d and finite; metrics finite, and
 //                dropped_fraction (when reported) = dropped / used slots.
 //   2. layer     the MoE layer's output equals a plain per-token loop over the plan,
-//                y_t = sum_j g_tj * expert_{e_tj}(x_t), to 1e-12.
+//                y_t = sum_j g_tj * expert_{e_tj}(x_t) (+ shared(x_t), MoEConfig::shared_experts),
+//                to 1e-12.
 //   3. gradcheck the layer's output and aux losses by central differences, with respect to x and
 //                every parameter (the router's only when `router_learns`).
 //   4. determinism two layers built from one seed have bitwise-equal parameters and plans; routing
@@ -134,7 +135,8 @@ inline void check_plan(const RoutingPlan& plan, std::int64_t T, std::int64_t E, 
   }
 }
 
-// Clause 2's reference: y_t = sum over the plan's kept slots of g * expert_e(x_t), on the host.
+// Clause 2's reference: y_t = sum over the plan's kept slots of g * expert_e(x_t) (+ the shared
+// experts' MLP when the layer has them), on the host.
 inline std::vector<double> per_token_loop(const MoELayer& moe, const RoutingPlan& plan, const Tensor& x) {
   const ExpertBank& bank = moe.experts();
   const std::int64_t d = bank.d(), f = bank.ffn(), T = x.size(0), k = plan.experts.size(1);
@@ -163,6 +165,27 @@ inline std::vector<double> per_token_loop(const MoELayer& moe, const RoutingPlan
         y[static_cast<std::size_t>(t * d + o)] += g[static_cast<std::size_t>(t * k + j)] * s;
       }
     }
+  if (const MLP* shared = moe.shared()) {  // + relu(x up^T + b_up) down^T + b_down, every token
+    const std::vector<double> up = doubles(shared->up().weight().data()), down = doubles(shared->down().weight().data());
+    const bool sb = shared->up().bias().defined();
+    const std::vector<double> bu = sb ? doubles(shared->up().bias().data()) : std::vector<double>();
+    const std::vector<double> bd = sb ? doubles(shared->down().bias().data()) : std::vector<double>();
+    const std::int64_t fs = shared->up().weight().size(0);
+    for (std::int64_t t = 0; t < T; ++t) {
+      std::vector<double> h(static_cast<std::size_t>(fs));
+      for (std::int64_t c = 0; c < fs; ++c) {
+        double s = sb ? bu[static_cast<std::size_t>(c)] : 0.0;
+        for (std::int64_t i = 0; i < d; ++i)
+          s += xv[static_cast<std::size_t>(t * d + i)] * up[static_cast<std::size_t>(c * d + i)];
+        h[static_cast<std::size_t>(c)] = std::max(s, 0.0);
+      }
+      for (std::int64_t o = 0; o < d; ++o) {
+        double s = sb ? bd[static_cast<std::size_t>(o)] : 0.0;
+        for (std::int64_t c = 0; c < fs; ++c) s += h[static_cast<std::size_t>(c)] * down[static_cast<std::size_t>(o * fs + c)];
+        y[static_cast<std::size_t>(t * d + o)] += s;
+      }
+    }
+  }
   return y;
 }
 

@@ -117,3 +117,18 @@ TEST_CASE("router toolkit: make_routing_plan tells drops from unused slots and c
   CHECK(m.at("load_max_over_mean") == doctest::Approx(2.0 / 1.0));
   CHECK_THROWS_AS(make_routing_plan(PlanParts{}, 3), Error);
 }
+
+TEST_CASE("router contract: top-p, aux-free, balanced, and shared experts beside any router") {
+  check_contract(contract("top-p", 4, {{"threshold", "0.5"}, {"entropy_loss", "0.01"}, {"load_balance", "0.1"}}));
+  check_contract(contract("top-p", 2, {{"threshold", "0.9"}, {"gates", "renorm"}, {"bias", "true"}}));
+  check_contract(contract("aux-free", 2, {{"update_rate", "0.01"}}));
+  check_contract(contract("aux-free", 1, {{"score", "softmax"}, {"renorm", "false"}}));
+  check_contract(contract("balanced", 1));
+  check_contract(contract("balanced", 2, {{"balance_eval", "true"}}));
+  RouterContract shared = contract("topk", 2, {}, 8);  // fine-grained: 8 experts of width 5
+  shared.layer.shared_experts = 2;
+  check_contract(shared);
+  shared.layer.router = "top-p";
+  shared.layer.shared_ffn = 3;
+  check_contract(shared);
+}

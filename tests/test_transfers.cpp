@@ -2,7 +2,8 @@
 // step (forward, cross-entropy, aux losses, backward, clip_grad_norm, AdamW) reads back exactly one
 // value from the device, the loss, and uploads only its batch — for the dense decoder and for
 // every MoE feed-forward: top-k with 8 and 64 experts (and with aux losses, a capacity that drops,
-// jitter and biases), expert choice, and Soft MoE.
+// jitter and biases), expert choice, top-p, aux-free balancing (its bias update included), shared
+// experts, and Soft MoE; the balanced router reads back once per layer, as documented.
 //
 // The steps run on Device::cuda() with tests/counting_backend.h standing in for the CUDA backend,
 // so every device->host read and host->device upload that a GPU run would make is counted, on a
@@ -96,7 +97,7 @@ std::vector<StepCounts> train_steps(CountingBackend& counting, const FeedForward
     loss.backward();
     clip_grad_norm_tensor(params, 1.0);
     opt.step();
-    routers_after_optimizer_step(model);  // routers with state outside the gradient: on the device too
+    routers_after_optimizer_step(model);  // aux-free's bias update: on the device too
     counts.push_back({counting.reads(), counting.read_bytes(), counting.uploads(), counting.upload_bytes()});
   }
   return counts;
@@ -152,6 +153,17 @@ TEST_CASE("MoE decoder training steps read back only the loss: routing, sorting 
   check_one_read_per_step("top-k MoE, 8 experts, k 2, aux losses, capacity 0.5, jitter, biases",
                           moe_feed_forward(full));
   check_one_read_per_step("expert-choice MoE, 8 experts, k 2", moe_feed_forward(moe_config(8, 2, "expert-choice")));
+  MoEConfig top_p = moe_config(8, 4, "top-p");
+  top_p.router_options = {{"entropy_loss", "1e-4"}, {"load_balance", "0.01"}};
+  check_one_read_per_step("top-p MoE, 8 experts, at most 4", moe_feed_forward(top_p));
+  check_one_read_per_step("aux-free MoE, 8 experts, k 2 (bias updated each step)",
+                          moe_feed_forward(moe_config(8, 2, "aux-free")));
+  MoEConfig shared = moe_config(16, 4);
+  shared.shared_experts = 1;
+  check_one_read_per_step("DeepSeekMoE: 16 fine-grained experts, k 4, 1 shared", moe_feed_forward(shared));
+  // The balanced router's greedy assignment runs on the host (its header says so): one read of
+  // the affinities and one upload of the assignment per MoE layer, nothing more.
+  check_one_read_per_step("balanced MoE, 8 experts, k 1", moe_feed_forward(moe_config(8, 1, "balanced")), 1, 1);
   check_one_read_per_step("Soft MoE, 8 experts, 1 slot each", [](const DecoderConfig& c, std::int64_t, Generator& gen) {
     SoftMoEConfig s;
     s.d = c.d;

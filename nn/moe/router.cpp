@@ -12,8 +12,11 @@
 
 #include "core/error.h"
 #include "core/kernels.h"
+#include "nn/moe/aux_free_router.h"
+#include "nn/moe/balanced_router.h"
 #include "nn/moe/expert_choice_router.h"
 #include "nn/moe/top_k_router.h"
+#include "nn/moe/top_p_router.h"
 
 namespace moelab {
 
@@ -26,6 +29,9 @@ Registry builtin_routers() {
   Registry r;
   r["topk"] = make_top_k_router;
   r["expert-choice"] = make_expert_choice_router;
+  r["top-p"] = make_top_p_router;
+  r["aux-free"] = make_aux_free_router;
+  r["balanced"] = make_balanced_router;
   return r;
 }
 
