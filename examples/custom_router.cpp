@@ -88,8 +88,8 @@ class HashRouter : public Router {
     if (planes_.defined()) {
       const std::int64_t b = planes_.size(0);
       const Tensor bits = positive_mask(kernels::matmul(x.data(), planes_, false, /*trans_b=*/true));  // [T, b] 0/1
-      const Tensor powers = kernels::scalar_binary(BinaryOp::Pow, 2.0,  // 2^i, made on the device: [b, 1]
-                                                   arange(0.0, static_cast<double>(b), 1.0, x.dtype(), x.device()).reshape({b, 1}));
+      const Tensor i = arange(0.0, static_cast<double>(b), 1.0, x.dtype(), x.device()).reshape({b, 1});
+      const Tensor powers = kernels::scalar_binary(BinaryOp::Pow, 2.0, i);  // 2^i, made on the device: [b, 1]
       code = kernels::matmul(bits, powers);  // [T, 1]
       // code mod E = code - E * trunc(code / E) (casting to int32 truncates)
       const Tensor q = kernels::cast(kernels::cast(kernels::binary_scalar(BinaryOp::Div, code, static_cast<double>(E)),

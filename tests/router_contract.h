@@ -181,7 +181,8 @@ inline std::vector<double> per_token_loop(const MoELayer& moe, const RoutingPlan
       }
       for (std::int64_t o = 0; o < d; ++o) {
         double s = sb ? bd[static_cast<std::size_t>(o)] : 0.0;
-        for (std::int64_t c = 0; c < fs; ++c) s += h[static_cast<std::size_t>(c)] * down[static_cast<std::size_t>(o * fs + c)];
+        for (std::int64_t c = 0; c < fs; ++c)
+          s += h[static_cast<std::size_t>(c)] * down[static_cast<std::size_t>(o * fs + c)];
         y[static_cast<std::size_t>(t * d + o)] += s;
       }
     }

@@ -153,7 +153,8 @@ TEST_CASE("aux-free: repeated updates flatten a skewed load; update_rate 0 leave
     auto r = make_router("aux-free", config(d, E, 1, {{"update_rate", std::to_string(u)}}), gen);
     auto* af = dynamic_cast<AuxFreeRouter*>(r.get());
     const Tensor w0 = kernels::narrow(af->weight().data(), 0, 0, 1);  // [1, d]
-    const Tensor skewed = kernels::binary(kernels::BinaryOp::Add, x, kernels::binary_scalar(kernels::BinaryOp::Mul, w0, 10.0));
+    const Tensor shift = kernels::binary_scalar(kernels::BinaryOp::Mul, w0, 10.0);  // [1, d]
+    const Tensor skewed = kernels::binary(kernels::BinaryOp::Add, x, shift);
     cv_before = r->route(Variable(skewed)).metrics().at("load_cv");
     for (int step = 0; step < 200; ++step) {
       r->route(Variable(skewed));

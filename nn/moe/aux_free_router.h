@@ -3,7 +3,7 @@
 //
 // Wang, L., Gao, H., Zhao, C., Sun, X., Dai, D. "Auxiliary-Loss-Free Load Balancing Strategy for
 // Mixture-of-Experts", arXiv 2408.15664 (2024); used by DeepSeek-AI, "DeepSeek-V3 Technical
-// Report", arXiv 2412.19437 (2024), section 2.1.2.
+// Report", arXiv 2412.19437 (2024).
 // A load-balancing loss trades the task's gradient for balance; here no gradient is involved:
 //
 //   x: [T, d], weight W: [E, d]

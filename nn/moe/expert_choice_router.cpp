@@ -83,9 +83,10 @@ RoutingPlan expert_choice_route(const Variable& x, const Variable& weight, const
       for (std::int64_t e = 0; e < E; ++e) routed = routed || chosen_mask[static_cast<std::size_t>(t * E + e)] > 0.0;
       if (!routed) ++unrouted;
     }
+    const double t = static_cast<double>(T);
     return std::map<std::string, double>{{"capacity", static_cast<double>(C)},
-                                         {"unrouted_fraction", static_cast<double>(unrouted) / static_cast<double>(T)},
-                                         {"mean_experts_per_token", static_cast<double>(E * C) / static_cast<double>(T)}};
+                                         {"unrouted_fraction", static_cast<double>(unrouted) / t},
+                                         {"mean_experts_per_token", static_cast<double>(E * C) / t}};
   };
   RoutingPlan plan = make_routing_plan(parts, E);
   return plan;

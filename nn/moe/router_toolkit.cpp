@@ -126,8 +126,8 @@ RoutingPlan make_routing_plan(const PlanParts& parts, std::int64_t E) {
   Tensor ids = parts.chosen;
   if (parts.keep.defined()) {
     // drop = (1 - keep) * [id >= 0]; ids := ids where drop is 0, -1 where it is 1
-    const Tensor drop = kernels::binary(BinaryOp::Mul, kernels::scalar_binary(BinaryOp::Sub, 1.0, kernels::cast(parts.keep, DType::Float64)),
-                                        slot_mask(ids, DType::Float64));
+    const Tensor not_kept = kernels::scalar_binary(BinaryOp::Sub, 1.0, kernels::cast(parts.keep, DType::Float64));
+    const Tensor drop = kernels::binary(BinaryOp::Mul, not_kept, slot_mask(ids, DType::Float64));
     ids = select_ids(ids, kernels::scalar_binary(BinaryOp::Sub, 1.0, drop), kDroppedSlot);
   }
   const kernels::ExpertGroups groups =
@@ -156,9 +156,9 @@ RoutingPlan make_routing_plan(const PlanParts& parts, std::int64_t E) {
 
   plan.metrics = [experts = plan.experts, counts = plan.tokens_per_expert, probs = parts.probs, extra = parts.extra,
                   capacity = parts.capacity, variable = parts.variable_slots, T, k, E]() {
-    const std::vector<std::int32_t> ids = experts.to(Device::cpu()).to_vector<std::int32_t>();
-    const double dropped = static_cast<double>(std::count(ids.begin(), ids.end(), kDroppedSlot));
-    const double unused = static_cast<double>(std::count(ids.begin(), ids.end(), kUnusedSlot));
+    const std::vector<std::int32_t> h = experts.to(Device::cpu()).to_vector<std::int32_t>();
+    const double dropped = static_cast<double>(std::count(h.begin(), h.end(), kDroppedSlot));
+    const double unused = static_cast<double>(std::count(h.begin(), h.end(), kUnusedSlot));
     const double used = static_cast<double>(T * k) - unused;
     std::map<std::string, double> m = load_metrics(host_doubles(counts));
     m["dropped_fraction"] = used > 0 ? dropped / used : 0.0;

@@ -34,6 +34,7 @@ RoutingPlan top_p_route(const Variable& x, const Variable& weight, const Variabl
   MOELAB_CHECK(x.rank() == 2 && weight.rank() == 2 && x.size(1) == weight.size(1), op,
                "x must be [T, d] and weight [E, d], got x ", x.shape(), " and weight ", weight.shape());
   const std::int64_t T = x.size(0), E = weight.size(0);
+  MOELAB_CHECK(T >= 1, op, "x must have at least one token, got ", x.shape());
   MOELAB_CHECK(K >= 1 && K <= E, op, "k (the most experts per token) must be in [1, E = ", E, "], got ", K);
   MOELAB_CHECK(o.threshold > 0.0 && o.threshold <= 1.0, op, "threshold must be in (0, 1], got ", o.threshold);
 

@@ -17,10 +17,10 @@
 // its unused slots are kUnusedSlot and plan.slots (int32 [T]) says how many each token used.
 //
 // Options (unknown keys and bad values are errors):
-//   threshold      p in (0, 1], default 0.4 (the paper's best)
+//   threshold      p in (0, 1], default 0.4
 //   gates          "softmax" (default) or "renorm" (the used gates divided by their sum)
 //   entropy_loss   coefficient >= 0 of the paper's dynamic loss, mean_t -sum_e p log p, which
-//                  keeps the router from flattening p to buy more experts (paper: 1e-4)
+//                  keeps the router from flattening p to buy more experts
 //   load_balance   coefficient >= 0 of a * E * sum_e f_e P_e, f_e = e's share of the used slots,
 //                  P_e = mean_t p_t,e (Switch's loss over variable k, as the paper uses)
 //   bias           "true": a trainable bias b: [E], initialised to 0
