@@ -10,23 +10,28 @@
 // so tokens whose representations point the same way share an expert (Hash Layers, Roller et al.
 // 2021, hash the token id; this hashes the representation instead, which is all a Router sees).
 // The router has no parameters and its gates are constant, so the task loss trains the experts and
-// the rest of the model only; the hyperplanes are not in checkpoints (they are rebuilt from the
-// model's seed, or from the "seed" option).
+// the rest of the model only. The hyperplanes are a buffer (Module::register_buffer): checkpoints
+// save them with the model. Every step runs on x's device with the toolkit's pieces
+// (nn/moe/router_toolkit.h: positive_mask for the bits, make_routing_plan for the counts, groups
+// and metrics), so nothing is read back.
 //
-// What it takes (nn/moe/router.h):
-//   1. a class deriving from Router whose route(x: [T, d]) returns a RoutingPlan:
-//      experts int32 [T, k] (-1 = dropped), gates [T, k] (a Variable: autograd ops if the router
-//      should learn), tokens_per_expert int32 [E], metrics and aux losses (optional);
+// What it takes (nn/moe/router.h, nn/moe/router_toolkit.h):
+//   1. a class deriving from Router whose route(x: [T, d]) fills PlanParts (chosen ids int32
+//      [T, k], gates [T, k] as a Variable: autograd ops if the router should learn) and returns
+//      make_routing_plan(parts, E);
 //   2. a factory (const RouterConfig&, Generator&) -> shared_ptr<Router> that checks the options
 //      with check_router_options / router_option_*;
 //   3. register_router("hash", factory) before the first model is built; then MoEConfig{.router =
-//      "hash"} (or any other registered name, see --router) builds it in every MoE layer.
+//      "hash"} (or any other registered name, see --help) builds it in every MoE layer;
+//   4. the contract (tests/router_contract.h): `custom_router --check-contract` runs it, and ctest
+//      runs that (example_custom_router_contract).
 //
 // The task is examples/char_lm.cpp's: predict the next character of the Shakespeare sonnets
 // (examples/data/sonnets.txt), here with a 2-layer MoE decoder of 4 experts. The program prints
 // the training loss as it falls and how many tokens each layer's experts received.
 //
 //   build/custom_router                                  # defaults: 300 steps, the hash router
+//   build/custom_router --check-contract                 # the router contract for 'hash'
 //   build/custom_router --router topk                    # the same model with learned top-1 routing
 //   build/custom_router --router expert-choice --router-option capacity_factor=1
 //                       # (expert choice leaks future tokens in a decoder; see its header)
@@ -49,9 +54,11 @@
 #include "core/parallel.h"
 #include "nn/moe/moe_decoder.h"
 #include "nn/moe/router.h"
+#include "nn/moe/router_toolkit.h"
 #include "nn/nn.h"
 #include "nn/optim/adam.h"
 #include "tasks/common/train_loop.h"
+#include "tests/router_contract.h"
 
 #ifndef MOELAB_SOURCE_DIR
 #define MOELAB_SOURCE_DIR "."
@@ -66,40 +73,37 @@ class HashRouter : public Router {
  public:
   static constexpr const char* kScheme = "HashRouter";
 
-  // planes: [b, d] row-major, the fixed hyperplanes.
-  HashRouter(std::int64_t d, std::int64_t experts, std::vector<double> planes)
-      : Router(d, experts, /*k=*/1, kScheme), planes_(std::move(planes)) {}
+  // planes: [b, d], the fixed hyperplanes (b = 0 when E = 1). They are a buffer, not a parameter:
+  // never trained, but saved by checkpoints with the model (nn/module.h).
+  HashRouter(std::int64_t d, std::int64_t experts, const Tensor& planes) : Router(d, experts, /*k=*/1, kScheme) {
+    if (planes.numel() > 0) planes_ = register_buffer("planes", planes);
+  }
 
+  // x: [T, d] -> plan; every step on x's device (nothing read back), with the toolkit's pieces.
   RoutingPlan route(const Variable& x) override {
     check_input(x, kScheme);
-    const std::int64_t T = x.size(0), d = this->d(), E = experts();
-    const std::int64_t b = static_cast<std::int64_t>(planes_.size()) / d;
-    // The selection needs no gradient: hash on the host in float64.
-    const std::vector<double> xv = x.data().to(Device::cpu()).to(DType::Float64).to_vector<double>();
-    std::vector<std::int32_t> ids(static_cast<std::size_t>(T));
-    std::vector<std::int32_t> counts(static_cast<std::size_t>(E), 0);
-    for (std::int64_t t = 0; t < T; ++t) {
-      std::int64_t code = 0;
-      for (std::int64_t i = 0; i < b; ++i) {
-        double dot = 0;
-        for (std::int64_t j = 0; j < d; ++j)
-          dot += xv[static_cast<std::size_t>(t * d + j)] * planes_[static_cast<std::size_t>(i * d + j)];
-        if (dot > 0) code |= std::int64_t{1} << i;
-      }
-      const auto e = static_cast<std::int32_t>(code % E);
-      ids[static_cast<std::size_t>(t)] = e;
-      ++counts[static_cast<std::size_t>(e)];
+    const std::int64_t T = x.size(0), E = experts();
+    using kernels::BinaryOp;
+    Tensor code = zeros({T, 1}, x.dtype(), x.device());
+    if (planes_.defined()) {
+      const std::int64_t b = planes_.size(0);
+      const Tensor bits = positive_mask(kernels::matmul(x.data(), planes_, false, /*trans_b=*/true));  // [T, b] 0/1
+      const Tensor i = arange(0.0, static_cast<double>(b), 1.0, x.dtype(), x.device()).reshape({b, 1});
+      const Tensor powers = kernels::scalar_binary(BinaryOp::Pow, 2.0, i);  // 2^i, made on the device: [b, 1]
+      code = kernels::matmul(bits, powers);  // [T, 1]
+      // code mod E = code - E * trunc(code / E) (casting to int32 truncates)
+      const Tensor q = kernels::cast(kernels::cast(kernels::binary_scalar(BinaryOp::Div, code, static_cast<double>(E)),
+                                                   DType::Int32), x.dtype());
+      code = kernels::binary(BinaryOp::Sub, code, kernels::binary_scalar(BinaryOp::Mul, q, static_cast<double>(E)));
     }
-    RoutingPlan plan;
-    plan.experts = from_vector(ids, {T, 1}).to(x.device());
-    plan.gates = Variable(ones({T, 1}, x.dtype(), x.device()));  // constant: the router does not learn
-    plan.tokens_per_expert = from_vector(counts, {E}).to(x.device());
-    plan.metrics = [] { return std::map<std::string, double>{{"dropped_fraction", 0.0}}; };
-    return plan;
+    PlanParts parts;                                   // nn/moe/router_toolkit.h
+    parts.chosen = kernels::cast(code, DType::Int32);  // int32 [T, 1]
+    parts.gates = Variable(ones({T, 1}, x.dtype(), x.device()));  // constant: the router does not learn
+    return make_routing_plan(parts, E);                // counts, groups, metrics (load_cv, ...)
   }
 
  private:
-  std::vector<double> planes_;
+  Tensor planes_;
 };
 
 // The factory the registry calls with the MoE layer's RouterConfig and the model's Generator.
@@ -120,9 +124,18 @@ std::shared_ptr<Router> make_hash_router(const RouterConfig& config, Generator& 
     own = Generator(static_cast<std::uint64_t>(s));
     source = &own;
   }
-  std::vector<double> planes;
-  if (b > 0) planes = normal({b, config.d}, 0.0, 1.0, *source, DType::Float64).to_vector<double>();
-  return std::make_shared<HashRouter>(config.d, config.experts, std::move(planes));
+  const Tensor planes = b > 0 ? normal({b, config.d}, 0.0, 1.0, *source, config.dtype) : Tensor();
+  return std::make_shared<HashRouter>(config.d, config.experts, planes);
+}
+
+// The router contract (tests/router_contract.h) for this scheme: what `--check-contract` runs.
+int check_contract() {
+  testing::RouterContract c;
+  c.layer.d = 6, c.layer.experts = 4, c.layer.k = 1, c.layer.ffn = 5, c.layer.bias = true, c.layer.router = "hash";
+  c.router_learns = false;  // constant gates: only the experts learn
+  const std::string failures = testing::router_contract_failures(c);
+  std::printf("router contract for 'hash': %s\n%s", failures.empty() ? "every clause holds" : "FAILED", failures.c_str());
+  return failures.empty() ? 0 : 1;
 }
 
 // ---------------------------------------------------------------- the program
@@ -262,8 +275,12 @@ int main(int argc, char** argv) {
   const auto positive = CLI::Range(std::int64_t{1}, std::int64_t{1} << 40);
   app.add_option("--text", o.text, "the text to learn (plain bytes)")->capture_default_str();
   app.add_option("--steps", o.steps, "training steps")->check(positive)->capture_default_str();
-  app.add_option("--router", o.router, "routing scheme by registered name: hash (this file), topk, expert-choice, ...")
+  std::string names;  // the registry's names, so --help lists every scheme, built-in or not
+  for (const std::string& n : router_names()) names += (names.empty() ? "" : ", ") + n;
+  app.add_option("--router", o.router, "routing scheme by registered name: " + names + " (hash: this file)")
       ->capture_default_str();
+  bool contract = false;
+  app.add_flag("--check-contract", contract, "run the router contract (tests/router_contract.h) for 'hash' and exit");
   app.add_option("--router-option", o.router_options,
                  "KEY=VALUE passed to the router (repeatable), e.g. seed=7 for hash, load_balance=0.01 for topk");
   app.add_option("--experts", o.experts, "experts per MoE layer")->check(positive)->capture_default_str();
@@ -294,6 +311,7 @@ int main(int argc, char** argv) {
   }
   set_num_threads(o.threads);
   try {
+    if (contract) return check_contract();
     return run(o);
   } catch (const BadOption& e) {
     std::fprintf(stderr, "custom_router: %s\n", e.what());

@@ -11,6 +11,7 @@ void Module::check_new_name(const std::string& name) const {
                "a name must be non-empty and contain no '.', got '", name, "'");
   for (const auto& [n, p] : parameters_) MOELAB_CHECK(n != name, "Module::register", "'", name, "' is already a parameter");
   for (const auto& [n, c] : children_) MOELAB_CHECK(n != name, "Module::register", "'", name, "' is already a child");
+  for (const auto& [n, b] : buffers_) MOELAB_CHECK(n != name, "Module::register", "'", name, "' is already a buffer");
 }
 
 Variable Module::register_parameter(const std::string& name, Tensor init) {
@@ -19,6 +20,13 @@ Variable Module::register_parameter(const std::string& name, Tensor init) {
   Variable v(std::move(init), /*requires_grad=*/true);
   parameters_.emplace_back(name, v);
   return v;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor init) {
+  check_new_name(name);
+  check_defined(init, "Module::register_buffer", name.c_str());
+  buffers_.emplace_back(name, init);
+  return init;
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> child) {
@@ -30,6 +38,17 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> child) {
 void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const {
   for (const auto& [name, p] : parameters_) out.emplace_back(prefix + name, p);
   for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+}
+
+void Module::collect_buffers(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
+  for (const auto& [name, b] : buffers_) out.emplace_back(prefix + name, b);
+  for (const auto& [name, child] : children_) child->collect_buffers(prefix + name + ".", out);
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect_buffers("", out);
+  return out;
 }
 
 std::vector<std::pair<std::string, Variable>> Module::named_parameters() const {
@@ -67,20 +86,19 @@ void Module::to(Device device) {
   }
   // A parameter registered twice (tied weights) is found again already moved: a no-op then.
   const auto params = named_parameters();
-  std::vector<std::pair<Variable, Device>> moved;  // to undo a move that fails part-way (out of memory)
+  std::vector<Tensor> state;  // handles: moving their storage moves the parameters' and buffers'
+  for (const auto& [name, p] : params) state.push_back(p.data());
+  for (const auto& [name, b] : named_buffers()) state.push_back(b);
+  std::vector<std::pair<Tensor, Device>> moved;  // to undo a move that fails part-way (out of memory)
   try {
-    for (const auto& [name, p] : params) {
-      const Device from = p.device();
+    for (Tensor& data : state) {
+      const Device from = data.device();
       if (from == device) continue;
-      Tensor data = p.data();  // a handle: moving its storage moves the parameter's
       data.move_storage_to(device);
-      moved.emplace_back(p, from);
+      moved.emplace_back(data, from);
     }
   } catch (...) {
-    for (auto& [p, from] : moved) {
-      Tensor data = p.data();
-      data.move_storage_to(from);
-    }
+    for (auto& [data, from] : moved) data.move_storage_to(from);
     throw;
   }
   for (const auto& [name, p] : params) {

@@ -11,7 +11,13 @@
 //   // a Decoder registering Blocks as "layers.0", "layers.1": names "layers.0.attn_norm.weight", ...
 //
 // That one stable order of dotted names is what checkpoints, optimizers, the PyTorch reference
-// fixtures and tests all use. Modules are held by std::shared_ptr (children are shared with
+// fixtures and tests all use.
+//
+// Buffers (PyTorch's name) are state that is not trained by gradient but belongs to the model:
+// register_buffer("expert_bias", zeros({E})) returns a Tensor handle sharing the buffer's storage,
+// which the module updates in place (kernels::copy). named_buffers() walks them like parameters;
+// to(device) moves them; checkpoints save and restore them beside the parameters
+// (nn/io/checkpoint.h), so a resumed run continues bitwise. Optimizers never see them. Modules are held by std::shared_ptr (children are shared with
 // whoever built them); parameters are Variable handles, so a copy of one sees updates made
 // through any other (optimizers write into Variable::data() in place).
 //
@@ -24,7 +30,7 @@
 // their own copies of their parameters' handles (Linear::weight_, ...) and all of them see the
 // new device. Parameters are all there is to move: the only other tensors modules keep are the
 // last forward's diagnostics (MoELayer's tokens per expert, SoftMoE's last expert mask), remade by
-// every forward, and caches such as nn/kv_cache.h are made per call on the inputs' device.
+// every forward, and buffers, which move with the parameters, and caches such as nn/kv_cache.h are made per call on the inputs' device.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +55,8 @@ class Module {
   std::vector<Variable> parameters() const;
   // The parameter with this dotted name; throws moelab::Error listing close names if absent.
   Variable parameter(const std::string& dotted_name) const;
+  // Every buffer of this module and its children, depth-first in registration order.
+  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
   // Direct children in registration order.
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
 
@@ -75,6 +83,8 @@ class Module {
  protected:
   // Registers a trainable parameter initialised to `init`; returns its handle.
   Variable register_parameter(const std::string& name, Tensor init);
+  // Registers a non-trainable buffer initialised to `init`; returns a handle sharing its storage.
+  Tensor register_buffer(const std::string& name, Tensor init);
   // Registers a child module; returns it (typed) for the caller to keep.
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
@@ -86,8 +96,10 @@ class Module {
   void add_child(const std::string& name, std::shared_ptr<Module> child);
   void check_new_name(const std::string& name) const;
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const;
+  void collect_buffers(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
 
   std::vector<std::pair<std::string, Variable>> parameters_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

@@ -168,7 +168,7 @@ TEST_CASE("expert choice: each expert takes exactly its top-C tokens; gates are 
       bool routed = false;
       for (std::int64_t e = 0; e < E; ++e) {
         const std::size_t a = static_cast<std::size_t>(t * E + e);
-        CHECK(ex[a] == (want[a] ? e : -1));
+        CHECK(ex[a] == (want[a] ? e : kUnusedSlot));
         CHECK(std::abs(g[a] - (want[a] ? S[a] : 0.0)) < kTol);
         if (ex[a] >= 0) ++per_expert[static_cast<std::size_t>(e)];
         routed = routed || want[a];
@@ -207,7 +207,7 @@ TEST_CASE("expert choice: ties go to the lower token index") {
     REQUIRE(g_all[7] == g_all[11]);
     // expert 0 takes tokens 1, 2 (not 4); expert 1 takes tokens 3, 5.
     CHECK(plan.experts.to_vector<std::int32_t>() ==
-          std::vector<std::int32_t>{-1, -1, 0, -1, 0, -1, -1, 1, -1, -1, -1, 1});
+          std::vector<std::int32_t>{-2, -2, 0, -2, 0, -2, -2, 1, -2, -2, -2, 1});
     CHECK(plan.metrics().at("unrouted_fraction") == doctest::Approx(2.0 / 6));  // tokens 0 and 4
   }
   SUBCASE("all scores equal (x = 0): every expert takes tokens 0 .. C-1") {
@@ -216,7 +216,7 @@ TEST_CASE("expert choice: ties go to the lower token index") {
     const RoutingPlan plan = r->route(Variable(zeros({5, 3}, DType::Float64)));
     const auto ex = plan.experts.to_vector<std::int32_t>();
     for (std::int64_t t = 0; t < 5; ++t)
-      for (std::int64_t e = 0; e < 4; ++e) CHECK(ex[static_cast<std::size_t>(t * 4 + e)] == (t < 3 ? e : -1));
+      for (std::int64_t e = 0; e < 4; ++e) CHECK(ex[static_cast<std::size_t>(t * 4 + e)] == (t < 3 ? e : kUnusedSlot));
     const auto g = to_doubles(plan.gates.data());
     for (std::int64_t a = 0; a < 20; ++a) CHECK(g[static_cast<std::size_t>(a)] == (a < 12 ? 0.25 : 0.0));
     CHECK(plan.metrics().at("unrouted_fraction") == doctest::Approx(2.0 / 5));

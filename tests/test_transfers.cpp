@@ -2,7 +2,8 @@
 // step (forward, cross-entropy, aux losses, backward, clip_grad_norm, AdamW) reads back exactly one
 // value from the device, the loss, and uploads only its batch — for the dense decoder and for
 // every MoE feed-forward: top-k with 8 and 64 experts (and with aux losses, a capacity that drops,
-// jitter and biases), expert choice, and Soft MoE.
+// jitter and biases), expert choice, top-p, aux-free balancing (its bias update included), shared
+// experts, and Soft MoE; the balanced router reads back once per layer, as documented.
 //
 // The steps run on Device::cuda() with tests/counting_backend.h standing in for the CUDA backend,
 // so every device->host read and host->device upload that a GPU run would make is counted, on a
@@ -25,6 +26,7 @@
 #include "core/backend.h"
 #include "core/factories.h"
 #include "nn/moe/moe_decoder.h"
+#include "nn/moe/router.h"
 #include "nn/moe/soft_moe.h"
 #include "nn/nn.h"
 #include "nn/optim/adam.h"
@@ -108,18 +110,21 @@ std::string describe(const StepCounts& s) {
 }
 
 
-// The per-step rule: one read of the 4-byte loss, the batch's two uploads, nothing else.
-void check_one_read_per_step(const std::string& label, const FeedForwardFactory& make_ffn) {
+// The per-step rule: one read of the 4-byte loss, the batch's two uploads, nothing else; plus
+// `extra_reads` and `extra_uploads` per MoE layer for a router documented to make them.
+void check_one_read_per_step(const std::string& label, const FeedForwardFactory& make_ffn, int extra_reads = 0,
+                             int extra_uploads = 0) {
   CountingBackend counting(cpu_backend());
   ScopedBackendOverride stand_in(DeviceType::CUDA, counting);
   const std::vector<StepCounts> counts = train_steps(counting, make_ffn, 3);
   const std::int64_t batch_bytes = 2 * kBatch * kSeq * static_cast<std::int64_t>(sizeof(std::int32_t));
   for (std::size_t i = 0; i < counts.size(); ++i) {
     INFO(label, ", step ", i, ": ", describe(counts[i]));
-    CHECK(counts[i].reads == 1);
-    CHECK(counts[i].read_bytes == static_cast<std::int64_t>(sizeof(float)));
-    CHECK(counts[i].uploads == 2);
-    CHECK(counts[i].upload_bytes == batch_bytes);
+    const std::int64_t layers = small_config().layers;
+    CHECK(counts[i].reads == 1 + extra_reads * layers);
+    if (extra_reads == 0) CHECK(counts[i].read_bytes == static_cast<std::int64_t>(sizeof(float)));
+    CHECK(counts[i].uploads == 2 + extra_uploads * layers);
+    if (extra_uploads == 0) CHECK(counts[i].upload_bytes == batch_bytes);
   }
   MESSAGE(label, ", per step: ", describe(counts.back()), " (", small_config().layers, " layers)");
 }
@@ -149,6 +154,17 @@ TEST_CASE("MoE decoder training steps read back only the loss: routing, sorting 
   check_one_read_per_step("top-k MoE, 8 experts, k 2, aux losses, capacity 0.5, jitter, biases",
                           moe_feed_forward(full));
   check_one_read_per_step("expert-choice MoE, 8 experts, k 2", moe_feed_forward(moe_config(8, 2, "expert-choice")));
+  MoEConfig top_p = moe_config(8, 4, "top-p");
+  top_p.router_options = {{"entropy_loss", "1e-4"}, {"load_balance", "0.01"}};
+  check_one_read_per_step("top-p MoE, 8 experts, at most 4", moe_feed_forward(top_p));
+  check_one_read_per_step("aux-free MoE, 8 experts, k 2 (bias updated each step)",
+                          moe_feed_forward(moe_config(8, 2, "aux-free")));
+  MoEConfig shared = moe_config(16, 4);
+  shared.shared_experts = 1;
+  check_one_read_per_step("DeepSeekMoE: 16 fine-grained experts, k 4, 1 shared", moe_feed_forward(shared));
+  // The balanced router's greedy assignment runs on the host (its header says so): one read of
+  // the affinities and one upload of the assignment per MoE layer, nothing more.
+  check_one_read_per_step("balanced MoE, 8 experts, k 1", moe_feed_forward(moe_config(8, 1, "balanced")), 1, 1);
   check_one_read_per_step("Soft MoE, 8 experts, 1 slot each", [](const DecoderConfig& c, std::int64_t, Generator& gen) {
     SoftMoEConfig s;
     s.d = c.d;

@@ -39,6 +39,14 @@ Int metadata_integer(const SafetensorsFile& file, const std::string& key, const 
   return value;
 }
 
+// The parameters' data, then the buffers, by dotted name: what a model's state is.
+std::vector<std::pair<std::string, Tensor>> named_state(const Module& model) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [name, p] : model.named_parameters()) out.emplace_back(name, p.data());
+  for (const auto& [name, b] : model.named_buffers()) out.emplace_back(name, b);
+  return out;
+}
+
 // One parameter to overwrite: its storage (a handle sharing the parameter's) and the loaded value.
 struct Copy {
   Tensor dst;
@@ -56,7 +64,7 @@ std::vector<Copy> match_parameters(const SafetensorsFile& file, const Module& mo
   std::vector<Copy> copies;
   std::vector<std::string> missing, mismatched;
   std::set<std::string> known;
-  for (const auto& [name, p] : model.named_parameters()) {
+  for (const auto& [name, p] : named_state(model)) {
     known.insert(name);
     const auto it = stored.find(name);
     if (it == stored.end()) {
@@ -70,7 +78,7 @@ std::vector<Copy> match_parameters(const SafetensorsFile& file, const Module& mo
     if (!same_dtype)
       mismatched.push_back(name + ": dtype " + dtype_name(src.dtype()) + " in the file, " + dtype_name(p.dtype()) +
                            " in the model");
-    if (same_shape && same_dtype) copies.push_back({p.data(), src});
+    if (same_shape && same_dtype) copies.push_back({p, src});
   }
   std::vector<std::string> unexpected;
   if (strict)
@@ -95,7 +103,7 @@ void apply(std::vector<Copy>& copies) {
 
 std::vector<std::pair<std::string, Tensor>> parameter_tensors(const Module& model, const std::string& prefix) {
   std::vector<std::pair<std::string, Tensor>> out;
-  for (const auto& [name, p] : model.named_parameters()) out.emplace_back(prefix + name, p.data());
+  for (const auto& [name, t] : named_state(model)) out.emplace_back(prefix + name, t);
   return out;
 }
 

@@ -2,7 +2,9 @@
 // and plain model weights, as safetensors files (nn/io/safetensors.h).
 //
 // A checkpoint is one safetensors file:
-//   tensors   "model.<dotted parameter name>"   every parameter, e.g. "model.layers.0.attn.q.weight"
+//   tensors   "model.<dotted parameter name>"   every parameter, e.g. "model.layers.0.attn.q.weight",
+//             "model.<dotted buffer name>"      then every buffer (Module::register_buffer), e.g.
+//                                               "model.layers.0.ffn.router.expert_bias"
 //             "optimizer.<buffer>.<i>"          every optimizer buffer (Optimizer::state_tensors),
 //                                               e.g. "optimizer.exp_avg.3"
 //   metadata  "format"                  "moelab.checkpoint.v1"
@@ -23,7 +25,10 @@
 // >= 0, the generator's two numbers unsigned 64-bit. A load that throws leaves the model,
 // optimizer and generator as they were.
 //
-// Resuming: restoring the parameters, the optimizer's buffers and steps_taken, and the
+// Buffers count as parameters everywhere below (save_parameters and load_parameters too, as in a
+// PyTorch state_dict): a model's state is its parameters and its buffers.
+//
+// Resuming: restoring the parameters and buffers, the optimizer's buffers and steps_taken, and the
 // generator's (seed, counter) continues training bitwise as if it had never stopped.
 #pragma once
 

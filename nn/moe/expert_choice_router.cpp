@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/kernels.h"
+#include "nn/moe/router_toolkit.h"
 
 namespace moelab {
 
@@ -63,43 +64,31 @@ RoutingPlan expert_choice_route(const Variable& x, const Variable& weight, const
   const Tensor chosen = kernels::topk(kernels::transpose(probs.data()), static_cast<int>(C)).indices;  // [E, C]
 
   // The plan, E wide: column e of row t is expert e's decision about token t. All on the device:
-  //   mask[t, e]    = 1 if expert e chose token t, else 0: ones scattered into [E, T], transposed
-  //   experts[t, e] = mask[t, e] * (e + 1) - 1, i.e. e where chosen and -1 elsewhere
+  //   mask[t, e]   = 1 if expert e chose token t, else 0: ones scattered into [E, T], transposed
+  //   chosen[t, e] = e where mask is 1, kUnusedSlot elsewhere (not a drop: e simply took others)
   const Tensor mask = kernels::transpose(kernels::scatter_add_last(ones({E, C}, dtype, device), chosen, T));  // [T, E]
-  const Tensor expert_plus_one = arange(1.0, static_cast<double>(E) + 1.0, 1.0, dtype, device);             // [E]
-  const Tensor experts = kernels::cast(
-      kernels::binary_scalar(kernels::BinaryOp::Sub, kernels::binary(kernels::BinaryOp::Mul, mask, expert_plus_one),
-                             1.0),
-      DType::Int32);  // [T, E]
-
-  RoutingPlan plan;
-  plan.experts = experts;
-  plan.gates = probs * Variable(mask);  // S where chosen, 0 elsewhere
-  plan.tokens_per_expert = full({E}, static_cast<double>(C), DType::Int32, device);
-  plan.max_kept = E * C;  // every expert takes exactly C tokens
-
-  // Metrics on demand (host, float64), from the device tensors of this call.
-  plan.metrics = [probs = probs.data(), mask, T, E, C]() {
-    const std::vector<double> p = probs.to(Device::cpu()).to(DType::Float64).to_vector<double>();
-    const std::vector<double> chosen_mask = mask.to(Device::cpu()).to(DType::Float64).to_vector<double>();
-    double entropy = 0.0;
+  const Tensor column_ids = kernels::binary(kernels::BinaryOp::Mul, ones({T, 1}, dtype, device),
+                                            arange(0.0, static_cast<double>(E), 1.0, dtype, device).reshape({1, E}));
+  PlanParts parts;
+  parts.chosen = select_ids(kernels::cast(column_ids, DType::Int32), mask, kUnusedSlot);  // [T, E]
+  parts.gates = probs * Variable(mask);  // S where chosen, 0 elsewhere
+  parts.variable_slots = true;
+  parts.max_kept = E * C;  // every expert takes exactly C tokens
+  parts.probs = probs.data();
+  parts.extra = [mask, T, E, C]() {
+    const std::vector<double> chosen_mask = host_doubles(mask);
     std::int64_t unrouted = 0;
     for (std::int64_t t = 0; t < T; ++t) {
       bool routed = false;
-      for (std::int64_t e = 0; e < E; ++e) {
-        const double pe = p[static_cast<std::size_t>(t * E + e)];
-        if (pe > 0.0) entropy -= pe * std::log(pe);
-        routed = routed || chosen_mask[static_cast<std::size_t>(t * E + e)] > 0.0;
-      }
+      for (std::int64_t e = 0; e < E; ++e) routed = routed || chosen_mask[static_cast<std::size_t>(t * E + e)] > 0.0;
       if (!routed) ++unrouted;
     }
-    std::map<std::string, double> m;
-    m["capacity"] = static_cast<double>(C);
-    m["router_entropy"] = entropy / static_cast<double>(T);
-    m["unrouted_fraction"] = static_cast<double>(unrouted) / static_cast<double>(T);
-    m["mean_experts_per_token"] = static_cast<double>(E * C) / static_cast<double>(T);
-    return m;
+    const double t = static_cast<double>(T);
+    return std::map<std::string, double>{{"capacity", static_cast<double>(C)},
+                                         {"unrouted_fraction", static_cast<double>(unrouted) / t},
+                                         {"mean_experts_per_token", static_cast<double>(E * C) / t}};
   };
+  RoutingPlan plan = make_routing_plan(parts, E);
   return plan;
 }
 

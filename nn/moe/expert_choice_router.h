@@ -15,14 +15,16 @@
 //
 // The RoutingPlan is E wide (the MoE layer reads its k from plan.experts.size(1)): column e of
 // row t is expert e's decision about token t.
-//   experts            int32 [T, E]  e where expert e chose token t, else -1
+//   experts            int32 [T, E]  e where expert e chose token t, else kUnusedSlot (-2):
+//                                    not a drop, the expert took other tokens
+//   slots              int32 [T]     how many experts chose token t
 //   gates              [T, E]        S[t, e] where chosen, else 0 — built as S * mask with a
 //                                    constant 0/1 mask, so gradients reach x, W and b through S
 //   tokens_per_expert  int32 [E]     C for every expert
 //   aux_losses         none (the load is balanced by construction)
 //   max_kept           E * C (the MoE layer processes exactly these rows, not T*E)
-// The mask and the ids are made on x's device (a scatter of ones, a transpose, arange), so the
-// router reads nothing back to the host.
+// The mask and the ids are made on x's device (a scatter of ones, a transpose, arange; the plan
+// by make_routing_plan, nn/moe/router_toolkit.h), so the router reads nothing back to the host.
 // The MoE layer then computes y_t = sum_{e chose t} S[t, e] * expert_e(x_t); a token no expert
 // chose gets y_t = 0 and passes through the block's residual only. With capacity_factor 1 the
 // experts make T*k choices in all, so a token is processed by k experts on average.
@@ -31,7 +33,8 @@
 //   capacity_factor  c > 0 (default 1): C = ceil(c * T * k / E), clamped to [1, T]. The paper's
 //                    EC-CF2 is c = 2 with k = 1 in this notation (2 experts per token on average).
 //   bias             "true": a trainable bias b: [E], initialised to 0; default "false"
-// Metrics (computed when asked, from the last plan's device tensors):
+// Metrics (computed when asked, from the last plan's device tensors; with the toolkit's common
+// ones, nn/moe/router_toolkit.h: load_max_over_mean and load_cv are 1 and 0 by construction):
 //   capacity                C
 //   router_entropy          mean_t of -sum_e S[t, e] log S[t, e], in nats (as TopKRouter)
 //   unrouted_fraction       the share of the T tokens that no expert chose

@@ -8,6 +8,7 @@
 #include "autograd/ops.h"
 #include "core/factories.h"
 #include "core/kernels.h"
+#include "nn/moe/router_toolkit.h"
 
 namespace moelab {
 
@@ -21,6 +22,11 @@ MoELayer::MoELayer(const MoEConfig& config, Generator& gen) : config_(config) {
   experts_ = register_module(
       "experts", std::make_shared<ExpertBank>(config.experts, config.d, config.ffn_width(), gen, config.bias,
                                               config.dtype));
+  MOELAB_CHECK(config.shared_experts >= 0 && config.shared_ffn >= 0, "MoELayer",
+               "shared_experts and shared_ffn must be >= 0, got ", config.shared_experts, " and ", config.shared_ffn);
+  if (config.shared_experts > 0)
+    shared_ = register_module("shared",
+                              std::make_shared<MLP>(config.d, config.shared_width(), gen, config.bias, config.dtype));
 }
 
 std::map<std::string, double> MoELayer::last_metrics() const {
@@ -53,7 +59,9 @@ Variable MoELayer::forward_with_aux(const Variable& x, AuxLosses& aux) {
   // or the router's bound on the kept ones when it knows one without the data (expert choice:
   // E*C), so that no shape depends on the data.
   // (Reused from the router when it sorted already: top-k does for its capacity.)
-  const kernels::ExpertGroups groups = plan.groups ? *plan.groups : kernels::group_by_expert(plan.experts, E);
+  // Both sentinels (dropped, unused) mean "no expert": group_by_expert sees -1 for either.
+  const kernels::ExpertGroups groups =
+      plan.groups ? *plan.groups : kernels::group_by_expert(ids_for_grouping(plan.experts), E);
   MOELAB_CHECK((groups.offsets.shape() == Shape{E + 1} && groups.order.shape() == Shape{T * k}), "MoELayer",
                "the router's groups do not match its plan: offsets ", groups.offsets.shape(), ", order ",
                groups.order.shape(), " for ", T, " x ", k, " assignments of ", E, " experts");
@@ -67,7 +75,8 @@ Variable MoELayer::forward_with_aux(const Variable& x, AuxLosses& aux) {
   const Variable g = index_select(reshape(plan.gates, {T * k}), assignment);   // [M]
   // [M, d] * [M, 1]: the product broadcasts each gate along its row. A dropped assignment's row
   // of ys is 0 and its gate is 0, so it adds nothing.
-  const Variable y = scatter_add_rows(ys * reshape(g, {M, 1}), token, T);      // [T, d]
+  Variable y = scatter_add_rows(ys * reshape(g, {M, 1}), token, T);            // [T, d]
+  if (shared_) y = y + shared_->forward(xf);                                   // DeepSeekMoE's shared experts
   return x.rank() == 2 ? y : reshape(y, x.shape());
 }
 

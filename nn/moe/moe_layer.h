@@ -1,7 +1,7 @@
 // nn/moe/moe_layer.h — the routed mixture-of-experts FFN: a Router plus an ExpertBank.
 //
 //   x: [..., d] -> flatten -> xf: [T, d]
-//   plan = router(xf)                  experts int32 [T, k] (-1 = dropped), gates [T, k]
+//   plan = router(xf)                  experts int32 [T, k] (-1 dropped, -2 unused), gates [T, k]
 //   groups  = kernels::group_by_expert(experts): a stable counting sort on the device
 //   order   = the assignments a = t*k + j, kept ones grouped by expert, then dropped ones; first M
 //   offsets = exclusive prefix sums of the per-expert kept counts          int32 [E + 1]
@@ -13,9 +13,10 @@
 //                                                         along its row) y_t = sum_j g_tj expert_{e_tj}(x_t),
 //                                                         added in the fixed sorted order (no atomics)
 //   -> reshape to x's shape
-// Dropped assignments contribute nothing (a token dropped by all its experts gets y_t = 0 and
-// passes through the block's residual only). Stable sorting keeps, inside each expert's group,
-// the token order t, so the result does not depend on thread timing.
+// Dropped and unused slots (both sentinels, nn/moe/router.h) contribute nothing (a token
+// dropped by all its experts gets y_t = 0 and passes through the block's residual only). Stable
+// sorting keeps, inside each expert's group, the token order t, so the result does not depend on
+// thread timing.
 //
 // Children: "router" (built by name through the router registry, nn/moe/router.h) and "experts"
 // (ExpertBank), so the parameters are router.weight (+ router.bias), experts.w_in, experts.w_out
@@ -28,6 +29,20 @@
 // on x's device (tests/test_transfers.cpp counts it). The row count M is T*k, or the router's
 // bound on kept assignments (RoutingPlan::max_kept); dropped assignments sort past offsets[E],
 // where the grouped products write zeros.
+//
+// Shared experts (DeepSeekMoE: Dai et al., "DeepSeekMoE: Towards Ultimate Expert Specialization in
+// Mixture-of-Experts Language Models", arXiv 2401.06066). With shared_experts = N_s > 0 the layer
+// adds N_s experts that every token uses, beside the routed ones:
+//   y_t = shared(x_t) + sum_j g_tj * expert_{e_tj}(x_t)
+// N_s ReLU MLPs of width f_s summed are one ReLU MLP of width N_s * f_s (their hidden units
+// concatenated), so "shared" is one MLP child (nn/mlp.h: shared.up.weight [N_s f_s, d],
+// shared.down.weight [d, N_s f_s]), registered after the experts so that existing layers draw
+// their initial values as before. DeepSeekMoE's other half, fine-grained experts, is a choice of
+// sizes: m times more experts (experts = m E), each m times narrower (ffn = f / m), with m times
+// more of them active (k = m k). Shared experts are a layer option, not a router: a router decides
+// which experts a token uses and how much each counts, while shared experts bypass routing and
+// own parameters; as an option they combine with every routing scheme (topk, top-p, aux-free...).
+// They count fully in the active parameters (nn/moe/moe_decoder.h).
 //
 //   MoEConfig c{.d = 64, .experts = 8, .k = 2, .ffn = 256, .router_options = {{"load_balance", "0.01"}}};
 //   MoELayer moe(c, gen);
@@ -45,6 +60,7 @@
 
 #include "core/random.h"
 #include "nn/feed_forward.h"
+#include "nn/mlp.h"
 #include "nn/moe/expert_bank.h"
 #include "nn/moe/router.h"
 
@@ -59,8 +75,11 @@ struct MoEConfig {
   std::map<std::string, std::string> router_options;  // passed to the router's factory
   bool bias = false;                                  // expert biases b_in, b_out
   DType dtype = DType::Float32;
+  std::int64_t shared_experts = 0;  // DeepSeekMoE's always-active experts (0: none), see above
+  std::int64_t shared_ffn = 0;      // hidden width of each shared expert (0: ffn_width())
 
   std::int64_t ffn_width() const { return ffn > 0 ? ffn : d; }
+  std::int64_t shared_width() const { return shared_experts * (shared_ffn > 0 ? shared_ffn : ffn_width()); }
 };
 
 class MoELayer : public FeedForward {
@@ -76,6 +95,7 @@ class MoELayer : public FeedForward {
   const MoEConfig& config() const { return config_; }
   Router& router() const { return *router_; }
   ExpertBank& experts() const { return *experts_; }
+  MLP* shared() const { return shared_.get(); }  // null without shared experts
 
   // Of the last forward (empty / undefined before the first):
   // The router's metrics for the last forward, computed now (this reads the device).
@@ -86,6 +106,7 @@ class MoELayer : public FeedForward {
   MoEConfig config_;
   std::shared_ptr<Router> router_;
   std::shared_ptr<ExpertBank> experts_;
+  std::shared_ptr<MLP> shared_;
   RouterMetrics metrics_;
   Tensor tokens_per_expert_;
 };

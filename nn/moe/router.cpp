@@ -12,8 +12,11 @@
 
 #include "core/error.h"
 #include "core/kernels.h"
+#include "nn/moe/aux_free_router.h"
+#include "nn/moe/balanced_router.h"
 #include "nn/moe/expert_choice_router.h"
 #include "nn/moe/top_k_router.h"
+#include "nn/moe/top_p_router.h"
 
 namespace moelab {
 
@@ -26,6 +29,9 @@ Registry builtin_routers() {
   Registry r;
   r["topk"] = make_top_k_router;
   r["expert-choice"] = make_expert_choice_router;
+  r["top-p"] = make_top_p_router;
+  r["aux-free"] = make_aux_free_router;
+  r["balanced"] = make_balanced_router;
   return r;
 }
 
@@ -72,6 +78,11 @@ Tensor counts_from_offsets(const Tensor& offsets) {
   const std::int64_t E = offsets.numel() - 1;
   return kernels::cast(kernels::binary(kernels::BinaryOp::Sub, kernels::narrow(f, 0, 1, E), kernels::narrow(f, 0, 0, E)),
                        DType::Int32);
+}
+
+void routers_after_optimizer_step(Module& model) {
+  if (auto* router = dynamic_cast<Router*>(&model)) router->after_optimizer_step();
+  for (const auto& [name, child] : model.children()) routers_after_optimizer_step(*child);
 }
 
 // ---------------------------------------------------------------- registry

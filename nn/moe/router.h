@@ -1,10 +1,17 @@
 // nn/moe/router.h — the Router interface, the RoutingPlan it returns, and the router registry.
 //
 // A router decides, for each of the T tokens of a batch x: [T, d], which k experts (of E) process
-// it and with what weight. Its answer is a RoutingPlan of T*k assignments:
+// it and with what weight. Its answer is a RoutingPlan of T*k assignments (slots):
 //
-//   experts            int32 [T, k]  expert id of assignment (t, j); -1 when it was dropped
-//   gates              [T, k]        differentiable gate weight g_tj (0 for a dropped assignment);
+//   experts            int32 [T, k]  expert id of slot (t, j), or one of two sentinels:
+//                                      kDroppedSlot (-1): the scheme chose an expert but the
+//                                        assignment was dropped (a capacity was full);
+//                                      kUnusedSlot (-2): the scheme did not use this slot (a
+//                                        variable-k scheme such as top-p left it empty, or an
+//                                        expert-choice column whose expert did not pick t)
+//                                    so dropped_fraction counts only real drops. The MoE layer
+//                                    treats both as "no expert", on the device, reading nothing.
+//   gates              [T, k]        differentiable gate weight g_tj (0 in both sentinel slots);
 //                                    the MoE layer computes y_t = sum_j g_tj * expert_{e_tj}(x_t),
 //                                    so the router learns through the gates (and the aux losses)
 //   aux_losses         (name, 0-d Variable) pairs, already multiplied by their coefficients; the
@@ -14,6 +21,12 @@
 //                                    looking at the data (E*C for a capacity C), or -1 for T*k
 //   metrics            a function computing name -> value for logging (dropped_fraction,
 //                                    router_entropy, ...) when called, or empty
+//   slots              optional int32 [T]: slots token t used (k minus its kUnusedSlot entries);
+//                                    set by variable-k schemes (top-p), undefined otherwise
+//
+// Writing a router: nn/moe/router_toolkit.h has the pieces every scheme needs (row
+// renormalisation, repeating a [T, 1] column, a plan made from ids + gates + a keep mask with its
+// counts and metrics), and tests/router_contract.h checks a new scheme in a few lines.
 //
 // Everything a plan holds stays on x's device: a router must not read data back to the host
 // (a GPU would wait for it every layer of every step). Metrics need the data on the host, so they
@@ -51,9 +64,13 @@ namespace moelab {
 
 using RouterMetrics = std::function<std::map<std::string, double>()>;
 
+// The two sentinels of RoutingPlan::experts (see above).
+constexpr std::int32_t kDroppedSlot = -1;
+constexpr std::int32_t kUnusedSlot = -2;
+
 struct RoutingPlan {
-  Tensor experts;    // int32 [T, k], -1 if dropped
-  Variable gates;    // [T, k], 0 where dropped
+  Tensor experts;    // int32 [T, k]: ids in [0, E), kDroppedSlot or kUnusedSlot
+  Variable gates;    // [T, k], 0 in sentinel slots
   std::vector<std::pair<std::string, Variable>> aux_losses;  // 0-d, coefficient applied
   Tensor tokens_per_expert;  // int32 [E]
   std::int64_t max_kept = -1;  // bound on kept assignments known without the data; -1: T*k
@@ -62,7 +79,9 @@ struct RoutingPlan {
   // its capacity), so the MoE layer does not sort the same ids a second time. Its order, rows and
   // offsets must be exactly those of group_by_expert(experts, E) (wanted may count before a
   // capacity).
+  // (group_by_expert takes ids in [-1, E): the layer maps kUnusedSlot to -1 before sorting.)
   std::shared_ptr<const kernels::ExpertGroups> groups;
+  Tensor slots;  // optional int32 [T]: slots each token used (variable-k schemes)
 };
 
 // int32 [E + 1] offsets -> int32 [E] counts offsets[e+1] - offsets[e], on the offsets' device.
@@ -77,6 +96,11 @@ class Router : public Module {
   std::int64_t experts() const { return experts_; }
   std::int64_t k() const { return k_; }
 
+  // Called once after every optimizer step (routers_after_optimizer_step below), for schemes
+  // whose state follows training outside the gradient, e.g. aux-loss-free balancing's expert
+  // bias. The default does nothing.
+  virtual void after_optimizer_step() {}
+
  protected:
   // Checks 1 <= k <= experts and d >= 1 (throws moelab::Error naming `scheme`).
   Router(std::int64_t d, std::int64_t experts, std::int64_t k, const char* scheme);
@@ -86,6 +110,10 @@ class Router : public Module {
  private:
   std::int64_t d_, experts_, k_;
 };
+
+// Calls after_optimizer_step() on every Router in `model` (depth-first, itself included). Every
+// training loop calls it right after Optimizer::step(); a no-op for models without such routers.
+void routers_after_optimizer_step(Module& model);
 
 // ---------------------------------------------------------------- configuration and registry
 struct RouterConfig {

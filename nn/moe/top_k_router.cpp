@@ -14,15 +14,13 @@
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/kernels.h"
+#include "nn/moe/router_toolkit.h"
 
 namespace moelab {
 
 namespace {
 
 constexpr const char* kScheme = "TopKRouter";
-
-// Host copy of a float tensor as doubles (metrics only: they run on demand, never in a step).
-std::vector<double> host_doubles(const Tensor& t) { return t.to(Device::cpu()).to(DType::Float64).to_vector<double>(); }
 
 }  // namespace
 
@@ -83,43 +81,52 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   // Gates before dropping: [T, k]
   Variable gates;
   switch (o.gates) {
-    case GateMode::SoftmaxTopkRenorm: {
-      Variable g = gather_last(probs, chosen);                       // [T, k]
-      gates = g / sum(g, 1, /*keepdim=*/true);                       // [T, k] / [T, 1]: rows sum to 1
-      break;
-    }
+    case GateMode::SoftmaxTopkRenorm: gates = renormalize_rows(gather_last(probs, chosen)); break;  // rows sum to 1
     case GateMode::SoftmaxTopk: gates = gather_last(probs, chosen); break;
     case GateMode::TopkSoftmax: gates = softmax(gather_last(logits, chosen)); break;
     case GateMode::Equal: gates = Variable(full({T, k}, 1.0 / static_cast<double>(k), x.dtype(), x.device())); break;
   }
 
   // Counting and capacity on the device, in token order: assignment (t, j) before (t, j + 1)
-  // before (t + 1, 0); each expert keeps its first `capacity` (kernels::group_by_expert).
+  // before (t + 1, 0); each expert keeps its first `capacity` (router_toolkit.h; dropped gates := 0).
   const bool capped = o.capacity_factor > 0.0;
   const std::int64_t capacity =
       capped ? static_cast<std::int64_t>(std::ceil(o.capacity_factor * static_cast<double>(T * k) / E)) : -1;
-  const kernels::ExpertGroups groups = kernels::group_by_expert(chosen, E, capacity);
-  if (capped) {
-    // kept + 1 is 0 for a dropped assignment and >= 1 for a kept one: min(kept + 1, 1) is the keep
-    // mask, and dropped gates := 0.
-    const Tensor keep = kernels::binary_scalar(
-        kernels::BinaryOp::Minimum, kernels::binary_scalar(kernels::BinaryOp::Add, kernels::cast(groups.kept, x.dtype()), 1.0),
-        1.0);  // [T, k]
-    gates = gates * Variable(keep);
-  }
+  PlanParts parts;
+  parts.chosen = chosen;
+  parts.gates = gates;
+  parts.capacity = capacity;
+  parts.probs = probs.data();
 
-  RoutingPlan plan;
-  plan.experts = groups.kept;
-  // The same order, rows and offsets as sorting groups.kept again: the kept assignments stably by
-  // expert, then the dropped ones in order. The MoE layer reuses them.
-  plan.groups = std::make_shared<const kernels::ExpertGroups>(groups);
-  plan.gates = gates;
-  plan.tokens_per_expert = counts_from_offsets(groups.offsets);
-  if (capped) plan.max_kept = std::min(T * k, E * capacity);
+  RoutingPlan plan = make_routing_plan(parts, E);
 
   // f_e = wanted_e / (T*k): the routing decision before dropping (constant). [E]
-  const Tensor f = kernels::binary_scalar(kernels::BinaryOp::Div, kernels::cast(groups.wanted, x.dtype()),
+  const Tensor f = kernels::binary_scalar(kernels::BinaryOp::Div, kernels::cast(plan.groups->wanted, x.dtype()),
                                           static_cast<double>(T * k));
+
+  // The toolkit's metrics plus the two aux losses' raw values (host, float64, on demand).
+  plan.metrics = [common = plan.metrics, probs = probs.data(), logits = logits.data(), f, T, E]() {
+    std::map<std::string, double> m = common();
+    const std::vector<double> p = host_doubles(probs), l = host_doubles(logits), fe = host_doubles(f);
+    double z_raw = 0.0;
+    std::vector<double> P(static_cast<std::size_t>(E), 0.0);
+    for (std::int64_t t = 0; t < T; ++t) {
+      double mx = l[t * E];
+      for (std::int64_t e = 1; e < E; ++e) mx = std::max(mx, l[t * E + e]);
+      double s = 0.0;
+      for (std::int64_t e = 0; e < E; ++e) {
+        P[e] += p[t * E + e] / static_cast<double>(T);
+        s += std::exp(l[t * E + e] - mx);
+      }
+      const double lse = mx + std::log(s);
+      z_raw += lse * lse / static_cast<double>(T);
+    }
+    double lb_raw = 0.0;
+    for (std::int64_t e = 0; e < E; ++e) lb_raw += static_cast<double>(E) * fe[e] * P[e];
+    m["load_balance_raw"] = lb_raw;
+    m["z_loss_raw"] = z_raw;
+    return m;
+  };
 
   // Aux losses (differentiable) when their coefficient is on.
   if (o.load_balance > 0.0) {
@@ -131,37 +138,6 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
     Variable lse = narrow(logits, 1, 0, 1) - narrow(log_softmax(logits), 1, 0, 1);
     plan.aux_losses.emplace_back("z_loss", mean(square(lse)) * o.z_loss);
   }
-
-  // Metrics on demand (host, float64), from the device tensors of this call.
-  plan.metrics = [probs = probs.data(), logits = logits.data(), f, offsets = groups.offsets, T, k, E, capped,
-                  capacity]() {
-    const std::vector<double> p = host_doubles(probs), l = host_doubles(logits), fe = host_doubles(f);
-    const std::int64_t kept = offsets.to(Device::cpu()).to_vector<std::int32_t>().back();
-    double entropy = 0.0, z_raw = 0.0;
-    std::vector<double> P(static_cast<std::size_t>(E), 0.0);
-    for (std::int64_t t = 0; t < T; ++t) {
-      double m = l[t * E];
-      for (std::int64_t e = 1; e < E; ++e) m = std::max(m, l[t * E + e]);
-      double s = 0.0;
-      for (std::int64_t e = 0; e < E; ++e) {
-        const double pe = p[t * E + e];
-        if (pe > 0.0) entropy -= pe * std::log(pe);
-        P[e] += pe / static_cast<double>(T);
-        s += std::exp(l[t * E + e] - m);
-      }
-      const double lse = m + std::log(s);
-      z_raw += lse * lse / static_cast<double>(T);
-    }
-    double lb_raw = 0.0;
-    for (std::int64_t e = 0; e < E; ++e) lb_raw += static_cast<double>(E) * fe[e] * P[e];
-    std::map<std::string, double> m;
-    m["dropped_fraction"] = static_cast<double>(T * k - kept) / static_cast<double>(T * k);
-    m["router_entropy"] = entropy / static_cast<double>(T);
-    m["load_balance_raw"] = lb_raw;
-    m["z_loss_raw"] = z_raw;
-    if (capped) m["capacity"] = static_cast<double>(capacity);
-    return m;
-  };
   return plan;
 }
 

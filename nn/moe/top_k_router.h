@@ -37,8 +37,10 @@
 //                    the layer's residual only (Switch, GShard)
 // The counting and the capacity run on x's device (kernels::group_by_expert), so the router reads
 // nothing back to the host; with a capacity, max_kept = min(T*k, E*C).
-// Metrics (computed when asked, from the last plan's device tensors): dropped_fraction, router_entropy (mean_t of -sum_e p log p, in nats), capacity (when
-// set), load_balance_raw and z_loss_raw (the two losses without coefficients, always reported).
+// The plan is made by make_routing_plan (nn/moe/router_toolkit.h). Metrics (computed when asked,
+// from the last plan's device tensors): dropped_fraction, router_entropy (mean_t of -sum_e p log p,
+// in nats), load_max_over_mean and load_cv (the toolkit's), capacity (when set), load_balance_raw
+// and z_loss_raw (the two losses without coefficients, always reported).
 //
 // Everything differentiable is built from autograd ops (matmul, softmax, gather_last, div, ...),
 // so gradients reach W, b and x through the gates and the aux losses; the selection itself (the

@@ -1,0 +1,71 @@
+// nn/moe/aux_free_router.h — auxiliary-loss-free load balancing: a per-expert bias, added to the
+// scores for the selection only, nudged after every optimizer step toward an even load.
+//
+// Wang, L., Gao, H., Zhao, C., Sun, X., Dai, D. "Auxiliary-Loss-Free Load Balancing Strategy for
+// Mixture-of-Experts", arXiv 2408.15664 (2024); used by DeepSeek-AI, "DeepSeek-V3 Technical
+// Report", arXiv 2412.19437 (2024).
+// A load-balancing loss trades the task's gradient for balance; here no gradient is involved:
+//
+//   x: [T, d], weight W: [E, d]
+//   s      = sigmoid(x W^T) (DeepSeek-V3; option score = "softmax": softmax over the experts)   [T, E]
+//   S_t    = the k largest s_t + b (b: the expert bias [E], a buffer, not trained)            [T, k]
+//   g_tj   = s_t,S_tj / sum_i s_t,S_ti  (the bias never enters a gate; option renorm = false
+//            keeps g_tj = s_t,S_tj)
+//   after each optimizer step (Router::after_optimizer_step, called by every training loop via
+//   routers_after_optimizer_step): c_e = assignments to e in the training forwards since the
+//   last update, and
+//            b_e += u * sign(mean_e c - c_e)      (u: option update_rate, default 0.001)
+//   so an overloaded expert becomes less attractive and an idle one more.
+//
+// The bias is state: it is registered as the buffer "expert_bias" (router.expert_bias inside a
+// MoE layer), so checkpoints save it and resuming restores it bitwise (nn/io/checkpoint.h). The
+// counts between two updates are not saved: training loops save after the update, when they are 0.
+// Counting, the update and the sign are device ops (sign as positive_mask(x) - positive_mask(-x),
+// exact here since mean_e c - c_e is a multiple of 1/E): nothing is read back.
+// Selection per token depends only on that token and the bias, so a causal decoder stays causal.
+//
+// Options: score ("sigmoid" | "softmax"), renorm (default true), update_rate u >= 0 (0 freezes the
+// bias), bias ("true": a trainable logit bias as well, distinct from the selection bias).
+// Metrics: the toolkit's, and expert_bias_range = max_e b - min_e b.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "nn/moe/router.h"
+
+namespace moelab {
+
+struct AuxFreeOptions {
+  bool sigmoid = true;
+  bool renorm = true;
+  double update_rate = 1e-3;
+  bool bias = false;
+};
+
+AuxFreeOptions parse_aux_free_options(const RouterConfig& config);
+
+class AuxFreeRouter : public Router {
+ public:
+  AuxFreeRouter(std::int64_t d, std::int64_t experts, std::int64_t k, const AuxFreeOptions& options, Generator& gen,
+                DType dtype = DType::Float32);
+
+  // x: [T, d] -> plan; in training mode, adds the plan's tokens per expert to the pending counts.
+  RoutingPlan route(const Variable& x) override;
+  // b += u * sign(mean(c) - c) over the pending counts, then clears them (no-op without any).
+  void after_optimizer_step() override;
+
+  const Variable& weight() const { return weight_; }
+  const Tensor& expert_bias() const { return expert_bias_; }  // [E], the selection bias
+
+ private:
+  AuxFreeOptions options_;
+  Variable weight_, bias_;
+  Tensor expert_bias_;  // a buffer: shares storage with the module's "expert_bias"
+  Tensor pending_;      // [E] assignments counted since the last update (undefined: none)
+};
+
+// The registry's factory for "aux-free".
+std::shared_ptr<Router> make_aux_free_router(const RouterConfig& config, Generator& gen);
+
+}  // namespace moelab

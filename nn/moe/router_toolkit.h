@@ -1,0 +1,95 @@
+// nn/moe/router_toolkit.h — the pieces every routing scheme needs, public so that a router written
+// outside nn/ (examples/custom_router.cpp) uses the same ones as the built-ins.
+//
+// A router (nn/moe/router.h) computes scores from x: [T, d], selects expert ids as constants,
+// builds differentiable gates, and hands back a RoutingPlan. Apart from the scores and the
+// selection rule, which are the scheme, the rest is the same every time:
+//
+//   renormalize_rows(g)          [T, k] -> [T, k]   g_tj / sum_i g_ti (Mixtral's gates; top-p's option)
+//   repeat_column(c, k)          [T, 1] -> [T, k]   c_t in every column, by broadcasting (the
+//                                                   gradient is summed back over the k columns)
+//   positive_mask(x)             [...] -> [...]     1 where x > 0 else 0 (x's dtype), a constant
+//                                                   built from float ops, so it runs on every device
+//   slot_mask(ids, dtype)        int32 [T, k] -> [T, k]  1 where ids >= 0 (an expert), else 0
+//   select_ids(ids, keep, s)     int32 [T, k]       ids where keep is 1, the sentinel s where 0
+//   ids_for_grouping(ids)        int32 [T, k]       kUnusedSlot -> kDroppedSlot, the ids that
+//                                                   kernels::group_by_expert accepts
+//   exclusive_prefix_sums(v)     [T, k] -> [T, k]   sum_{i < j} v_ti (one matmul with a constant
+//                                                   strictly upper-triangular [k, k])
+//   make_routing_plan(parts, E)  the RoutingPlan: ids after an optional keep mask and capacity,
+//                                gates zeroed in every sentinel slot, tokens per expert, the
+//                                expert groups the MoE layer reuses, slots per token for a
+//                                variable-k scheme, and the common metrics below.
+//
+// Metrics every plan made here reports (computed only when asked, reading the device then):
+//   dropped_fraction    kDroppedSlot entries / the slots the scheme used (unused ones excluded)
+//   load_max_over_mean  max_e / mean_e of the kept assignments per expert (1 = perfectly balanced)
+//   load_cv             their coefficient of variation, std / mean (population std; 0 = balanced)
+//   router_entropy      mean_t of -sum_e p log p in nats, when PlanParts::probs is given
+//   mean_slots          used slots per token, for a variable-k scheme
+//   capacity            the capacity, when one was applied
+// plus whatever PlanParts::extra returns (a scheme's own: raw aux-loss values, ...).
+//
+// Nothing here reads the device during routing: ids, masks, sorting and counts stay on x's device
+// (kernels::group_by_expert is the counting sort). Selection values are constants (no graph);
+// only gates are Variables.
+//
+//   PlanParts parts;
+//   parts.chosen = kernels::topk(logits.data(), k).indices;   // int32 [T, k]
+//   parts.gates = renormalize_rows(gather_last(probs, parts.chosen));
+//   parts.probs = probs.data();
+//   RoutingPlan plan = make_routing_plan(parts, E);
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nn/moe/router.h"
+
+namespace moelab {
+
+// g: [T, k] -> g / sum(g, 1): rows sum to 1 (differentiable).
+Variable renormalize_rows(const Variable& g);
+// col: [T, 1] -> [T, k] (differentiable; the product with a constant ones [1, k] broadcasts).
+Variable repeat_column(const Variable& col, std::int64_t k);
+Tensor repeat_column(const Tensor& col, std::int64_t k);
+// 1 where x > 0 else 0, in x's dtype (float or int32 in; float out, Float64 for int32). Values of
+// magnitude below 1e-300 count as 0.
+Tensor positive_mask(const Tensor& x);
+// ids: int32 [T, k] -> [T, k] of `dtype`: 1 where ids >= 0, 0 for either sentinel.
+Tensor slot_mask(const Tensor& ids, DType dtype);
+// ids: int32 [T, k], keep: [T, k] 0/1 (any float dtype) -> int32 [T, k]: ids where keep is 1,
+// `sentinel` where keep is 0.
+Tensor select_ids(const Tensor& ids, const Tensor& keep, std::int32_t sentinel);
+// int32 [T, k]: kUnusedSlot entries become kDroppedSlot (for kernels::group_by_expert).
+Tensor ids_for_grouping(const Tensor& ids);
+// v: [T, k] float -> [T, k]: out_tj = sum_{i < j} v_ti (constant; no graph).
+Tensor exclusive_prefix_sums(const Tensor& v);
+
+struct PlanParts {
+  Tensor chosen;       // int32 [T, k]: expert ids in [0, E), or kUnusedSlot (needs variable_slots)
+  Variable gates;      // [T, k]: the gates before dropping (zeroed here in every sentinel slot)
+  Tensor keep;         // optional [T, k] 0/1 in the gates' dtype: 0 drops the assignment
+                       //   (kDroppedSlot) before any capacity; ignored in unused slots
+  std::int64_t capacity = -1;  // >= 0: each expert keeps its first `capacity` assignments in token
+                               //   order (t before t + 1, column j before j + 1); later ones drop
+  std::int64_t max_kept = -1;  // the scheme's bound on kept assignments (e.g. E*C), or -1
+  bool variable_slots = false; // chosen may hold kUnusedSlot: the plan gets `slots`
+  Tensor probs;        // optional [T, E] router probabilities: the router_entropy metric
+  RouterMetrics extra; // optional: more metrics, merged into the plan's
+};
+
+// The plan for `experts` = E experts (see the header comment). Throws moelab::Error naming the
+// shapes when chosen, gates and keep disagree.
+RoutingPlan make_routing_plan(const PlanParts& parts, std::int64_t experts);
+
+// Host helpers for metric closures (they run on demand, never in a training step).
+std::vector<double> host_doubles(const Tensor& t);
+// counts: kept assignments per expert -> {load_max_over_mean, load_cv}.
+std::map<std::string, double> load_metrics(const std::vector<double>& counts);
+// probs: [T, E] on the host, row-major -> mean_t of -sum_e p log p (nats).
+double mean_entropy(const std::vector<double>& probs, std::int64_t T, std::int64_t E);
+
+}  // namespace moelab

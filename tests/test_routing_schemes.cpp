@@ -1,0 +1,217 @@
+// tests/test_routing_schemes.cpp — what defines each newer routing scheme, on designed inputs
+// (their contract clauses are in tests/test_router_contract.cpp):
+//   top-p      tokens take experts until the mass reaches p; slots says how many; gates are p
+//   aux-free   the bias moves against the load after each optimizer step (not in evaluation),
+//              selects but never gates, and repeated updates flatten a skewed load
+//   balanced   every expert exactly its share in training (T*k divisible or not), top-k in
+//              evaluation; the greedy walk takes the best pair first
+//   shared     DeepSeekMoE's shared experts: parameter names and the active count
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "core/factories.h"
+#include "core/kernels.h"
+#include "nn/io/checkpoint.h"
+#include "nn/io/safetensors.h"
+#include "nn/moe/aux_free_router.h"
+#include "nn/moe/balanced_router.h"
+#include "nn/moe/moe_decoder.h"
+#include "nn/moe/router_toolkit.h"
+#include "nn/moe/top_p_router.h"
+#include "tests/temp_dir.h"
+
+using namespace moelab;
+
+namespace {
+
+RouterConfig config(std::int64_t d, std::int64_t E, std::int64_t k, std::map<std::string, std::string> options = {}) {
+  return RouterConfig{d, E, k, DType::Float64, std::move(options)};
+}
+void set_values(Variable p, const Tensor& v) { kernels::copy(p.data(), v); }
+Tensor identity(std::int64_t n) {
+  std::vector<double> v(static_cast<std::size_t>(n * n), 0.0);
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i * n + i)] = 1.0;
+  return from_vector(v, {n, n});
+}
+
+}  // namespace
+
+TEST_CASE("top-p: experts by decreasing probability until their mass reaches the threshold") {
+  // W = I, x = log p: the router's probabilities are the rows below.
+  const std::vector<std::vector<double>> P = {{0.6, 0.2, 0.1, 0.1}, {0.3, 0.1, 0.35, 0.25}, {0.1, 0.2, 0.3, 0.4}};
+  std::vector<double> xv;
+  for (const auto& row : P)
+    for (double p : row) xv.push_back(std::log(p));
+  Generator gen(0);
+  auto r = std::dynamic_pointer_cast<TopPRouter>(make_router("top-p", config(4, 4, 4, {{"threshold", "0.5"}}), gen));
+  REQUIRE(r != nullptr);
+  set_values(r->weight(), identity(4));
+  const RoutingPlan plan = r->route(Variable(from_vector(xv, {3, 4})));
+  // token 0: 0.6 >= 0.5 after expert 0; token 1: 0.35 + 0.3; token 2: 0.4 + 0.3
+  CHECK(plan.experts.to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>{0, -2, -2, -2, 2, 0, -2, -2, 3, 2, -2, -2});
+  CHECK(plan.slots.to_vector<std::int32_t>() == std::vector<std::int32_t>{1, 2, 2});
+  const std::vector<double> g = plan.gates.data().to_vector<double>();
+  const std::vector<double> want = {0.6, 0, 0, 0, 0.35, 0.3, 0, 0, 0.4, 0.3, 0, 0};
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(g[i] == doctest::Approx(want[i]).epsilon(1e-12));
+  const auto m = plan.metrics();
+  CHECK(m.at("mean_slots") == doctest::Approx(5.0 / 3));
+  CHECK(m.at("dropped_fraction") == 0.0);
+  // threshold 1 uses every expert a token needs to reach 1 (all four here); a cap k = 2 stops at 2
+  Generator g2(0);
+  auto capped = std::dynamic_pointer_cast<TopPRouter>(make_router("top-p", config(4, 4, 2, {{"threshold", "1"}}), g2));
+  set_values(capped->weight(), identity(4));
+  CHECK(capped->route(Variable(from_vector(xv, {3, 4}))).slots.to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>{2, 2, 2});
+  CHECK_THROWS_WITH_AS(make_router("top-p", config(4, 4, 2, {{"threshold", "1.5"}}), g2),
+                       doctest::Contains("threshold"), Error);
+}
+
+TEST_CASE("aux-free: the bias follows the load after each step, selects but never gates") {
+  const std::int64_t T = 8, E = 4;
+  Generator gen(0);
+  auto r = std::dynamic_pointer_cast<AuxFreeRouter>(
+      make_router("aux-free", config(E, E, 1, {{"update_rate", "0.25"}}), gen));
+  REQUIRE(r != nullptr);
+  CHECK(r->named_buffers().size() == 1);
+  CHECK(r->named_buffers()[0].first == "expert_bias");
+  set_values(r->weight(), identity(E));
+  // Every token prefers expert 0: x = (2, 0, 0, 0) + small per-token noise in the others.
+  std::vector<double> xv;
+  for (std::int64_t t = 0; t < T; ++t) xv.insert(xv.end(), {2.0, 0.01 * t, 0.0, -0.01 * t});
+  const Variable x(from_vector(xv, {T, E}));
+  r->eval();
+  r->route(x);
+  r->after_optimizer_step();  // evaluation forwards are not counted
+  CHECK(r->expert_bias().to_vector<double>() == std::vector<double>{0, 0, 0, 0});
+  r->train();
+  CHECK(r->route(x).tokens_per_expert.to_vector<std::int32_t>() == std::vector<std::int32_t>{8, 0, 0, 0});
+  r->after_optimizer_step();  // counts (8, 0, 0, 0), mean 2: expert 0 down, the others up
+  CHECK(r->expert_bias().to_vector<double>() == std::vector<double>{-0.25, 0.25, 0.25, 0.25});
+  r->after_optimizer_step();  // nothing counted since: no change
+  CHECK(r->expert_bias().to_vector<double>() == std::vector<double>{-0.25, 0.25, 0.25, 0.25});
+  // A large bias selects expert 3, but the gate is the unbiased score (k = 1, renormalised: 1;
+  // without renormalisation: sigmoid of expert 3's logit).
+  Generator g2(0);
+  auto raw = std::dynamic_pointer_cast<AuxFreeRouter>(
+      make_router("aux-free", config(E, E, 1, {{"renorm", "false"}}), g2));
+  set_values(raw->weight(), identity(E));
+  Tensor b = raw->expert_bias();
+  kernels::copy(b, from_vector(std::vector<double>{0, 0, 0, 5}, {E}));
+  const RoutingPlan plan = raw->route(x);
+  for (std::int64_t t = 0; t < T; ++t) {
+    CHECK(plan.experts.to_vector<std::int32_t>()[static_cast<std::size_t>(t)] == 3);
+    CHECK(plan.gates.data().to_vector<double>()[static_cast<std::size_t>(t)] ==
+          doctest::Approx(1.0 / (1.0 + std::exp(0.01 * t))).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("aux-free: the expert bias is a buffer checkpoints save, restore and require") {
+  MoEConfig c;
+  c.d = 4, c.experts = 4, c.k = 1, c.router = "aux-free", c.dtype = DType::Float64;
+  Generator gen(1);
+  MoELayer moe(c, gen);
+  Tensor bias = moe.named_buffers().at(0).second;
+  CHECK(moe.named_buffers().at(0).first == "router.expert_bias");
+  kernels::copy(bias, from_vector(std::vector<double>{0.125, -0.5, 0.25, 1e-300}, {4}));
+  moelab::testing::TempDir dir;
+  save_checkpoint(dir.file("a.safetensors"), moe, nullptr, 0, nullptr);
+  const SafetensorsFile file = read_safetensors(dir.file("a.safetensors"));
+  bool found = false;
+  for (const auto& [name, t] : file.tensors) found = found || name == "model.router.expert_bias";
+  CHECK(found);
+  Generator g2(2);
+  MoELayer other(c, g2);
+  load_checkpoint(dir.file("a.safetensors"), other, nullptr, nullptr);
+  CHECK(other.named_buffers().at(0).second.to_vector<double>() == std::vector<double>{0.125, -0.5, 0.25, 1e-300});
+  // Weights saved without the buffer (a layer with the topk router has none) do not load silently.
+  MoEConfig plain = c;
+  plain.router = "topk";
+  Generator g3(3);
+  MoELayer topk(plain, g3);
+  save_checkpoint(dir.file("b.safetensors"), topk, nullptr, 0, nullptr);
+  CHECK_THROWS_WITH_AS(load_checkpoint(dir.file("b.safetensors"), other, nullptr, nullptr),
+                       doctest::Contains("router.expert_bias"), Error);
+}
+
+TEST_CASE("aux-free: repeated updates flatten a skewed load; update_rate 0 leaves it") {
+  const std::int64_t T = 64, d = 8, E = 4;
+  Generator data(3);
+  Tensor x = normal({T, d}, 0, 1, data, DType::Float64);
+  // Skew: shift every token toward the first weight row.
+  std::map<double, double> cv;  // update rate -> load_cv after 200 updates
+  double cv_before = 0;
+  for (double u : {0.0, 0.02}) {
+    Generator gen(5);
+    auto r = make_router("aux-free", config(d, E, 1, {{"update_rate", std::to_string(u)}}), gen);
+    auto* af = dynamic_cast<AuxFreeRouter*>(r.get());
+    const Tensor w0 = kernels::narrow(af->weight().data(), 0, 0, 1);  // [1, d]
+    const Tensor shift = kernels::binary_scalar(kernels::BinaryOp::Mul, w0, 10.0);  // [1, d]
+    const Tensor skewed = kernels::binary(kernels::BinaryOp::Add, x, shift);
+    cv_before = r->route(Variable(skewed)).metrics().at("load_cv");
+    for (int step = 0; step < 200; ++step) {
+      r->route(Variable(skewed));
+      r->after_optimizer_step();
+    }
+    cv[u] = r->route(Variable(skewed)).metrics().at("load_cv");
+  }
+  CHECK(cv_before > 0.5);
+  CHECK(cv[0.0] == doctest::Approx(cv_before));
+  CHECK(cv[0.02] < 0.25 * cv_before);
+}
+
+TEST_CASE("balanced: every expert exactly its share in training, top-k in evaluation") {
+  Generator gen(2);
+  for (auto [T, E, k] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{
+           {16, 4, 1}, {12, 4, 2}, {10, 4, 1}, {7, 3, 3}, {30, 8, 3}}) {
+    CAPTURE(T);
+    CAPTURE(k);
+    auto r = make_router("balanced", config(5, E, k), gen);
+    // skewed inputs, so that plain top-k would be unbalanced
+    Tensor x = kernels::binary_scalar(kernels::BinaryOp::Add, normal({T, 5}, 0, 1, gen, DType::Float64), 1.0);
+    const RoutingPlan plan = r->route(Variable(x));
+    const std::vector<std::int32_t> counts = plan.tokens_per_expert.to_vector<std::int32_t>();
+    for (std::int64_t e = 0; e < E; ++e)
+      CHECK(counts[static_cast<std::size_t>(e)] == (T * k) / E + (e < (T * k) % E ? 1 : 0));
+    const std::vector<std::int32_t> ids = plan.experts.to_vector<std::int32_t>();
+    for (std::int64_t t = 0; t < T; ++t) {
+      std::vector<std::int32_t> row(ids.begin() + t * k, ids.begin() + (t + 1) * k);
+      std::sort(row.begin(), row.end());
+      CHECK(std::adjacent_find(row.begin(), row.end()) == row.end());  // k distinct experts
+      CHECK(row.front() >= 0);
+    }
+    if ((T * k) % E == 0) CHECK(plan.metrics().at("load_cv") == 0.0);
+    r->eval();
+    const Tensor logits = kernels::matmul(x, dynamic_cast<BalancedRouter*>(r.get())->weight().data(), false, true);
+    CHECK(r->route(Variable(x)).experts.to_vector<std::int32_t>() ==
+          kernels::topk(logits, static_cast<int>(k)).indices.to_vector<std::int32_t>());
+  }
+  // The greedy walk: the best pair (token 1, expert 0) first, so token 0 goes to expert 1.
+  CHECK(balanced_assignment({0.5, 0.1, 0.9, 0.2}, 2, 2, 1) == std::vector<std::int32_t>{1, 0});
+}
+
+TEST_CASE("shared experts: one MLP beside the routed experts, counted as active") {
+  DecoderConfig dc;
+  dc.vocab = 10, dc.d = 8, dc.layers = 1, dc.heads = 2, dc.max_seq = 4;
+  MoEConfig moe;
+  moe.experts = 8, moe.k = 2, moe.ffn = 4, moe.shared_experts = 2, moe.shared_ffn = 6;
+  Generator gen(0);
+  Decoder model(dc, gen, moe_feed_forward(moe));
+  const Variable up = model.parameter("layers.0.ffn.shared.up.weight");
+  CHECK(up.shape() == Shape({12, 8}));  // 2 shared experts of width 6, as one MLP of width 12
+  CHECK(model.parameter("layers.0.ffn.shared.down.weight").shape() == Shape({8, 12}));
+  const MoECounts c = moe_parameter_counts(model);
+  CHECK(c.non_embedding - c.active == (8 - 2) * 2 * 8 * 4);  // only unrouted experts are inactive
+  MoEConfig none = moe;
+  none.shared_experts = 0;
+  Generator g2(0);
+  Decoder plain(dc, g2, moe_feed_forward(none));
+  CHECK(moe_parameter_counts(model).active - moe_parameter_counts(plain).active == 2 * 8 * 12);
+}
