@@ -21,6 +21,7 @@
 //
 //   build/trace_step            # the whole trace (90 lines)
 //   build/trace_step --seed 3   # another draw of the weights and tokens
+#include <algorithm>
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -29,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/graph_print.h"
 #include "autograd/ops.h"
 #include "core/error.h"
 #include "core/factories.h"
@@ -330,7 +332,7 @@ int main(int argc, char** argv) {
     line("residual 2", hout, "h + MoE(norm(h)): the block's output");
     const Variable hn = child<RMSNorm>(model, "norm").forward(hout);
     line("norm", hn, "the final RMSNorm");
-    const Variable logits = probed("logits", child<Linear>(model, "head").forward(hn));
+    Variable logits = probed("logits", child<Linear>(model, "head").forward(hn));
     line("logits", logits, "hn head.weight^T: a score per vocabulary entry");
     const Variable ce = nn::cross_entropy(logits, targets);
     line("loss.ce", ce, "mean of -log p(target); uniform: ln 16 = 2.773");
@@ -355,6 +357,15 @@ int main(int argc, char** argv) {
       line(name, p.grad(), grad_note(name, p.grad()), 4);
     }
     model.zero_grad();
+    // Looking inside with the autograd's own tools (autograd/graph_print.h, Variable::retain_grad):
+    // the recorded graph of the stepped loss, and the logits' gradient kept on the op output itself.
+    const std::string graph = graph_text(loss);
+    const std::int64_t graph_lines = static_cast<std::int64_t>(std::count(graph.begin(), graph.end(), '\n'));
+    std::printf("graph_text(loss): %lld entries (leaves and ops); the last four, down to the loss:\n", static_cast<long long>(graph_lines));
+    std::size_t from = graph.size() - 1;
+    for (int n = 0; n < 4 && from != std::string::npos && from > 0; ++n) from = graph.rfind('\n', from - 1);
+    std::printf("%s", graph.substr(from == std::string::npos ? 0 : from + 1).c_str());
+    logits.retain_grad();
     loss.backward();
     std::size_t i = 0;
     bool same_grads = true;
@@ -364,6 +375,8 @@ int main(int argc, char** argv) {
 
     section("backward: activations' gradients dloss/dA (read through zero probes, A + 0)");
     for (const auto& [name, z] : probes) line(name + ".grad", z.grad(), probe_role(name), 6);
+    for (const auto& [name, z] : probes)
+      if (name == "logits") check_same("logits.retain_grad() against its probe", logits.grad(), z.grad());
 
     section("AdamW step (lr 0.01, wd 0.01): p *= 1 - lr wd; p -= lr m_hat / (sqrt(v_hat) + eps)");
     AdamW opt(model.parameters(), AdamOptions{.lr = 0.01});

@@ -70,6 +70,8 @@ check_trace() {
 ^logits\.grad +\[2, 4, 16\]
 ^router\.weight after +\[4, 8\]
 ^loss after the step +\[\]
+^graph_text\(loss\): [0-9]+ entries
+^%[0-9]+ = add\(%[0-9]+, %[0-9]+\) \[\] float32
 ^every stepped piece matches
 PATTERNS
   while IFS= read -r pattern; do
@@ -83,12 +85,13 @@ MoELayer::forward_with_aux
 Decoder::forward
 the training loss
 the stepped loss's parameter gradients
+logits.retain_grad() against its probe
 MATCHES
   grep -q '^matches .*: no$' <<<"$out" && report "a stepped piece does not match its layer"
   out2=$("$bin") || report "the second run exited with status $?"
   [ "$out" == "$out2" ] || report "two runs printed different traces"
   out3=$("$bin" --seed 1) || report "trace_step --seed 1 exited with status $?"
-  [ "$(grep -c '^matches .*: yes$' <<<"$out3")" -eq 8 ] ||
+  [ "$(grep -c '^matches .*: yes$' <<<"$out3")" -eq 9 ] ||
     report "with --seed 1 not every piece matches"
 }
 
