@@ -26,6 +26,7 @@
 #include "nn/moe/top_k_router.h"
 #include "nn/nn.h"
 #include "tests/parameter_gradcheck.h"
+#include "tests/router_contract.h"
 #include "nn/optim/adam.h"
 #include "test_util.h"
 
@@ -43,39 +44,12 @@ std::vector<double> values(const Tensor& t) { return moelab::testing::to_doubles
 // Overwrites a parameter's values in place (its storage is shared with the module).
 void set_values(Variable p, const Tensor& v) { kernels::copy(p.data(), v); }
 
-// The reference: for every token, sum over its kept assignments of g * relu(x w_in[e] + b_in[e]) w_out[e] + b_out[e].
+// The reference: for every token, sum over its kept assignments of g * relu(x w_in[e] + b_in[e]) w_out[e] + b_out[e]
+// (the router contract's per-token loop, tests/router_contract.h).
 std::vector<double> naive_moe(MoELayer& moe, const Tensor& x) {
-  const std::int64_t d = moe.config().d, f = moe.experts().ffn(), T = x.numel() / d;
-  const RoutingPlan plan = moe.router().route(Variable(x.reshape({T, d})));
-  const std::vector<std::int32_t> ex = plan.experts.to_vector<std::int32_t>();
-  const std::vector<double> g = values(plan.gates.data()), xv = values(x);
-  const std::vector<double> w_in = values(moe.experts().w_in().data()), w_out = values(moe.experts().w_out().data());
-  const bool bias = moe.experts().b_in().defined();
-  const std::vector<double> b_in = bias ? values(moe.experts().b_in().data()) : std::vector<double>();
-  const std::vector<double> b_out = bias ? values(moe.experts().b_out().data()) : std::vector<double>();
-  const std::int64_t k = plan.experts.size(1);
-  std::vector<double> y(static_cast<std::size_t>(T * d), 0.0);
-  for (std::int64_t t = 0; t < T; ++t) {
-    for (std::int64_t j = 0; j < k; ++j) {
-      const std::int64_t e = ex[static_cast<std::size_t>(t * k + j)];
-      if (e < 0) continue;
-      std::vector<double> h(static_cast<std::size_t>(f));
-      for (std::int64_t c = 0; c < f; ++c) {
-        double s = bias ? b_in[static_cast<std::size_t>(e * f + c)] : 0.0;
-        for (std::int64_t i = 0; i < d; ++i)
-          s += xv[static_cast<std::size_t>(t * d + i)] * w_in[static_cast<std::size_t>((e * d + i) * f + c)];
-        h[static_cast<std::size_t>(c)] = std::max(s, 0.0);
-      }
-      const double gate = g[static_cast<std::size_t>(t * k + j)];
-      for (std::int64_t o = 0; o < d; ++o) {
-        double s = bias ? b_out[static_cast<std::size_t>(e * d + o)] : 0.0;
-        for (std::int64_t c = 0; c < f; ++c)
-          s += h[static_cast<std::size_t>(c)] * w_out[static_cast<std::size_t>((e * f + c) * d + o)];
-        y[static_cast<std::size_t>(t * d + o)] += gate * s;
-      }
-    }
-  }
-  return y;
+  const std::int64_t d = moe.config().d, T = x.numel() / d;
+  const Tensor flat = x.reshape({T, d});
+  return moelab::testing::contract_detail::per_token_loop(moe, moe.router().route(Variable(flat)), flat);
 }
 
 // Smallest gap, over tokens, between the k-th and (k+1)-th largest router logit.
