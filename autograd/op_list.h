@@ -36,7 +36,8 @@
   /* losses (ops_loss) */                                                                         \
   X(cross_entropy) X(mse_loss)                                                                    \
   /* gathering, scattering, selection (ops_index) */                                              \
-  X(index_select) X(scatter_add_rows) X(gather_last) X(scatter_add_last) X(embedding) X(topk)     \
+  X(index_select) X(scatter_add_rows) X(scatter_add_rows_scaled) X(gather_last) X(scatter_add_last)  \
+  X(embedding) X(topk)                                                                            \
   /* shapes (ops_shape) and masking (ops_mask) */                                                 \
   X(concat) X(split) X(narrow) X(reshape) X(transpose) X(permute)                                 \
   X(causal_mask)                                                                                  \

@@ -3,6 +3,8 @@
 //   forward                          backward (g = dL/d out)
 //   index_select(src, idx)           scatter_add_rows(g, idx, N)    rows picked twice get both
 //   scatter_add_rows(src, idx, N)    index_select(g, idx)
+//   scatter_add_rows_scaled(src, s, idx, N)   scatter_add_rows_scaled_backward(g, src, s, idx):
+//                                    dsrc[m] = s[m] g[idx[m]], ds[m] = src[m] . g[idx[m]]
 //   gather_last(src, idx)            scatter_add_last(g, idx, K)
 //   scatter_add_last(src, idx, K)    gather_last(g, idx)
 //   embedding(weight, ids)           embedding_backward(g, ids, V)  (index_select on flattened ids)
@@ -33,6 +35,17 @@ Variable index_select(const Variable& src, const Tensor& index) {
 Variable scatter_add_rows(const Variable& src, const Tensor& index, std::int64_t num_rows) {
   return record("scatter_add_rows", kernels::scatter_add_rows(src.data(), index, num_rows), {src},
                 [index](const Inputs&, const Tensor& g) { return Grads{kernels::index_select(g, index)}; });
+}
+
+// src: [M, ...], scale: [M], index: [M] -> [num_rows, ...]
+Variable scatter_add_rows_scaled(const Variable& src, const Variable& scale, const Tensor& index,
+                                 std::int64_t num_rows) {
+  return record("scatter_add_rows_scaled", kernels::scatter_add_rows_scaled(src.data(), scale.data(), index, num_rows),
+                {src, scale}, [index](const Inputs& in, const Tensor& g) {
+                  kernels::ScaledRowsGrad grad =
+                      kernels::scatter_add_rows_scaled_backward(g, in[0].data(), in[1].data(), index);
+                  return Grads{std::move(grad.src), std::move(grad.scale)};
+                });
 }
 
 // src: [..., K], index: [..., J] -> [..., J]

@@ -14,6 +14,11 @@ namespace moelab {
 Variable index_select(const Variable& src, const Tensor& index);
 // src: [M, ...], index: [M] -> [num_rows, ...], out[index[m]] += src[m] (fixed order).
 Variable scatter_add_rows(const Variable& src, const Tensor& index, std::int64_t num_rows);
+// src: [M, ...], scale: [M], index: [M] -> [num_rows, ...], out[index[m]] += scale[m] * src[m]
+// (fixed order): bitwise scatter_add_rows(src * reshape(scale, {M, 1}), index, num_rows), with one
+// fused kernel each way instead of four passes over [M, ...] (the MoE layer's combine step).
+Variable scatter_add_rows_scaled(const Variable& src, const Variable& scale, const Tensor& index,
+                                 std::int64_t num_rows);
 // src: [..., K], index: [..., J] int32 in [0, K) -> [..., J], out[r, j] = src[r, index[r, j]].
 Variable gather_last(const Variable& src, const Tensor& index);
 // src: [..., J], index: [..., J] -> [..., k], out[r, index[r, j]] += src[r, j].

@@ -87,11 +87,15 @@ class Backend {
   // (0 when kept is 0) is formed on the device, so nothing is read back.
   virtual void cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& logsumexp,
                                       const Tensor& dloss, const Tensor& kept, int ignore_index, Tensor& dlogits) = 0;
-  // The four index ops below check their indices themselves, where the indices live (the front
+  // The index ops below check their indices themselves, where the indices live (the front
   // end never copies them to the host): the CPU throws IndexRangeError before touching memory;
   // CUDA skips the bad index in the kernel and reports it at the next synchronisation.
   virtual void index_select(const Tensor& src, const Tensor& index, Tensor& out) = 0;
   virtual void scatter_add_rows(const Tensor& src, const Tensor& index, Tensor& out) = 0;  // out zeroed here
+  // out[index[m]] += scale[m] * src[m]; and its backward (core/kernels.h). out zeroed here.
+  virtual void scatter_add_rows_scaled(const Tensor& src, const Tensor& scale, const Tensor& index, Tensor& out) = 0;
+  virtual void scatter_add_rows_scaled_backward(const Tensor& dy, const Tensor& src, const Tensor& scale,
+                                                const Tensor& index, Tensor& dsrc, Tensor& dscale) = 0;
   virtual void gather_last(const Tensor& src, const Tensor& index, Tensor& out) = 0;
   virtual void scatter_add_last(const Tensor& src, const Tensor& index, Tensor& out) = 0;  // out zeroed here
   virtual void topk(const Tensor& x, int k, Tensor& values, Tensor& indices) = 0;

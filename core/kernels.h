@@ -158,6 +158,21 @@ Tensor index_select(const Tensor& src, const Tensor& index);
 // scatter_add_rows: src: [M, ...], index: [M] -> [num_rows, ...] zeros, then out[index[m]] += src[m]
 // for m = 0, 1, ..., M-1 in that order (fixed order, no atomics: deterministic).
 Tensor scatter_add_rows(const Tensor& src, const Tensor& index, std::int64_t num_rows);
+// scatter_add_rows_scaled: src: [M, ...], scale: [M], index: [M] -> [num_rows, ...] zeros, then
+// out[index[m]] += scale[m] * src[m] in the same fixed order, each product rounded before it is
+// added: bitwise scatter_add_rows(src * scale[:, None], index, num_rows) without the [M, ...]
+// product in memory (the MoE layer's combine step: expert outputs times gates, back to tokens).
+Tensor scatter_add_rows_scaled(const Tensor& src, const Tensor& scale, const Tensor& index, std::int64_t num_rows);
+// Its backward, one pass over the rows: with gy = dy[index[m]] (dy: [num_rows, ...]),
+//   dsrc[m] = scale[m] * gy              [M, ...]
+//   dscale[m] = sum_c src[m, c] * gy[c]  [M] (each product rounded, summed as kernels::sum sums a row)
+// bitwise what the unfused ops' gradients (index_select, then mul's and sum's) give.
+struct ScaledRowsGrad {
+  Tensor src;    // [M, ...]
+  Tensor scale;  // [M]
+};
+ScaledRowsGrad scatter_add_rows_scaled_backward(const Tensor& dy, const Tensor& src, const Tensor& scale,
+                                                const Tensor& index);
 // gather_last: src: [..., K], index: [..., J] int32 in [0, K) -> [..., J], out[r, j] = src[r, index[r, j]].
 Tensor gather_last(const Tensor& src, const Tensor& index);
 // scatter_add_last: src: [..., J], index: [..., J] -> [..., K] zeros, out[r, index[r, j]] += src[r, j].

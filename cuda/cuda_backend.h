@@ -59,6 +59,9 @@ class CudaBackend final : public Backend {
                               const Tensor& dloss, const Tensor& kept, int ignore_index, Tensor& dlogits) override;
   void index_select(const Tensor& src, const Tensor& index, Tensor& out) override;
   void scatter_add_rows(const Tensor& src, const Tensor& index, Tensor& out) override;
+  void scatter_add_rows_scaled(const Tensor& src, const Tensor& scale, const Tensor& index, Tensor& out) override;
+  void scatter_add_rows_scaled_backward(const Tensor& dy, const Tensor& src, const Tensor& scale, const Tensor& index,
+                                        Tensor& dsrc, Tensor& dscale) override;
   void gather_last(const Tensor& src, const Tensor& index, Tensor& out) override;
   void scatter_add_last(const Tensor& src, const Tensor& index, Tensor& out) override;
   void topk(const Tensor& x, int k, Tensor& values, Tensor& indices) override;

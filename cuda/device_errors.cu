@@ -30,6 +30,8 @@ const char* op_name(int op) {
   switch (op) {
     case kIndexSelect: return "index_select";
     case kScatterAddRows: return "scatter_add_rows";
+    case kScatterAddRowsScaled: return "scatter_add_rows_scaled";
+    case kScatterAddRowsScaledBackward: return "scatter_add_rows_scaled_backward";
     case kGatherLast: return "gather_last";
     case kScatterAddLast: return "scatter_add_last";
     case kCrossEntropy: return "cross_entropy";

@@ -26,6 +26,8 @@ enum DeviceErrorOp : int {
   kNoDeviceError = 0,
   kIndexSelect,
   kScatterAddRows,
+  kScatterAddRowsScaled,
+  kScatterAddRowsScaledBackward,
   kGatherLast,
   kScatterAddLast,
   kCrossEntropy,

@@ -2,6 +2,8 @@
 //
 //   index_select      src: [N, inner], index: [M]      -> out: [M, inner]  out[m] = src[index[m]]
 //   scatter_add_rows  src: [M, inner], index: [M]      -> out: [R, inner]  out[index[m]] += src[m]
+//   scatter_add_rows_scaled  the same with scale: [M]  -> out: [R, inner]  out[index[m]] += scale[m] * src[m]
+//     (and its backward: dsrc[m] = scale[m] * dy[index[m]], dscale[m] = src[m] . dy[index[m]])
 //   gather_last       src: [rows, K], index: [rows, J] -> out: [rows, J]   out[r, j] = src[r, index[r, j]]
 //   scatter_add_last  src: [rows, J], index: [rows, J] -> out: [rows, K]   out[r, index[r, j]] += src[r, j]
 // (embedding and embedding_backward are index_select and scatter_add_rows, called from
@@ -26,7 +28,13 @@
 //                        s = offsets[r] .. offsets[r+1]-1, in that order, into a register
 //                        that starts at 0, and stores it once.
 //                     Every output element sees exactly the CPU's sequence of additions, so the
-//                     result is bitwise the CPU's, and bitwise the same run after run.
+//                     result is bitwise the CPU's, and bitwise the same run after run. The scaled
+//                     form rounds each product scale[m] * src[m, c] on its own (rounded_math.cuh),
+//                     as the CPU does, so it is bitwise the CPU's too.
+//   its backward      dsrc: one thread per element, one rounded product each (bitwise the CPU's);
+//                     dscale: one thread per row, a double sum of the rounded products in
+//                     ascending c (the CPU sums the same products along its pairwise tree, so the
+//                     two agree to double rounding before the result is rounded to T).
 //   scatter_add_last  rows are independent. For short index rows (J <= kShortRow, the top-k
 //                     backward's J = k) one thread per output element (r, k) scans the J
 //                     indices of its row in ascending j and adds the matching sources; for long
@@ -39,6 +47,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/device_errors.cuh"
 #include "cuda/device_utils.cuh"
+#include "cuda/rounded_math.cuh"
 
 namespace moelab {
 namespace {
@@ -81,16 +90,49 @@ __global__ void group_offsets_kernel(const std::int32_t* index, const std::int32
   }
 }
 
-// out[r, c] = sum of src[order[s], c] over s = offsets[r] .. offsets[r+1]-1, added in that order.
+// out[r, c] = sum of src[order[s], c] (times scale[order[s]], rounded, when scale is set) over
+// s = offsets[r] .. offsets[r+1]-1, added in that order.
 template <class T>
-__global__ void scatter_rows_kernel(const T* src, const std::int32_t* order, const std::int32_t* offsets,
-                                    std::int64_t total, std::int64_t inner, T* out) {
+__global__ void scatter_rows_kernel(const T* src, const T* scale, const std::int32_t* order,
+                                    const std::int32_t* offsets, std::int64_t total, std::int64_t inner, T* out) {
+  using namespace cuda::rounded;
   for (std::int64_t i = first_index(); i < total; i += grid_stride()) {
     const std::int64_t r = i / inner, c = i - r * inner;
     T acc = T(0);
-    for (std::int32_t s = offsets[r]; s < offsets[r + 1]; ++s)
-      acc += src[static_cast<std::int64_t>(order[s]) * inner + c];
+    for (std::int32_t s = offsets[r]; s < offsets[r + 1]; ++s) {
+      const std::int64_t m = order[s];
+      acc = add(acc, scale ? mul(scale[m], src[m * inner + c]) : src[m * inner + c]);
+    }
     out[i] = acc;
+  }
+}
+
+// dsrc[m, c] = dy[index[m], c] * scale[m]; a bad index gives 0 and is reported (column-0 thread).
+template <class T>
+__global__ void scaled_rows_src_grad_kernel(const T* dy, const T* scale, const std::int32_t* index,
+                                            std::int64_t total, std::int64_t inner, std::int64_t dy_rows,
+                                            DeviceError* error, T* dsrc) {
+  for (std::int64_t i = first_index(); i < total; i += grid_stride()) {
+    const std::int64_t m = i / inner, c = i - m * inner;
+    const std::int32_t row = index[m];
+    const bool ok = c == 0 ? index_ok(error, cuda::kScatterAddRowsScaledBackward, m, row, dy_rows)
+                           : row >= 0 && row < dy_rows;
+    dsrc[i] = ok ? cuda::rounded::mul(dy[static_cast<std::int64_t>(row) * inner + c], scale[m]) : T(0);
+  }
+}
+
+// dscale[m] = sum_c src[m, c] * dy[index[m], c]: rounded products, summed in double in ascending c.
+template <class T>
+__global__ void scaled_rows_scale_grad_kernel(const T* dy, const T* src, const std::int32_t* index,
+                                              std::int64_t m_count, std::int64_t inner, std::int64_t dy_rows,
+                                              T* dscale) {
+  for (std::int64_t m = first_index(); m < m_count; m += grid_stride()) {
+    const std::int32_t row = index[m];
+    double acc = 0;
+    if (row >= 0 && row < dy_rows)  // a bad index is reported by the other kernel
+      for (std::int64_t c = 0; c < inner; ++c)
+        acc += double(cuda::rounded::mul(dy[static_cast<std::int64_t>(row) * inner + c], src[m * inner + c]));
+    dscale[m] = static_cast<T>(acc);
   }
 }
 
@@ -161,13 +203,17 @@ void CudaBackend::index_select(const Tensor& src, const Tensor& index, Tensor& o
 
 namespace {
 
+// scale: null for scatter_add_rows, [M] for scatter_add_rows_scaled.
 template <class T>
-void scatter_add_rows_typed(CudaBackend& backend, const Tensor& src, const Tensor& index, Tensor& out) {
+void scatter_add_rows_typed(CudaBackend& backend, const Tensor& src, const T* scale, const Tensor& index,
+                            Tensor& out) {
   const std::int64_t m_count = src.size(0), rows = out.size(0), inner = src.shape().inner(0);
-  MOELAB_CHECK(m_count <= std::numeric_limits<std::int32_t>::max(), "scatter_add_rows",
+  const char* op = scale ? "scatter_add_rows_scaled" : "scatter_add_rows";
+  MOELAB_CHECK(m_count <= std::numeric_limits<std::int32_t>::max(), op,
                "the CUDA backend handles at most 2^31 - 1 source rows, got ", m_count);
   check_range_kernel<<<cuda::blocks_for(m_count), cuda::kThreads, 0, cuda::stream()>>>(
-      index.data<std::int32_t>(), m_count, rows, cuda::kScatterAddRows, cuda::device_error());
+      index.data<std::int32_t>(), m_count, rows, scale ? cuda::kScatterAddRowsScaled : cuda::kScatterAddRows,
+      cuda::device_error());
   MOELAB_CUDA_CHECK_LAUNCH();
   Tensor order = Tensor::empty({m_count}, DType::Int32, src.device());
   backend.argsort(index, order);  // index is [M]: one row of M keys
@@ -179,8 +225,8 @@ void scatter_add_rows_typed(CudaBackend& backend, const Tensor& src, const Tenso
                                                                                              off);
   MOELAB_CUDA_CHECK_LAUNCH();
   const std::int64_t total = out.numel();
-  scatter_rows_kernel<T><<<cuda::blocks_for(total), cuda::kThreads, 0, cuda::stream()>>>(src.data<T>(), ord, off,
-                                                                                           total, inner, out.data<T>());
+  scatter_rows_kernel<T><<<cuda::blocks_for(total), cuda::kThreads, 0, cuda::stream()>>>(
+      src.data<T>(), scale, ord, off, total, inner, out.data<T>());
   MOELAB_CUDA_CHECK_LAUNCH();
   // order and offsets are freed when this returns, while the kernels may still be queued: the
   // caching allocator hands memory out again only to work enqueued later on the same stream.
@@ -204,8 +250,29 @@ void scatter_add_last_typed(const Tensor& src, const Tensor& index, Tensor& out)
 }  // namespace
 
 void CudaBackend::scatter_add_rows(const Tensor& src, const Tensor& index, Tensor& out) {
-  if (src.dtype() == DType::Float64) scatter_add_rows_typed<double>(*this, src, index, out);
-  else scatter_add_rows_typed<float>(*this, src, index, out);
+  if (src.dtype() == DType::Float64) scatter_add_rows_typed<double>(*this, src, nullptr, index, out);
+  else scatter_add_rows_typed<float>(*this, src, nullptr, index, out);
+}
+
+void CudaBackend::scatter_add_rows_scaled(const Tensor& src, const Tensor& scale, const Tensor& index, Tensor& out) {
+  if (src.dtype() == DType::Float64) scatter_add_rows_typed<double>(*this, src, scale.data<double>(), index, out);
+  else scatter_add_rows_typed<float>(*this, src, scale.data<float>(), index, out);
+}
+
+void CudaBackend::scatter_add_rows_scaled_backward(const Tensor& dy, const Tensor& src, const Tensor& scale,
+                                                   const Tensor& index, Tensor& dsrc, Tensor& dscale) {
+  const std::int64_t m_count = src.size(0), inner = src.shape().inner(0), total = src.numel(), dy_rows = dy.size(0);
+  const std::int32_t* idx = index.data<std::int32_t>();
+  auto run = [&]<class T>() {
+    scaled_rows_src_grad_kernel<T><<<cuda::blocks_for(total), cuda::kThreads, 0, cuda::stream()>>>(
+        dy.data<T>(), scale.data<T>(), idx, total, inner, dy_rows, cuda::device_error(), dsrc.data<T>());
+    MOELAB_CUDA_CHECK_LAUNCH();
+    scaled_rows_scale_grad_kernel<T><<<cuda::blocks_for(m_count), cuda::kThreads, 0, cuda::stream()>>>(
+        dy.data<T>(), src.data<T>(), idx, m_count, inner, dy_rows, dscale.data<T>());
+    MOELAB_CUDA_CHECK_LAUNCH();
+  };
+  if (src.dtype() == DType::Float64) run.template operator()<double>();
+  else run.template operator()<float>();
 }
 
 void CudaBackend::gather_last(const Tensor& src, const Tensor& index, Tensor& out) {

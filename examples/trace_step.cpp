@@ -6,7 +6,7 @@
 //   E = 4 experts of width f = 16, top-k = 2 (Mixtral's renormalised gates), Switch load balancing 0.01.
 // The program walks the forward through the same public pieces the layers call, in the order they
 // call them (Embedding, RMSNorm, Attention's Linears and autograd ops, TopKRouter::route,
-// kernels::group_by_expert, the autograd grouped_matmul, index_select, scatter_add_rows, the head,
+// kernels::group_by_expert, the autograd grouped_matmul, index_select, scatter_add_rows_scaled, the head,
 // nn::cross_entropy), printing each tensor; then it checks that each stepped piece gives the same
 // bits as the layer's own forward (Attention::forward, ExpertBank::forward, MoELayer::forward_with_aux,
 // Decoder::forward) and prints "matches ...: yes" — or "no" and exits with status 1, so the trace
@@ -275,7 +275,7 @@ Variable trace_moe(MoELayer& moe, const Variable& n, AuxLosses& aux) {
   check_same("ExpertBank::forward", ys.data(), bank.forward(xs, groups.offsets).data());
   const Variable g = index_select(reshape(gates, {T * k}), groups.order);
   line("moe.g", g, "the gate of each sorted row", 8);
-  const Variable y = probed("moe.y", scatter_add_rows(ys * reshape(g, {T * k, 1}), groups.rows, T));
+  const Variable y = probed("moe.y", scatter_add_rows_scaled(ys, g, groups.rows, T));
   line("moe.y", y, "sum_j g_tj y_tj added back to token t", 6);
   return reshape(y, n.shape());
 }

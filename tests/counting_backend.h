@@ -125,6 +125,13 @@ class CountingBackend : public Backend {
   void scatter_add_rows(const Tensor& src, const Tensor& index, Tensor& out) override {
     inner_.scatter_add_rows(src, index, out);
   }
+  void scatter_add_rows_scaled(const Tensor& src, const Tensor& scale, const Tensor& index, Tensor& out) override {
+    inner_.scatter_add_rows_scaled(src, scale, index, out);
+  }
+  void scatter_add_rows_scaled_backward(const Tensor& dy, const Tensor& src, const Tensor& scale, const Tensor& index,
+                                        Tensor& dsrc, Tensor& dscale) override {
+    inner_.scatter_add_rows_scaled_backward(dy, src, scale, index, dsrc, dscale);
+  }
   void gather_last(const Tensor& src, const Tensor& index, Tensor& out) override {
     inner_.gather_last(src, index, out);
   }

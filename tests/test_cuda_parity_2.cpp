@@ -46,6 +46,15 @@ TEST_CASE("cuda parity: index_select, gather_last (every dtype) and the scatter-
   check_parity_both([](const Tensors& in) { return Tensors{k::scatter_add_rows(in[0], in[1], 3)}; },
                     {from_vector(mixed, {400, 2}), randint({400}, 0, 3, gen)}, kExact);
 
+  // scatter_add_rows_scaled: bitwise forward; backward dsrc bitwise, dscale (a row sum) to rounding.
+  const Tensor scale = randn({3000}, gen), big_index = randint({3000}, 0, 50, gen);
+  const Tensor big_src = randn({3000, 33}, gen), dy = randn({50, 33}, gen);
+  check_parity_both([](const Tensors& in) { return Tensors{k::scatter_add_rows_scaled(in[0], in[1], in[2], 50)}; },
+                    {big_src, scale, big_index}, kExact);
+  check_parity_both([](const Tensors& in) { return Tensors{k::scatter_add_rows_scaled_backward(in[0], in[1], in[2], in[3]).src}; },
+                    {dy, big_src, scale, big_index}, kExact);
+  check_parity_both([](const Tensors& in) { return Tensors{k::scatter_add_rows_scaled_backward(in[0], in[1], in[2], in[3]).scale}; },
+                    {dy, big_src, scale, big_index}, kTol32);
   // gather_last / scatter_add_last: short index rows (J <= 64) and long ones (J > 64).
   const Tensor gsrc = randn({6, 9}, gen), gidx = randint({6, 4}, 0, 9, gen);
   check_parity_both([](const Tensors& in) { return Tensors{k::gather_last(in[0], in[1])}; }, {gsrc, gidx}, kExact);

@@ -215,6 +215,11 @@ Table build_table() {
   Tensor dest = ints({1, 0, 1, 3}, {4});
   t["scatter_add_rows"].push_back({"[4, 3] into 5 rows", {randn({4, 3}, gen)},
                                    [dest](const V& v) { return scatter_add_rows(v[0], dest, 5); }});
+  t["scatter_add_rows_scaled"].push_back({"[4, 3] times [4] into 5 rows", {randn({4, 3}, gen), randn({4}, gen)},
+                                          [dest](const V& v) { return scatter_add_rows_scaled(v[0], v[1], dest, 5); }});
+  t["scatter_add_rows_scaled"].push_back(
+      {"[4, 2, 3] times [4] into 4 rows", {randn({4, 2, 3}, gen), randn({4}, gen)},
+       [dest](const V& v) { return scatter_add_rows_scaled(v[0], v[1], dest, 4); }});
   Tensor cols = ints({4, 0, 1, 1, 3, 3}, {3, 2});
   t["gather_last"].push_back({"[3, 5] -> [3, 2]", {randn({3, 5}, gen)}, [cols](const V& v) { return gather_last(v[0], cols); }});
   Tensor cols3 = ints({0, 2, 1, 1, 2, 0, 0, 0}, {2, 2, 2});

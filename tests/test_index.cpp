@@ -1,5 +1,6 @@
 // tests/test_index.cpp — index_select, scatter_add_rows, gather_last, scatter_add_last, embedding
-// and embedding_backward against naive loops, plus their argument checks.
+// and embedding_backward against naive loops, scatter_add_rows_scaled and its backward against the
+// unfused kernels they replace (bitwise), plus their argument checks.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -95,6 +96,59 @@ TEST_CASE("scatter_add_rows is bitwise the same for one thread and many") {
   Tensor one = kernels::scatter_add_rows(src, index, 9);
   set_num_threads(threads);
   CHECK(many.to_vector<float>() == one.to_vector<float>());
+}
+
+// The fused scaled scatter against what it replaces: scatter_add_rows(src * scale[:, None]) forward;
+// index_select of dy, then the broadcast product's gradients (a product and a row sum) backward.
+void check_scaled_rows_bitwise(DType dtype, std::int64_t m_count, std::int64_t inner, std::int64_t rows) {
+  Generator gen(7);
+  const Tensor src = uniform({m_count, inner}, -1.0, 1.0, gen, dtype);
+  const Tensor scale = uniform({m_count}, 0.0, 1.0, gen, dtype);
+  const Tensor index = random_index({m_count}, rows, gen);
+  const Tensor dy = uniform({rows, inner}, -1.0, 1.0, gen, dtype);
+  const Tensor column = scale.reshape({m_count, 1});
+  const Tensor want = kernels::scatter_add_rows(kernels::binary(kernels::BinaryOp::Mul, src, column), index, rows);
+  const Tensor got = kernels::scatter_add_rows_scaled(src, scale, index, rows);
+  CHECK(got.to(DType::Float64).to_vector<double>() == want.to(DType::Float64).to_vector<double>());
+  const Tensor gy = kernels::index_select(dy, index);
+  const Tensor want_dsrc = kernels::binary(kernels::BinaryOp::Mul, gy, column);
+  const Tensor want_dscale = kernels::sum(kernels::binary(kernels::BinaryOp::Mul, gy, src), 1);
+  const kernels::ScaledRowsGrad grad = kernels::scatter_add_rows_scaled_backward(dy, src, scale, index);
+  CHECK(grad.src.to(DType::Float64).to_vector<double>() == want_dsrc.to(DType::Float64).to_vector<double>());
+  CHECK(grad.scale.to(DType::Float64).to_vector<double>() == want_dscale.to(DType::Float64).to_vector<double>());
+}
+
+TEST_CASE("scatter_add_rows_scaled and its backward are bitwise the unfused ops, on any thread count") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    check_scaled_rows_bitwise(dtype, 20, 5, 4);      // sequential
+    check_scaled_rows_bitwise(dtype, 3000, 16, 37);  // > 32k elements: the parallel paths
+    check_scaled_rows_bitwise(dtype, 700, 200, 9);   // rows past the pairwise sum's 128-term leaf
+  }
+  Generator gen(5);
+  const Tensor src = uniform({4000, 12}, -1.0, 1.0, gen), scale = uniform({4000}, 0.0, 1.0, gen);
+  const Tensor index = random_index({4000}, 9, gen);
+  const int threads = num_threads();
+  const Tensor many = kernels::scatter_add_rows_scaled(src, scale, index, 9);
+  set_num_threads(1);
+  const Tensor one = kernels::scatter_add_rows_scaled(src, scale, index, 9);
+  set_num_threads(threads);
+  CHECK(many.to_vector<float>() == one.to_vector<float>());
+}
+
+TEST_CASE("scatter_add_rows_scaled checks its arguments") {
+  const Tensor idx = from_vector(std::vector<std::int32_t>{0, 4, 1}, {3});
+  CHECK_THROWS_WITH_AS(kernels::scatter_add_rows_scaled(zeros({3, 2}), zeros({3}), idx, 4),
+                       doctest::Contains("scatter_add_rows_scaled: index (flat position 1) = 4"), Error);
+  CHECK_THROWS_WITH_AS(kernels::scatter_add_rows_scaled(zeros({3, 2}), zeros({2}), idx, 5),
+                       doctest::Contains("one entry per src row"), Error);
+  CHECK_THROWS_WITH_AS(kernels::scatter_add_rows_scaled(zeros({3, 2}), zeros({3}, DType::Float64), idx, 5),
+                       doctest::Contains("scale"), Error);
+  CHECK_THROWS_WITH_AS(kernels::scatter_add_rows_scaled_backward(zeros({4, 3}), zeros({3, 2}), zeros({3}), idx),
+                       doctest::Contains("trailing axes"), Error);
+  CHECK_THROWS_WITH_AS(kernels::scatter_add_rows_scaled_backward(zeros({4, 2}), zeros({3, 2}), zeros({3}), idx),
+                       doctest::Contains("scatter_add_rows_scaled_backward: index (flat position 1) = 4"), Error);
+  CHECK(kernels::scatter_add_rows_scaled(zeros({0, 2}), zeros({0}), from_vector(std::vector<std::int32_t>{}, {0}), 3)
+            .to_vector<float>() == std::vector<float>(6, 0.0f));
 }
 
 TEST_CASE("gather_last and scatter_add_last against naive loops") {

@@ -2,6 +2,8 @@
 //
 //   index_select      src: [N, inner], index: [M]     -> out: [M, inner]   out[m] = src[index[m]]
 //   scatter_add_rows  src: [M, inner], index: [M]     -> out: [R, inner]   out[index[m]] += src[m]
+//   scatter_add_rows_scaled  the same with scale: [M]  -> out: [R, inner]   out[index[m]] += scale[m] * src[m]
+//     (and its backward: dsrc[m] = scale[m] * dy[index[m]], dscale[m] = src[m] . dy[index[m]])
 //   gather_last       src: [rows, K], index: [rows, J] -> out: [rows, J]   out[r, j] = src[r, index[r, j]]
 //   scatter_add_last  src: [rows, J], index: [rows, J] -> out: [rows, K]   out[r, index[r, j]] += src[r, j]
 // (embedding and its backward are these row ops, called from core/kernels/index.cpp.)
@@ -29,10 +31,23 @@
 namespace moelab {
 namespace {
 
-// out[r, :] += src[m, :] for the m of each destination row, in ascending m (see the header).
+// dst[c] += src[c], or dst[c] += *scale * src[c] (the product rounded first) when scale is set.
 template <class T>
-void scatter_rows_parallel(const T* src, const std::int32_t* index, std::int64_t m_count, std::int64_t inner,
-                           T* out, std::int64_t rows) {
+inline void add_row(T* dst, const T* src, const T* scale, std::int64_t inner) {
+  if (!scale) {
+    for (std::int64_t c = 0; c < inner; ++c) dst[c] += src[c];
+    return;
+  }
+  const T g = *scale;
+  for (std::int64_t c = 0; c < inner; ++c) dst[c] += g * src[c];
+}
+
+// out[r, :] += scale[m] * src[m, :] (src[m, :] when scale is null) for the m of each destination
+// row, in ascending m (see the header). Each product is rounded before it is added (this file is
+// compiled with -ffp-contract=off), so the scaled scatter is bitwise the unscaled one of the products.
+template <class T>
+void scatter_rows_parallel(const T* src, const T* scale, const std::int32_t* index, std::int64_t m_count,
+                           std::int64_t inner, T* out, std::int64_t rows) {
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(rows) + 1, 0);
   for (std::int64_t m = 0; m < m_count; ++m) ++offsets[static_cast<std::size_t>(index[m]) + 1];
   for (std::int64_t r = 0; r < rows; ++r) offsets[r + 1] += offsets[r];
@@ -43,10 +58,23 @@ void scatter_rows_parallel(const T* src, const std::int32_t* index, std::int64_t
   for (std::int64_t r = 0; r < rows; ++r) {
     T* dst = out + r * inner;
     for (std::int64_t s = offsets[r]; s < offsets[r + 1]; ++s) {
-      const T* row = src + sources[static_cast<std::size_t>(s)] * inner;
-      for (std::int64_t c = 0; c < inner; ++c) dst[c] += row[c];
+      const std::int64_t m = sources[static_cast<std::size_t>(s)];
+      add_row(dst, src + m * inner, scale ? scale + m : nullptr, inner);
     }
   }
+}
+
+// The scatter-adds, sequential (small) or by destination row (parallel): the same sums.
+template <class T>
+void scatter_rows(const T* src, const T* scale, const std::int32_t* index, std::int64_t m_count, std::int64_t inner,
+                  T* out, std::int64_t rows) {
+  std::fill_n(out, rows * inner, T(0));
+  if (m_count * inner > cpu::kParallelMinElements && rows > 1) {
+    scatter_rows_parallel(src, scale, index, m_count, inner, out, rows);
+    return;
+  }
+  for (std::int64_t m = 0; m < m_count; ++m)
+    add_row(out + static_cast<std::int64_t>(index[m]) * inner, src + m * inner, scale ? scale + m : nullptr, inner);
 }
 
 // Throws IndexRangeError for the first index[i] outside [0, limit).
@@ -75,17 +103,41 @@ void CpuBackend::scatter_add_rows(const Tensor& src, const Tensor& index, Tensor
   const std::int32_t* idx = index.data<std::int32_t>();
   check_range(idx, m_count, rows);
   dispatch_float(src.dtype(), [&]<class T>() {
-    const T* s = src.data<T>();
-    T* o = out.data<T>();
-    std::fill_n(o, out.numel(), T(0));
-    if (src.numel() > cpu::kParallelMinElements && rows > 1) {
-      scatter_rows_parallel(s, idx, m_count, inner, o, rows);
-      return;
-    }
+    scatter_rows<T>(src.data<T>(), nullptr, idx, m_count, inner, out.data<T>(), rows);
+  });
+}
+
+void CpuBackend::scatter_add_rows_scaled(const Tensor& src, const Tensor& scale, const Tensor& index, Tensor& out) {
+  const std::int64_t m_count = src.size(0), rows = out.size(0), inner = src.shape().inner(0);
+  const std::int32_t* idx = index.data<std::int32_t>();
+  check_range(idx, m_count, rows);
+  dispatch_float(src.dtype(), [&]<class T>() {
+    scatter_rows<T>(src.data<T>(), scale.data<T>(), idx, m_count, inner, out.data<T>(), rows);
+  });
+}
+
+// Row by row, independent rows on any thread: gy = dy[index[m]]; dsrc[m] = scale[m] * gy (rounded
+// products, as mul's gradient); dscale[m] = the row sum of the rounded products src[m] * gy, in
+// the pairwise order of kernels::sum over a row (as sum's gradient of the broadcast mul).
+void CpuBackend::scatter_add_rows_scaled_backward(const Tensor& dy, const Tensor& src, const Tensor& scale,
+                                                  const Tensor& index, Tensor& dsrc, Tensor& dscale) {
+  const std::int64_t m_count = src.size(0), inner = src.shape().inner(0);
+  const std::int32_t* idx = index.data<std::int32_t>();
+  check_range(idx, m_count, dy.size(0));
+  dispatch_float(src.dtype(), [&]<class T>() {
+    const T* pdy = dy.data<T>();
+    const T* ps = src.data<T>();
+    const T* pscale = scale.data<T>();
+    T* pdsrc = dsrc.data<T>();
+    T* pdscale = dscale.data<T>();
+#pragma omp parallel for schedule(static) if (m_count * inner > cpu::kParallelMinElements)
     for (std::int64_t m = 0; m < m_count; ++m) {
-      T* dst = o + static_cast<std::int64_t>(idx[m]) * inner;
-      const T* row = s + m * inner;
-      for (std::int64_t c = 0; c < inner; ++c) dst[c] += row[c];
+      const T* gy = pdy + static_cast<std::int64_t>(idx[m]) * inner;
+      const T* row = ps + m * inner;
+      T* out = pdsrc + m * inner;
+      const T g = pscale[m];
+      for (std::int64_t c = 0; c < inner; ++c) out[c] = gy[c] * g;
+      pdscale[m] = static_cast<T>(cpu::pairwise_sum(0, inner, [&](std::int64_t c) { return double(T(gy[c] * row[c])); }));
     }
   });
 }

@@ -1,8 +1,10 @@
 // core/kernels/index.cpp — checks and dispatch for gathering and scattering by int32 indices.
 //
-// Six ops, two pairs of forward/backward and an embedding pair built on the first:
+// Eight ops, three pairs of forward/backward and an embedding pair built on the first:
 //   index_select      src: [N, ...], index: [M]      -> [M, ...]   out[m] = src[index[m]]
 //   scatter_add_rows  src: [M, ...], index: [M]      -> [R, ...]   out[index[m]] += src[m]
+//   scatter_add_rows_scaled  + scale: [M]            -> [R, ...]   out[index[m]] += scale[m] * src[m]
+//     and its backward dy: [R, ...] -> dsrc[m] = scale[m] * dy[index[m]], dscale[m] = src[m] . dy[index[m]]
 //   gather_last       src: [..., K], index: [..., J] -> [..., J]   out[r, j] = src[r, index[r, j]]
 //   scatter_add_last  src: [..., J], index: [..., J] -> [..., K]   out[r, index[r, j]] += src[r, j]
 //   embedding         weight: [V, d], ids: [...]     -> [..., d]   index_select of weight rows
@@ -125,6 +127,63 @@ Tensor scatter_add_rows(const Tensor& src, const Tensor& index, std::int64_t num
   check_indices("scatter_add_rows", "index", context,
                 [&] { backend(src.device()).scatter_add_rows(src, index, out); });
   return out;
+}
+
+namespace {
+
+// The arguments of scatter_add_rows_scaled and its backward: src [M, ...], scale [M] of src's
+// dtype, index [M] int32, all on one device.
+void check_scaled_rows(const Tensor& src, const Tensor& scale, const Tensor& index, const char* op) {
+  check_floating(src, op, "src");
+  check_dtype(scale, src.dtype(), op, "scale");
+  check_dtype(index, DType::Int32, op, "index");
+  check_same_device(src, scale, op);
+  check_same_device(src, index, op);
+  MOELAB_CHECK(src.rank() >= 1, op, "src must have at least one axis, got ", src.shape());
+  MOELAB_CHECK(index.rank() == 1 && index.size(0) == src.size(0) && scale.shape() == index.shape(), op,
+               "scale and index must be 1-d with one entry per src row: src ", src.shape(), ", scale ", scale.shape(),
+               ", index ", index.shape());
+}
+
+}  // namespace
+
+Tensor scatter_add_rows_scaled(const Tensor& src, const Tensor& scale, const Tensor& index, std::int64_t num_rows) {
+  const char* op = "scatter_add_rows_scaled";
+  check_scaled_rows(src, scale, index, op);
+  MOELAB_CHECK(num_rows >= 0, op, "num_rows must be >= 0, got ", num_rows);
+  const std::string context = std::to_string(num_rows) + " output rows";
+  Tensor out = Tensor::empty(with_first(src.shape(), num_rows), src.dtype(), src.device());
+  if (out.numel() == 0 || src.numel() == 0) check_host_indices(index, num_rows, op, "index", context);
+  if (out.numel() == 0) return out;
+  if (src.numel() == 0) {  // nothing to add: all zeros
+    fill(out, 0.0);
+    return out;
+  }
+  check_indices(op, "index", context, [&] { backend(src.device()).scatter_add_rows_scaled(src, scale, index, out); });
+  return out;
+}
+
+ScaledRowsGrad scatter_add_rows_scaled_backward(const Tensor& dy, const Tensor& src, const Tensor& scale,
+                                                const Tensor& index) {
+  const char* op = "scatter_add_rows_scaled_backward";
+  check_scaled_rows(src, scale, index, op);
+  check_dtype(dy, src.dtype(), op, "dy");
+  check_same_device(src, dy, op);
+  MOELAB_CHECK(dy.rank() == src.rank() && dy.shape().inner(0) == src.shape().inner(0), op,
+               "dy must be [num_rows, ...] with src's trailing axes, got dy ", dy.shape(), " and src ", src.shape());
+  const std::string context = "dy " + dy.shape().str();
+  ScaledRowsGrad grad{Tensor::empty(src.shape(), src.dtype(), src.device()),
+                      Tensor::empty(scale.shape(), src.dtype(), src.device())};
+  if (src.size(0) == 0) return grad;
+  if (src.numel() == 0) {  // rows of no elements: index still names rows of dy, the dot products are 0
+    check_host_indices(index, dy.size(0), op, "index", context);
+    fill(grad.scale, 0.0);
+    return grad;
+  }
+  check_indices(op, "index", context, [&] {
+    backend(src.device()).scatter_add_rows_scaled_backward(dy, src, scale, index, grad.src, grad.scale);
+  });
+  return grad;
 }
 
 Tensor gather_last(const Tensor& src, const Tensor& index) {

@@ -73,9 +73,9 @@ Variable MoELayer::forward_with_aux(const Variable& x, AuxLosses& aux) {
   const Variable xs = index_select(xf, token);                                  // [M, d]
   const Variable ys = experts_->forward(xs, groups.offsets);                   // [M, d] (0 past offsets[E])
   const Variable g = index_select(reshape(plan.gates, {T * k}), assignment);   // [M]
-  // [M, d] * [M, 1]: the product broadcasts each gate along its row. A dropped assignment's row
-  // of ys is 0 and its gate is 0, so it adds nothing.
-  Variable y = scatter_add_rows(ys * reshape(g, {M, 1}), token, T);            // [T, d]
+  // y[token[m]] += g[m] * ys[m]: one fused kernel, bitwise the broadcast product ys * g[:, None]
+  // scattered back. A dropped assignment's row of ys is 0 and its gate is 0, so it adds nothing.
+  Variable y = scatter_add_rows_scaled(ys, g, token, T);                       // [T, d]
   if (shared_) y = y + shared_->forward(xf);                                   // DeepSeekMoE's shared experts
   return x.rank() == 2 ? y : reshape(y, x.shape());
 }

@@ -8,10 +8,11 @@
 //   token[i] = a_i / k, a_i the i-th assignment in that order
 //   xs = index_select(xf, token)                 [M, d]   rows grouped by expert
 //   ys = experts(xs, offsets)                    [M, d]   two grouped GEMMs (nn/moe/expert_bank.h)
-//   g  = index_select(gates flattened, a)        [M]      reshaped to [M, 1]
-//   y  = scatter_add_rows(ys * g, token, T)      [T, d]   ([M, d] * [M, 1] broadcasts each gate
-//                                                         along its row) y_t = sum_j g_tj expert_{e_tj}(x_t),
-//                                                         added in the fixed sorted order (no atomics)
+//   g  = index_select(gates flattened, a)        [M]
+//   y  = scatter_add_rows_scaled(ys, g, token, T) [T, d]  y[token[i]] += g[i] * ys[i], i.e.
+//                                                         y_t = sum_j g_tj expert_{e_tj}(x_t), added in
+//                                                         the fixed sorted order (no atomics); one fused
+//                                                         kernel, bitwise scatter_add_rows(ys * g[:, None])
 //   -> reshape to x's shape
 // Dropped and unused slots (both sentinels, nn/moe/router.h) contribute nothing (a token
 // dropped by all its experts gets y_t = 0 and passes through the block's residual only). Stable
