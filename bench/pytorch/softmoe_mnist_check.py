@@ -100,6 +100,8 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--draws", type=int, default=10)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--train-only", action="store_true",
+                   help="stop after training and the test accuracy (benchmarks: bench/compare_softmoe_rounds.sh)")
     p.add_argument("--slot-inputs", choices=("normalized", "raw"), default="normalized",
                    help="what the slots mix: normalised tokens (the paper's code) or raw tokens (original Soft MoE)")
     a = p.parse_args()
@@ -121,7 +123,10 @@ def main():
         opt.step()
         step += 1
     n = a.experts
-    print(f"n = {n}: {a.steps} steps in {time.time() - start:.0f} s, test accuracy {100 * accuracy(model, xte, yte):.2f}%")
+    seconds = time.time() - start
+    print(f"n = {n}: {a.steps} steps in {seconds:.2f} s, test accuracy {100 * accuracy(model, xte, yte):.2f}%")
+    if a.train_only:
+        return
     for div in (2, 4, 8):
         if n % div:
             continue
