@@ -214,7 +214,8 @@ Experiment teacher_student_experiment() {
   e.summary = "granularity paper Figs. 2-3: a student MoE fits a random teacher MoE only if k' >= k";
   e.details =
       "Trains student MoEs (one MoELayer, ReLU experts with biases, top-k routing with a softmax over the k "
-      "selected logits by default; `router` picks another registered scheme for the student) by MSE to imitate random teacher MoEs on fresh standard Gaussian inputs, and reports "
+      "selected logits by default; `router` picks another registered scheme for the student) by MSE to imitate "
+      "random teacher MoEs on fresh standard Gaussian inputs, and reports "
       "the test MSE over the zero predictor's (minimum over epochs, best learning rate) for every "
       "(teacher, student) pair and seed (mean +- std over `seeds`). Every (pair, seed) is an independent job: "
       "--set mode=list prints one command line per missing point (for GNU parallel or a job array, docs/jobs.md), "
