@@ -50,6 +50,25 @@ expect 2 "teacher_active = 1 is below teacher_k = 8" T $moelab teacher-student -
   --set teacher_active=1 --out T
 expect 2 "sampling" B $moelab phonebook --preset demo --set sampling=shuffle --out B
 expect 2 "slot_inputs" B $moelab softmoe-mnist --preset toy --set slot_inputs=normalised --out B
+# Routers (tasks/common/router_settings.h): a name the registry lacks (the list of the registered
+# ones), a malformed options list, and an option the router's factory refuses, before any work.
+expect 2 "'no-such' is not one of aux-free, balanced, expert-choice, top-p, topk" B $moelab phonebook --preset demo \
+  --set router=no-such --out B
+expect 2 "'threshold' is not key:value" B $moelab shortest-path --set router=top-p --set router_options=threshold \
+  --out B
+expect 2 "router 'top-p' with options 'p:0.5' for d = 32, 4 experts, k = 2" B $moelab phonebook --preset demo \
+  --set router=top-p --set router_options=p:0.5 --out B
+expect 2 "unknown option 'jitter_sd'" B $moelab shortest-path --set router_options=jitter_sd:1 --out B
+expect 2 "student_router_bias" T $moelab teacher-student --preset toy --set router_options=bias:true --out T
+expect 2 "unknown option" T $moelab teacher-student --preset toy --set router=top-p --set router_options=p:0.5 --out T
+
+# "phonebook: 6 points (3 not done yet), ..." in out.txt: some points were found finished and not
+# run again.
+resumed() {
+  counts=$(sed -n 's/^phonebook: \([0-9]*\) points (\([0-9]*\) not done yet).*/\1 \2/p' out.txt)
+  set -- $counts
+  { [ $# = 2 ] && [ "$2" -lt "$1" ]; } || { echo "FAIL: did not resume"; cat out.txt; failures=$((failures + 1)); }
+}
 
 # Resuming: the same settings resume; other settings are refused, naming them, and the folder's
 # config.json stays the earlier run's. The audit's case: phonebook with other steps.
@@ -60,12 +79,31 @@ if $moelab $pb --set steps=2 --out P --threads 1 >/dev/null 2>err.txt; then
   grep -q "resuming" out.txt && { echo "FAIL: resumed with other settings"; failures=$((failures + 1)); }
   cmp -s P/config.json before.json || { echo "FAIL: config.json was overwritten"; failures=$((failures + 1)); }
   expect 0 "" - $moelab $pb --set steps=2 --out P --threads 2
-  # "phonebook: 6 points (3 not done yet), ...": some points were found finished and not run again.
-  counts=$(sed -n 's/^phonebook: \([0-9]*\) points (\([0-9]*\) not done yet).*/\1 \2/p' out.txt)
-  set -- $counts
-  { [ $# = 2 ] && [ "$2" -lt "$1" ]; } || { echo "FAIL: did not resume"; cat out.txt; failures=$((failures + 1)); }
+  resumed
+  # A folder from before the router settings existed (its config.json without router and
+  # router_options) resumes with the defaults, and refuses another router, naming the default.
+  grep -v '"router' P/config.json >old.json && mv old.json P/config.json
+  grep -q '"router' P/config.json && { echo "FAIL: router still in the old config"; failures=$((failures + 1)); }
+  cp P/config.json before.json
+  expect 2 'router = "topk" there (not recorded: the folder predates the setting, so its default), "top-p" now' - \
+    $moelab $pb --set steps=2 --set router=top-p --out P
+  cmp -s P/config.json before.json || { echo "FAIL: config.json was overwritten"; failures=$((failures + 1)); }
+  expect 0 "" - $moelab $pb --set steps=2 --out P --threads 1
+  resumed
 else
   echo "FAIL: the first phonebook run failed"; cat err.txt; failures=$((failures + 1))
+fi
+
+# Another router runs, with its options; config.json records both and the MoE models say which.
+if $moelab $pb --set steps=2 --set router=top-p --set router_options=threshold:0.5 --out R --threads 1 \
+  >/dev/null 2>err.txt; then
+  grep -q '"router": "top-p"' R/config.json && grep -q '"router_options": "threshold:0.5"' R/config.json ||
+    { echo "FAIL: config.json does not record the router"; failures=$((failures + 1)); }
+  [ -e R/points/moe-d32-8e-top-p-N50-seed0.json ] ||
+    { echo "FAIL: no point for moe-d32-8e-top-p"; ls R/points; failures=$((failures + 1)); }
+  echo "ok: phonebook with router=top-p, threshold 0.5"
+else
+  echo "FAIL: phonebook with router=top-p failed"; cat err.txt; failures=$((failures + 1))
 fi
 
 [ "$failures" = 0 ] && echo "all checks passed"

@@ -1,7 +1,8 @@
 // tests/test_run_start.cpp — what happens before a run writes anything (tasks/common/run_start.h):
 // the seed's text, the run folder's checks, and resuming, which is refused when the folder holds
 // a run with other settings that change results (every differing key named, with both values),
-// and allowed when only threads, device or keys declared with may_change_on_resume differ.
+// and allowed when only threads, device or keys declared with may_change_on_resume differ; a key
+// the folder's record lacks (added to the code later) counts as its default.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -107,4 +108,32 @@ TEST_CASE("config.json names the code: the git commit the binary was built from,
   const bool hex = head.size() == 12 && head.find_first_not_of("0123456789abcdef") == std::string::npos;
   CHECK((commit == "unknown" || (hex && (commit.size() == 12 || commit.substr(12) == "+dirty"))));
   CHECK(config.contains("cpu"));
+}
+
+TEST_CASE("a setting the folder's record lacks (added to the code later) counts as its default") {
+  testing::TempDir tmp;
+  const RunDir dir(tmp.path() / "run");
+  // The earlier run's code had no `router` setting; the code now declares it with the old behaviour
+  // as its default.
+  const Settings old = example_settings();
+  begin_run(dir, config_of(old), old);
+  auto now = [](const std::string& router) {
+    Settings s = example_settings();
+    s.add_text("router", "topk", "routing scheme", {"topk", "top-p"});
+    s.set("router", router);
+    return s;
+  };
+  CHECK_NOTHROW(check_resume(dir, config_of(now("topk")), now("topk")));  // the default: what the old run did
+  CHECK_THROWS_WITH_AS(
+      check_resume(dir, config_of(now("top-p")), now("top-p")),
+      doctest::Contains("router = \"topk\" there (not recorded: the folder predates the setting, so its default), "
+                        "\"top-p\" now"),
+      UsageError);
+  // A preset that sets the key is compared the same way: the value the run ends up with counts.
+  Settings preset = now("topk");
+  preset.apply(Preset{"p", "", {{"router", "top-p"}}});
+  CHECK_THROWS_AS(check_resume(dir, config_of(preset), preset), UsageError);
+  // Keys the record has are compared as before.
+  CHECK_THROWS_WITH_AS(check_resume(dir, config_of(with({"steps=7"})), with({"steps=7"})),
+                       doctest::Contains("steps = 100 there, 7 now"), UsageError);
 }

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "autograd/no_grad.h"
@@ -24,6 +25,7 @@
 #include "core/parallel.h"
 #include "tasks/common/job_grid.h"
 #include "tasks/common/run_dir.h"
+#include "tasks/common/router_settings.h"
 #include "tasks/teacher_student/teacher_student_experiment.h"
 #include "temp_dir.h"
 #include "tasks/teacher_student/teacher_student.h"
@@ -111,6 +113,7 @@ TEST_CASE("teacher-student: the grid and its point names") {
   s.add_int("student_active", 40, "");
   s.add_text("student_gates", "topk-softmax", "");
   s.add_flag("student_router_bias", true, "");
+  add_router_settings(s, "the student");
   s.add_int_list("seeds", {0, 3}, "");
   const std::vector<GridPoint> g = grid(s);
   REQUIRE(g.size() == 16);  // 2 teachers x 4 students x 2 seeds, seeds innermost
@@ -121,6 +124,14 @@ TEST_CASE("teacher-student: the grid and its point names") {
   CHECK(g[15].cell() == "t16e8a-s32e4a");
   CHECK(!g[0].teacher.router_bias);  // the teacher's router never has a bias
   CHECK(g[0].student.router_bias);
+  CHECK(g[0].student.router == "topk");  // the default; the teacher is always topk
+  s.set("router", "top-p");
+  s.set("router_options", "threshold:0.5");
+  const std::vector<GridPoint> top_p = grid(s);
+  CHECK(top_p[0].name() == "t4e2a-s4e2a-seed0");  // names as before: config.json records the router
+  CHECK(top_p[0].teacher.router == "topk");
+  CHECK(top_p[0].student.router == "top-p");
+  CHECK(top_p[0].student.router_options == std::map<std::string, std::string>{{"threshold", "0.5"}});
   CHECK(g[15].student.width == 10);
   CHECK(point_file(g[15].name()) == "points/t16e8a-s32e4a-seed3.json");
 }

@@ -2,7 +2,7 @@
 //
 // Each experiment (tasks/<name>/) describes itself with an Experiment: its name on the command
 // line, a one-line summary, its settings with defaults (tasks/common/settings.h), its presets,
-// and the function that runs it. examples/moelab.cpp lists the experiments and does the rest:
+// and the function that runs it. tasks/cli/moelab_main.cpp lists the experiments and does the rest:
 // parses `moelab <experiment> [--preset NAME] [--set key=value]... [--out DIR] [--threads N]
 // [--device cpu|cuda] [--seed S]`, applies the preset and the --set values to the settings,
 // checks them (validate), the seed and the inputs (check_inputs), then the run folder (creatable,
@@ -28,6 +28,10 @@ struct RunContext {
   std::uint64_t seed = 0;
   int threads = 1;
   Device device = Device::cpu();
+  // The program's name, which mode=list writes at the start of each command line: "moelab", or
+  // another program running the same command line (tasks/cli/moelab_main.h), e.g. one that
+  // registered a router of its own, so the listed points run with that router registered too.
+  std::string program = "moelab";
 };
 
 struct Experiment {

@@ -130,7 +130,7 @@ int run_job_grid(const RunContext& ctx, const JobGrid& grid) {
   auto wanted = [&](std::size_t i) { return !point_done(ctx.dir, grid.points[i]) && (!grid.needed || grid.needed(i)); };
 
   if (mode == "list") {
-    const std::string common = "moelab " + grid.experiment + " --preset " + shell_word(ctx.preset) +
+    const std::string common = shell_word(ctx.program) + " " + grid.experiment + " --preset " + shell_word(ctx.preset) +
                                differing_sets(ctx, grid) + " --out " + shell_word(ctx.dir.path().string()) +
                                " --seed " + std::to_string(ctx.seed) + " --threads 1" +
                                (ctx.device.is_cuda() ? " --device cuda" : "") + " --set mode=point --set point=";

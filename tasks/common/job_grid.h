@@ -22,6 +22,7 @@
 //           each line is `moelab <experiment> --preset P [--set k=v]... --out DIR --seed S
 //           --threads 1 --set mode=point --set point=NAME`: the --set options are the settings
 //           that differ from the preset's, so a line reproduces this run's settings exactly
+//           (the program's name is RunContext::program: moelab_with_hash lists moelab_with_hash)
 //   point   run the one point named by `--set point=NAME` (nothing when it is done)
 //   report  only gather the finished points into the report (missing ones are said to be)
 //

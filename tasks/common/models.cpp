@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "nn/moe/moe_decoder.h"
+#include "tasks/common/router_settings.h"
 #include "tasks/common/settings.h"
 
 namespace moelab {
@@ -12,6 +13,7 @@ std::string ModelSpec::name() const {
   if (moe()) n += "-" + std::to_string(experts) + "e";
   if (moe() && k != 2) n += "-top" + std::to_string(k);
   if (ffn > 0 && ffn != d) n += "-f" + std::to_string(ffn);
+  if (moe() && router != "topk") n += "-" + router;
   return n;
 }
 
@@ -25,7 +27,9 @@ std::unique_ptr<Decoder> build_decoder(const ModelSpec& spec, std::int64_t vocab
   config.validate();
   if (!spec.moe()) return std::make_unique<Decoder>(config, gen);
   MoEConfig moe;
-  moe.experts = spec.experts, moe.k = spec.k, moe.ffn = spec.ffn;  // router "topk", Mixtral gates, no capacity
+  moe.experts = spec.experts, moe.k = spec.k, moe.ffn = spec.ffn;
+  moe.router = spec.router;  // by default "topk" without options: Mixtral gates, no capacity
+  moe.router_options = spec.router_options;
   MOELAB_CHECK(spec.k >= 1 && spec.k <= spec.experts, "build_decoder", "k must be in [1, experts = ", spec.experts,
                "], got ", spec.k);
   return std::make_unique<Decoder>(config, gen, moe_feed_forward(moe));
@@ -45,6 +49,7 @@ void check_model_grid(const std::vector<ModelSpec>& models) {
     if (m.moe() && (m.k < 1 || m.k > m.experts))
       throw UsageError(m.name() + ": k = " + std::to_string(m.k) + " must be in [1, " + std::to_string(m.experts) +
                        "] (its experts)");
+    if (m.moe()) check_router(m.router, m.router_options, m.d, m.experts, m.k);
   }
 }
 

@@ -5,6 +5,11 @@
 //
 //   dense-d64        ModelSpec{.d = 64, .experts = 0}            dense FFN, f = d
 //   moe-d64-8e       ModelSpec{.d = 64, .experts = 8, .k = 2}    8 experts of width f = d, top-2
+//   moe-d64-8e-top-p ModelSpec{..., .router = "top-p"}          another registered router
+//
+// The router is "topk" (Mixtral gates, no dropping) unless `router` names another registered
+// scheme (nn/moe/router.h) with its `router_options`; the name shows it only then, so the names
+// of topk models (point names, results) are what they were before routers could be chosen.
 //
 // Parameters are counted as the paper counts them (nn/moe/moe_decoder.h): non-embedding (the
 // token embedding and the LM head left out) and active (what one token uses: attention, norms,
@@ -12,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,9 +34,12 @@ struct ModelSpec {
   std::int64_t experts = 0;  // 0: dense
   std::int64_t k = 2;        // experts per token (MoE only)
   std::int64_t ffn = 0;      // FFN (expert) width; 0 means d
+  std::string router = "topk";                          // registered router name (nn/moe/router.h)
+  std::map<std::string, std::string> router_options;    // passed to the router's factory
 
   bool moe() const { return experts > 0; }
-  // "dense-d64" or "moe-d64-8e" (with "-top1"... when k != 2, "-f128" when ffn != d).
+  // "dense-d64" or "moe-d64-8e" (with "-top1"... when k != 2, "-f128" when ffn != d, "-top-p" when
+  // the router is not topk; the options are not in the name: the run's settings record them).
   std::string name() const;
   // Its family for plots: "dense" or "moe-d64" (a line of Figure 4 per MoE width).
   std::string family() const;
@@ -47,7 +56,8 @@ std::unique_ptr<Decoder> build_decoder(const ModelSpec& spec, std::int64_t vocab
 ModelSize model_size(const Decoder& model);
 
 // Throws UsageError (tasks/common/settings.h) naming the first model that cannot be built: d not a
-// multiple of heads with an even head width (rotary embeddings), k > experts, or no model at all.
+// multiple of heads with an even head width (rotary embeddings), k > experts, a router (or router
+// options) its registry or factory refuses (tasks/common/router_settings.h), or no model at all.
 void check_model_grid(const std::vector<ModelSpec>& models);
 
 // The sweep's models: one dense model per (dense width, FFN factor), FFN width factor * d (factor

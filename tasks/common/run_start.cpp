@@ -112,8 +112,19 @@ void check_resume(const RunDir& dir, const nlohmann::ordered_json& config, const
     if (j->is_object())
       for (const auto& item : j->items())
         if (seen.insert(item.key()).second) keys.push_back(item.key());
-  for (const std::string& key : keys)
-    if (!settings.has(key) || settings.changes_results(key)) compare(old_settings, new_settings, key, key, differences);
+  // A key the folder's record lacks was added to the code after that run: the run used what the
+  // code did then, which is the key's default (settings.h), so the default stands in for it.
+  const nlohmann::ordered_json defaults = settings.default_json();
+  for (const std::string& key : keys) {
+    if (settings.has(key) && !settings.changes_results(key)) continue;
+    if (old_settings.is_object() && !old_settings.contains(key) && settings.has(key)) {
+      if (defaults.at(key) != new_settings.at(key))
+        differences.push_back(key + " = " + defaults.at(key).dump() + " there (not recorded: the folder predates the "
+                              "setting, so its default), " + new_settings.at(key).dump() + " now");
+      continue;
+    }
+    compare(old_settings, new_settings, key, key, differences);
+  }
   if (differences.empty()) return;
 
   std::string list, free;

@@ -1,6 +1,6 @@
 // tasks/common/run_start.h — starting or resuming a run in its folder, before anything is written.
 //
-// The `moelab` command line (examples/moelab.cpp) resolves and checks the settings, the seed and
+// The `moelab` command line (tasks/cli/moelab_main.cpp) resolves and checks the settings, the seed and
 // the inputs, and only then touches the run folder:
 //
 //   const std::uint64_t seed = parse_seed(text);  // UsageError: -1, 2^64, 12x
@@ -18,6 +18,9 @@
 // do not depend on each other: they choose which jobs run, not what a job gives). Not compared:
 // threads and device (they change the speed; CPU and CUDA agree to rounding), the preset's name
 // (a preset only sets settings, and those are compared), the command line and the start time.
+// A setting missing from the folder's record (a key added to the code after that run) counts as
+// its default, the value the code used before the key existed: the folder resumes unless this run
+// sets the key to something else.
 // Any difference is a UsageError (exit status 2) naming every differing key with the folder's
 // value and this run's; config.json keeps the earlier run's record.
 #pragma once

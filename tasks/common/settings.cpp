@@ -90,7 +90,7 @@ void Settings::parse_into(Entry& e, const std::string& value) {
           for (const std::string& c : e.choices) all += (all.empty() ? "" : ", ") + c;
           usage("setting '", e.key, "': '", value, "' is not one of ", all);
         }
-      } else if (value.empty()) {
+      } else if (value.empty() && !e.may_be_empty) {
         usage("setting '", e.key, "' must not be empty");
       }
       e.text = value;
@@ -141,6 +141,7 @@ void Settings::declare(Entry entry, const std::string& value) {
   for (const Entry& e : entries_)
     if (e.key == entry.key) throw Error("Settings: key '" + entry.key + "' declared twice");
   parse_into(entry, value);  // a bad default is a programming error, reported as a UsageError at once
+  entry.fallback = value;
   entries_.push_back(std::move(entry));
 }
 
@@ -152,8 +153,10 @@ void Settings::add_real(const std::string& key, double fallback, const std::stri
   declare({key, help, Kind::Real, min, max, {}, "", {}, true}, number_text(fallback, false));
 }
 void Settings::add_text(const std::string& key, const std::string& fallback, const std::string& help,
-                        const std::vector<std::string>& choices) {
-  declare({key, help, Kind::Text, 0, 0, choices, "", {}, true}, fallback);
+                        const std::vector<std::string>& choices, bool may_be_empty) {
+  Entry e{key, help, Kind::Text, 0, 0, choices, "", {}, true};
+  e.may_be_empty = may_be_empty;
+  declare(std::move(e), fallback);
 }
 void Settings::add_flag(const std::string& key, bool fallback, const std::string& help) {
   declare({key, help, Kind::Flag, 0, 1, {}, "", {}, true}, fallback ? "true" : "false");
@@ -251,6 +254,12 @@ nlohmann::ordered_json Settings::to_json() const {
     }
   }
   return j;
+}
+
+nlohmann::ordered_json Settings::default_json() const {
+  Settings defaults = *this;
+  for (Entry& e : defaults.entries_) parse_into(e, e.fallback);
+  return defaults.to_json();
 }
 
 std::string Settings::describe() const {

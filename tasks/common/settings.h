@@ -21,6 +21,9 @@
 // to be the same as the folder's config.json; every key counts as one unless the experiment says
 // otherwise: s.may_change_on_resume({"mode", "book_sizes"}) for keys that only choose which jobs
 // or which part of the run to do (a sweep's list of sizes, a mode), never what a job gives.
+// A key added later is missing from older folders' config.json; the resume check then takes its
+// default (default_json()), so a new key's default must be what the code did before the key
+// existed (e.g. router = topk): old folders resume, unless the new key is set to something else.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +38,7 @@
 namespace moelab {
 
 // A problem with what the user asked for (an option, a value, a combination): exit status 2
-// (examples/moelab.cpp catches it first; any other moelab::Error exits with status 1).
+// (tasks/cli/moelab_main.cpp catches it first; any other moelab::Error exits with status 1).
 struct UsageError : Error {
   using Error::Error;
 };
@@ -56,8 +59,9 @@ class Settings {
                double max = kNoLimit);
   void add_real(const std::string& key, double fallback, const std::string& help, double min = -kNoLimit,
                 double max = kNoLimit);
+  // Without choices a text must not be empty, unless may_be_empty (e.g. an options list, "" = none).
   void add_text(const std::string& key, const std::string& fallback, const std::string& help,
-                const std::vector<std::string>& choices = {});
+                const std::vector<std::string>& choices = {}, bool may_be_empty = false);
   void add_flag(const std::string& key, bool fallback, const std::string& help);
   void add_int_list(const std::string& key, const std::vector<std::int64_t>& fallback, const std::string& help,
                     double min = -kNoLimit, double max = kNoLimit);
@@ -86,6 +90,8 @@ class Settings {
 
   // {key: value} with numbers as numbers and lists as arrays, in declaration order of keys.
   nlohmann::ordered_json to_json() const;
+  // The same for every key's declared default (before any preset or --set).
+  nlohmann::ordered_json default_json() const;
   // One line per key: "  key = default    help [limits]" (for --help).
   std::string describe() const;
 
@@ -98,6 +104,8 @@ class Settings {
     std::string text;              // the value as text (normalised)
     std::vector<double> numbers;   // Int, Real, Flag (0/1) and the lists, parsed
     bool changes_results = true;   // false: a resumed run may change it
+    bool may_be_empty = false;     // Text without choices: "" is a value
+    std::string fallback = {};     // the declared default, as given
   };
   const Entry& find(const std::string& key, Kind kind) const;
   void declare(Entry entry, const std::string& value);

@@ -10,6 +10,7 @@
 #include "tasks/common/epoch_sampler.h"
 #include "tasks/common/job_grid.h"
 #include "tasks/common/models.h"
+#include "tasks/common/router_settings.h"
 #include "tasks/common/train.h"
 #include "tasks/phonebook/phonebook_data.h"
 #include "tasks/phonebook/phonebook_report.h"
@@ -27,7 +28,8 @@ Settings phonebook_settings() {
                  "FFN widths of the dense models in units of d (2: the active parameters of a top-2 MoE)", 1, 64);
   s.add_int_list("moe_widths", {64}, "widths d of the MoE models", 2, 1 << 16);
   s.add_int_list("experts", {4, 8, 16}, "expert counts E of the MoE models", 1, 4096);
-  s.add_int("k", 2, "experts per token (top-k, Mixtral gates, no dropping)", 1, 4096);
+  s.add_int("k", 2, "experts per token (router topk: Mixtral gates, no dropping)", 1, 4096);
+  add_router_settings(s, "every MoE model");
   s.add_int_list("book_sizes", {250, 500, 1000, 1500, 2000, 3000, 4000}, "phone-book sizes N to try, ascending", 1,
                  1e8);
   s.add_int("steps", 1200, "optimizer steps per training run (when epochs = 0)", 1, 1e9);
@@ -84,8 +86,11 @@ std::string job_label(const Settings& s, const ModelSpec& spec, std::int64_t boo
 }
 
 std::vector<ModelSpec> phonebook_models(const Settings& s) {
-  return model_grid(s.ints("dense_widths"), s.ints("moe_widths"), s.ints("experts"), s.integer("k"),
-                    s.integer("layers"), s.integer("heads"), s.ints("dense_ffn_factors"));
+  std::vector<ModelSpec> models = model_grid(s.ints("dense_widths"), s.ints("moe_widths"), s.ints("experts"),
+                                             s.integer("k"), s.integer("layers"), s.integer("heads"),
+                                             s.ints("dense_ffn_factors"));
+  apply_router_settings(s, models);
+  return models;
 }
 
 // Settings that are each fine but cannot work together (UsageError, before any work).
@@ -207,7 +212,8 @@ Experiment phonebook_experiment() {
   e.name = "phonebook";
   e.summary = "Mixture of Parrots Fig. 4a: the largest phone-book a dense or MoE decoder memorizes";
   e.details =
-      "Trains each model of the grid (dense widths; MoE widths x expert counts, top-k, FFN width = d) on "
+      "Trains each model of the grid (dense widths; MoE widths x expert counts, top-k or the `router` setting's "
+      "scheme with router_options, FFN width = d) on "
       "phone-books of each size, asks 1,000 of its names, and reports the largest book recalled at >= "
       "threshold exact-match accuracy against total and active parameters. Batches are taken from a fresh "
       "shuffle of the book each epoch (every entry once per epoch; the last batch of an epoch is short when "

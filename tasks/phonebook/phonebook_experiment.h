@@ -5,7 +5,8 @@
 // phone-book? The paper finds yes: the largest book memorized tracks TOTAL parameters.
 //
 // The sweep. For every model of the grid (dense decoders of several widths d; MoE decoders of
-// width d with E experts, top-k, Mixtral gates, FFN width d) and every book size N:
+// width d with E experts, top-k, Mixtral gates, FFN width d; `router` and `router_options` choose
+// another registered scheme, tasks/common/router_settings.h) and every book size N:
 //   1. draw the book (tasks/phonebook/phonebook_data.h; the same book for every model),
 //   2. train the model from scratch by next-token prediction on its entries, for a fixed budget
 //      (`steps`, or `epochs` passes over the book when set), the batches taken in order from a

@@ -10,6 +10,7 @@
 
 #include "tasks/common/job_grid.h"
 #include "tasks/common/models.h"
+#include "tasks/common/router_settings.h"
 #include "tasks/common/report.h"
 #include "tasks/common/train.h"
 #include "tasks/shortest_path/graph.h"
@@ -33,7 +34,8 @@ Settings shortest_path_settings() {
   s.add_int_list("dense_widths", {32, 64, 96}, "widths d of the dense models (FFN width = d)", 2, 1 << 16);
   s.add_int_list("moe_widths", {32}, "widths d of the MoE models", 2, 1 << 16);
   s.add_int_list("experts", {4, 8, 16}, "expert counts E of the MoE models", 1, 4096);
-  s.add_int("k", 2, "experts per token (top-k, Mixtral gates, no dropping)", 1, 4096);
+  s.add_int("k", 2, "experts per token (router topk: Mixtral gates, no dropping)", 1, 4096);
+  add_router_settings(s, "every MoE model");
   s.add_int("steps", 2000, "optimizer steps per training run (fresh graphs every step)", 1, 1e9);
   s.add_int("batch", 64, "graphs per optimizer step", 1, 1 << 20);
   s.add_real("lr", 3e-3, "peak learning rate", 1e-9, 10);
@@ -70,8 +72,10 @@ std::vector<Preset> shortest_path_presets() {
 std::string job_label(const ModelSpec& spec, std::int64_t seed) { return spec.name() + " seed " + std::to_string(seed); }
 
 std::vector<ModelSpec> shortest_path_models(const Settings& s) {
-  return model_grid(s.ints("dense_widths"), s.ints("moe_widths"), s.ints("experts"), s.integer("k"),
-                    s.integer("layers"), s.integer("heads"));
+  std::vector<ModelSpec> models = model_grid(s.ints("dense_widths"), s.ints("moe_widths"), s.ints("experts"),
+                                             s.integer("k"), s.integer("layers"), s.integer("heads"));
+  apply_router_settings(s, models);
+  return models;
 }
 
 // The grid: models (outer) x seeds, named "<model>-seed<t>".
@@ -328,7 +332,7 @@ Experiment shortest_path_experiment() {
   e.summary = "Mixture of Parrots Fig. 4b: shortest paths in unseen graphs, dense vs MoE";
   e.details =
       "Calibrates the edge probability for n-vertex graphs, trains each model of the grid (dense widths; MoE "
-      "widths x expert counts) on fresh graphs with the loss on the answer only, and reports exact-match "
+      "widths x expert counts, routed by top-k or the `router` setting's scheme) on fresh graphs with the loss on the answer only, and reports exact-match "
       "accuracy on held-out graphs (mean +- std over `seeds`) against total and active parameters. Every (model, "
       "seed) is an independent job: --set mode=list prints one command line per missing point (docs/jobs.md), "
       "mode=point runs one, mode=report gathers them, mode=all (default) runs the missing ones and reports.";

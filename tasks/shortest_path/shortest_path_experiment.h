@@ -9,7 +9,8 @@
 // (tasks/shortest_path/graph.h: mean query path length = target_length where reachable, else the
 // p that maximises it; results say which). A held-out test set of `test_examples` graphs is drawn
 // from its own seed. For every model of the grid (dense widths; MoE widths x expert counts, top-k,
-// Mixtral gates, FFN width d) and every training seed of `seeds`:
+// Mixtral gates, FFN width d; or the scheme of the `router` setting, tasks/common/router_settings.h)
+// and every training seed of `seeds`:
 //   train from scratch on fresh graphs (test graphs excluded) with the loss on the answer tokens
 //   only, AdamW, weight decay 0.1, warmup 20% then linear decay (tasks/common/train.h);
 //   evaluate greedy answers: exact match with the smallest shortest path, and the share of

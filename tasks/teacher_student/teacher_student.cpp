@@ -19,9 +19,9 @@ namespace moelab::teacher_student {
 std::string MoESpec::name() const { return std::to_string(experts) + "e" + std::to_string(k) + "a"; }
 
 std::int64_t MoESpec::total_parameters() const {
-  const std::int64_t router = experts * d + (router_bias ? experts : 0);
+  const std::int64_t router_weights = experts * d + (router_bias ? experts : 0);
   const std::int64_t per_expert = 2 * d * width + width + d;
-  return router + experts * per_expert;
+  return router_weights + experts * per_expert;
 }
 
 MoEConfig MoESpec::config() const {
@@ -30,8 +30,12 @@ MoEConfig MoESpec::config() const {
   c.experts = experts;
   c.k = k;
   c.ffn = width;
-  c.router = "topk";
-  c.router_options = {{"gates", gates}, {"bias", router_bias ? "true" : "false"}};
+  c.router = router;
+  if (router == "topk")
+    c.router_options = {{"gates", gates}, {"bias", router_bias ? "true" : "false"}};  // the paper's student
+  else if (router_bias)
+    c.router_options["bias"] = "true";
+  for (const auto& [key, value] : router_options) c.router_options[key] = value;
   c.bias = true;  // ReLU experts with biases, as in the paper's code
   return c;
 }

@@ -31,12 +31,19 @@
 // and the teacher's name, so every student of one teacher sees the same function. (The paper does
 // not say how its teachers are initialised; the default initialisation is our assumption.)
 //
+// The student's router can be any registered scheme (MoESpec::router, the `router` setting; the
+// teacher is always topk): its extra options (`router_options`) go to the factory as they are,
+// and topk also gets gates and bias from the spec, exactly as before the setting existed. With
+// another scheme `gates` must stay topk-softmax (that scheme's own gates are set through its
+// options) and router_bias asks it for its "bias" option.
+//
 // Note (docs/EXPERIMENTS.md): with k = 1 and topk-softmax gates the single gate is always 1, so a
 // k = 1 student's router gets no gradient; with "equal" gates no router gets one. The paper's
 // grids start at k = 2.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,10 +58,13 @@ struct MoESpec {
   std::int64_t experts = 0, k = 0, width = 0, d = 0;
   std::string gates = "topk-softmax";  // or "equal"
   bool router_bias = false;            // trainable router bias (the student of Figure 3)
+  std::string router = "topk";         // registered router name (nn/moe/router.h)
+  std::map<std::string, std::string> router_options;  // more options for its factory (see above)
 
   std::string name() const;  // "16e8a"
   std::int64_t active_neurons() const { return k * width; }
-  // Every parameter: router weight (+ bias) and the experts' w_in, b_in, w_out, b_out.
+  // Every parameter: router weight (+ bias) and the experts' w_in, b_in, w_out, b_out (every
+  // built-in router has an [m, d] weight and an optional bias).
   std::int64_t total_parameters() const;
   MoEConfig config() const;
 };

@@ -5,10 +5,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "tasks/common/job_grid.h"
 #include "tasks/common/report.h"
+#include "tasks/common/router_settings.h"
 #include "tasks/teacher_student/teacher_student.h"
 #include "tasks/teacher_student/teacher_student_report.h"
 
@@ -33,6 +35,9 @@ Settings teacher_student_settings() {
   s.add_text("student_gates", "topk-softmax", "student gates (equal: the router gets no gradient)",
              {"topk-softmax", "equal"});
   s.add_flag("student_router_bias", false, "trainable router bias in the student (the paper's Figure 3)");
+  add_router_settings(s, "the student (the teacher's is topk; with topk the student's gates and bias come from "
+                         "student_gates and student_router_bias, with another scheme student_gates must stay "
+                         "topk-softmax)");
   s.add_int("samples_per_epoch", 1 << 18, "fresh training samples per epoch (whole batches)", 1, 1e12);
   s.add_int("test_samples", 1 << 12, "test samples: one set drawn before training, used after every epoch", 1, 1e9);
   s.add_int("epochs", 100, "epochs (the cosine schedule steps once per epoch)", 1, 1e6);
@@ -105,8 +110,23 @@ void validate_teacher_student(const Settings& s) {
       if (s.integer(active) < k)
         throw UsageError(std::string(active) + " = " + std::to_string(s.integer(active)) + " is below " + ks + " = " +
                          std::to_string(k) + ": " + std::to_string(k) + " active experts need at least one neuron each");
+  // The student's router: its own keys through their settings, then built once per student shape
+  // so that an unknown option or a k the scheme refuses stops the command before any training.
+  const std::string& router = s.text("router");
+  const std::map<std::string, std::string> options = parse_router_options(s.text("router_options"));
+  if (options.count("bias"))
+    throw UsageError("router_options: set the student's router bias with student_router_bias, not the option 'bias'");
+  if (router == "topk" && options.count("gates"))
+    throw UsageError("router_options: set the topk student's gates with student_gates, not the option 'gates'");
+  if (router != "topk" && s.text("student_gates") != "topk-softmax")
+    throw UsageError("student_gates = " + s.text("student_gates") + " is a gate mode of the topk router; router = " +
+                     router + " takes its own gates through router_options (see its header in nn/moe/)");
   std::vector<std::string> names;
-  for (const ts::GridPoint& p : ts::grid(s)) names.push_back(p.name());
+  for (const ts::GridPoint& p : ts::grid(s)) {
+    names.push_back(p.name());
+    const MoEConfig c = p.student.config();
+    check_router(c.router, c.router_options, c.d, c.experts, c.k);
+  }
   validate_job_settings(s, names);
 }
 
@@ -148,11 +168,14 @@ void run_point(const RunContext& ctx, const ts::GridPoint& p) {
     if (r.best_test < best) best = r.best_test, best_lr = lr;
   }
   auto spec_json = [](const ts::MoESpec& m) {
-    return nlohmann::ordered_json{{"name", m.name()},         {"experts", m.experts},
-                                  {"k", m.k},                 {"width", m.width},
-                                  {"d", m.d},                 {"active_neurons", m.active_neurons()},
-                                  {"total_parameters", m.total_parameters()}, {"gates", m.gates},
-                                  {"router_bias", m.router_bias}};
+    nlohmann::ordered_json spec{{"name", m.name()},         {"experts", m.experts},
+                                {"k", m.k},                 {"width", m.width},
+                                {"d", m.d},                 {"active_neurons", m.active_neurons()},
+                                {"total_parameters", m.total_parameters()}, {"gates", m.gates},
+                                {"router_bias", m.router_bias}};
+    // The router only when it is not topk: the files of topk runs are what they were before.
+    if (m.router != "topk") spec["router"] = m.router, spec["router_options"] = router_options_text(m.router_options);
+    return spec;
   };
   nlohmann::ordered_json j;
   j["point"] = p.name();
@@ -191,7 +214,8 @@ Experiment teacher_student_experiment() {
   e.summary = "granularity paper Figs. 2-3: a student MoE fits a random teacher MoE only if k' >= k";
   e.details =
       "Trains student MoEs (one MoELayer, ReLU experts with biases, top-k routing with a softmax over the k "
-      "selected logits) by MSE to imitate random teacher MoEs on fresh standard Gaussian inputs, and reports "
+      "selected logits by default; `router` picks another registered scheme for the student) by MSE to imitate "
+      "random teacher MoEs on fresh standard Gaussian inputs, and reports "
       "the test MSE over the zero predictor's (minimum over epochs, best learning rate) for every "
       "(teacher, student) pair and seed (mean +- std over `seeds`). Every (pair, seed) is an independent job: "
       "--set mode=list prints one command line per missing point (for GNU parallel or a job array, docs/jobs.md), "

@@ -12,6 +12,7 @@
 #include "tasks/common/job_grid.h"
 #include "tasks/common/plot.h"
 #include "tasks/common/report.h"
+#include "tasks/common/router_settings.h"
 #include "tasks/common/run_dir.h"
 
 namespace moelab::teacher_student {
@@ -29,6 +30,8 @@ std::vector<GridPoint> grid(const Settings& s) {
           MoESpec st = spec_for(sk, sr, s.integer("student_active"), d);
           st.gates = s.text("student_gates");
           st.router_bias = s.flag("student_router_bias");
+          st.router = s.text("router");
+          st.router_options = parse_router_options(s.text("router_options"));
           for (std::int64_t seed : s.ints("seeds")) out.push_back({t, st, seed});
         }
     }

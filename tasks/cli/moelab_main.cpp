@@ -1,0 +1,158 @@
+// tasks/cli/moelab_main.cpp — the `moelab` command line: one entry point for every experiment
+// (see moelab_main.h; examples/moelab.cpp is the program).
+//
+//   moelab --help                          the experiments
+//   moelab <experiment> --help             its options, every setting with its default, its presets
+//   moelab <experiment> [--preset NAME] [--set key=value]... [--out DIR] [--threads N]
+//                       [--device cpu|cuda] [--seed S]
+//
+// The settings of a run are resolved in three layers: the experiment's defaults, then the preset
+// (a named table of values, listed by --help), then each --set key=value in order. The run folder
+// (default runs/<experiment>/<preset>) gets config.json with the resolved settings before any
+// work starts; running the same command again resumes a sweep where it stopped, and a folder
+// that holds a run with other settings is refused (tasks/common/run_start.h). The order: the
+// settings, the seed, the device and the inputs (data files) are checked, then the run folder
+// (creatable, writable, the same settings as an earlier run in it), and only then is anything
+// written. Exit status: 0 done, 1 the run failed, 2 a bad option, value or combination (nothing
+// was written).
+//
+// Adding an experiment: write tasks/<name>/ with a function returning its Experiment
+// (tasks/common/experiment.h) and add it to experiments() below.
+#include "tasks/cli/moelab_main.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/parallel.h"
+#include "tasks/common/experiment.h"
+#include "tasks/common/run_start.h"
+#include "tasks/phonebook/phonebook_experiment.h"
+#include "tasks/shortest_path/shortest_path_experiment.h"
+#include "tasks/softmoe_l2norm/l2norm_experiment.h"
+#include "tasks/softmoe_mnist/softmoe_mnist_experiment.h"
+#include "tasks/teacher_student/teacher_student_experiment.h"
+
+namespace moelab {
+
+namespace {
+
+std::vector<Experiment> experiments() {
+  return {phonebook_experiment(), shortest_path_experiment(), teacher_student_experiment(), softmoe_mnist_experiment(),
+          softmoe_l2norm_experiment()};
+}
+
+struct Common {
+  std::string preset, out, device = "cpu";
+  bool out_given = false;  // --out "" is an error, not the default folder
+  std::vector<std::string> sets;
+  int threads = num_threads();
+  std::string seed = "0";  // parsed here: CLI11 would turn -1 into 2^64 - 1 without a word
+  std::string program = "moelab";  // argv[0] without its folder: what mode=list writes
+};
+
+std::string presets_text(const Experiment& e) {
+  std::string text;
+  for (const Preset& p : e.presets) {
+    text += "  " + p.name + (p.name == e.default_preset ? " (default)" : "") + ": " + p.description + "\n";
+    for (const auto& [key, value] : p.values) text += "      " + key + "=" + value + "\n";
+  }
+  return text;
+}
+
+const Preset& find_preset(const Experiment& e, const std::string& name) {
+  std::string all;
+  for (const Preset& p : e.presets) {
+    if (p.name == name) return p;
+    all += (all.empty() ? "" : ", ") + p.name;
+  }
+  throw UsageError("no preset '" + name + "' (the presets are: " + all + ")");
+}
+
+int run_experiment(const Experiment& e, const Common& c, const std::string& command_line) {
+  const std::string preset_name = c.preset.empty() ? e.default_preset : c.preset;
+  const Preset& preset = find_preset(e, preset_name);
+  Settings settings = e.settings();
+  settings.apply(preset);
+  for (const std::string& s : c.sets) settings.set_assignment(s);
+  if (e.validate) e.validate(settings);
+  const std::uint64_t seed = parse_seed(c.seed);
+
+  // --device cuda needs both a build with the CUDA backend and a GPU the driver can see; which
+  // one is missing decides the message (exit 2 either way, before any work).
+  Device device = Device::cpu();
+  if (c.device == "cuda") {
+#ifdef MOELAB_HAVE_CUDA
+    if (!cuda_available())
+      throw UsageError("--device cuda: no GPU found (this build has the CUDA backend, but the CUDA driver reports "
+                       "no usable device); use --device cpu");
+#else
+    throw UsageError("--device cuda: this build of moelab has no CUDA backend (reconfigure with nvcc present, "
+                     "or -DMOELAB_CUDA=ON, and rebuild); use --device cpu");
+#endif
+    device = Device::cuda();
+  }
+  if (e.check_inputs) e.check_inputs(settings);
+
+  // Only now the run folder: usable, and holding no run with other settings; then config.json.
+  const RunDir dir = open_run_folder(c.out_given ? c.out : "runs/" + e.name + "/" + preset_name);
+  begin_run(dir, run_config(e.name, preset_name, seed, c.threads, c.device, command_line, settings), settings);
+  set_num_threads(c.threads);
+  const RunContext ctx{settings, dir, preset_name, seed, c.threads, device, c.program};
+  return e.run(ctx);
+}
+
+}  // namespace
+
+int moelab_main(int argc, char** argv) {
+  const std::vector<Experiment> all = experiments();
+  CLI::App app{"moelab: the experiments of three mixture-of-experts papers, on a from-scratch C++ engine"};
+  app.require_subcommand(1);
+  app.footer("Run `moelab <experiment> --help` for its settings and presets.");
+
+  Common common;
+  if (argc > 0 && argv[0] != nullptr && *argv[0] != '\0') {
+    const std::string path = argv[0];
+    common.program = path.substr(path.find_last_of('/') + 1);  // npos + 1 = 0: no folder
+  }
+  std::string command_line = "moelab";
+  for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
+  for (const Experiment& e : all) {
+    CLI::App* sub = app.add_subcommand(e.name, e.summary);
+    sub->add_option("--preset", common.preset, "preset to start from (default: " + e.default_preset + ")");
+    sub->add_option("--set", common.sets, "override a setting: --set key=value (repeatable; keys below)")
+        ->allow_extra_args(false);
+    sub->add_option("--out", common.out, "run folder (default: runs/" + e.name + "/<preset>)");
+    sub->add_option("--threads", common.threads, "CPU threads")->check(CLI::Range(1, 1024))->capture_default_str();
+    sub->add_option("--device", common.device, "where to compute")
+        ->check(CLI::IsMember({"cpu", "cuda"}))
+        ->capture_default_str();
+    sub->add_option("--seed", common.seed, "seed for data, initial weights and sampling (0 to 2^64 - 1)")
+        ->capture_default_str();
+    sub->footer(e.details + "\n\nSettings (--set key=value; the defaults before any preset):\n" + e.settings().describe() +
+                "\nPresets (--preset NAME; each sets the values listed):\n" + presets_text(e));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& err) {
+    return app.exit(err) == 0 ? 0 : 2;  // --help exits 0; a bad option or value exits 2
+  }
+  for (const Experiment& e : all) {
+    if (!app.got_subcommand(e.name)) continue;
+    common.out_given = app.get_subcommand(e.name)->count("--out") > 0;
+    try {
+      return run_experiment(e, common, command_line);
+    } catch (const UsageError& err) {
+      std::fprintf(stderr, "moelab %s: %s\n", e.name.c_str(), err.what());
+      return 2;
+    } catch (const std::exception& err) {
+      std::fprintf(stderr, "moelab %s: %s\n", e.name.c_str(), err.what());
+      return 1;
+    }
+  }
+  return 2;
+}
+
+}  // namespace moelab
