@@ -12,6 +12,7 @@ std::string ModelSpec::name() const {
   if (moe()) n += "-" + std::to_string(experts) + "e";
   if (moe() && k != 2) n += "-top" + std::to_string(k);
   if (ffn > 0 && ffn != d) n += "-f" + std::to_string(ffn);
+  if (moe() && router != "topk") n += "-" + router;
   return n;
 }
 
@@ -26,6 +27,7 @@ std::unique_ptr<Decoder> build_decoder(const ModelSpec& spec, std::int64_t vocab
   if (!spec.moe()) return std::make_unique<Decoder>(config, gen);
   MoEConfig moe;
   moe.experts = spec.experts, moe.k = spec.k, moe.ffn = spec.ffn;  // router "topk", Mixtral gates, no capacity
+  moe.router = spec.router; moe.router_options = spec.router_options;
   MOELAB_CHECK(spec.k >= 1 && spec.k <= spec.experts, "build_decoder", "k must be in [1, experts = ", spec.experts,
                "], got ", spec.k);
   return std::make_unique<Decoder>(config, gen, moe_feed_forward(moe));
