@@ -223,7 +223,7 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
              << " | " << cell(j.at("total_params").get<double>()) << " |\n";
       const double tps = mean_of(c.tokens_per_second);
       speed << "| " << schemes[r].name << " | " << fmt(tps, "%.0f") << " tokens/s | "
-            << (base ? fmt(tps / mean_of(base->tokens_per_second), "%.2fx") : std::string("-")) << " tokens/s |\n";
+            << (base ? fmt(tps / mean_of(base->tokens_per_second), "%.2fx") : std::string("-")) << " |\n";
     }
     tables << "\n";
     speed << "\n";
