@@ -59,14 +59,14 @@ Settings routers_settings() {
 std::vector<Preset> routers_presets() {
   return {
       {"demo",
-       "a quick look (about 1-2 minutes on 2 cores): d 32, 8 experts, books of 600 and 800 entries (the demo "
+       "a quick look (84 s on one thread of a busy 2-core machine): d 32, 8 experts, books of 600 and 800 entries (the demo "
        "top-2 model's edge in `moelab phonebook --preset demo`), 1000 steps of 64, one seed",
        {{"d", "32"}, {"book_sizes", "600,800"}, {"steps", "1000"}, {"batch", "64"}, {"lr", "1e-2"},
         {"test_names", "300"}}},
       {"cpu",
        "docs/EXPERIMENTS.md's CPU setting: d 64, 8 experts of width 64, books of 1500 (top-2 memorizes 92-100% in "
        "docs/results/phonebook-cpu) and 2000 entries (21-60%: past its edge), 1200 steps of 128, seeds 0, 1 "
-       "(28 points, about 10-15 minutes on 2 cores)",
+       "(28 points: 12 minutes on one thread of a busy 2-core machine)",
        {{"seeds", "0,1"}}},
       {"paper",
        "the Mixture of Parrots phone-book scale (a GPU and days; not run here): 12 layers, d 256, 8 heads, 16 "
