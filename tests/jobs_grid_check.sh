@@ -5,9 +5,10 @@
 #   B: moelab <experiment> ... --set mode=list  -> every listed line run as its own process, in a
 #      shuffled order  -> moelab <experiment> ... --set mode=report
 # and then every file A's report wrote must be in B, equal byte for byte, except: the timings are cut
-# first (CSV columns named `seconds`, rows of the metric tokens_per_second, the summary line
-# "Training time of the jobs"), and config.json (it records the command and
-# the start time), the plots' PNGs and the points/ folder are not compared. A second mode=list
+# first (CSV columns named `seconds` or `tokens_per_second`, rows of the metric tokens_per_second,
+# the summary line "Training time of the jobs" and summary lines that say tokens/s), and
+# config.json (it records the command and the start time), the plots' PNGs and the points/ folder
+# are not compared. A second mode=list
 # in B must list nothing. Run by ctest as jobs_grid_matches_all:
 #   sh tests/jobs_grid_check.sh build/moelab
 set -u
@@ -22,9 +23,9 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 strip_seconds() {
   case "$1" in
     *.csv) grep -v ',tokens_per_second,' "$1" |
-             awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) drop[i] = ($i == "seconds") }
+             awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) drop[i] = ($i == "seconds" || $i == "tokens_per_second") }
                       { out = ""; sep = ""; for (i = 1; i <= NF; i++) if (!drop[i]) { out = out sep $i; sep = "," } print out }' ;;
-    *.md) grep -v '^Training time of the jobs' "$1" ;;
+    *.md) grep -v -e '^Training time of the jobs' -e 'tokens/s' "$1" ;;
     *) cat "$1" ;;
   esac
 }
@@ -78,8 +79,13 @@ check shortest-path shortest-path --set n=5 --set dense_widths=8 --set moe_width
 # Soft MoE learning ||x||: n = 1 and 10 x two seeds, a few steps.
 check softmoe-l2norm softmoe-l2norm --preset toy --set steps=20 --set batch=64 --set log_every=5 --set seeds=0,1
 
+# Routers: two schemes x two books x two seeds, a few steps (the load curves and heat-map data
+# must not depend on which process ran a point).
+check routers routers --set schemes=topk,balanced --set d=16 --set heads=2 --set layers=1 --set experts=4 \
+  --set book_sizes=32,64 --set steps=30 --set batch=16 --set log_every=10 --set test_names=8 --set seeds=0,1
+
 # Every experiment documents the modes in its --help.
-for e in phonebook shortest-path teacher-student softmoe-mnist softmoe-l2norm; do
+for e in phonebook shortest-path teacher-student softmoe-mnist softmoe-l2norm routers; do
   "$moelab" $e --help | grep -q 'mode = all .*list: print a command per' || fail "$e --help does not document the modes"
 done
 

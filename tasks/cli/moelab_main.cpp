@@ -31,6 +31,7 @@
 #include "tasks/common/run_start.h"
 #include "tasks/phonebook/phonebook_experiment.h"
 #include "tasks/shortest_path/shortest_path_experiment.h"
+#include "tasks/routers/routers_experiment.h"
 #include "tasks/softmoe_l2norm/l2norm_experiment.h"
 #include "tasks/softmoe_mnist/softmoe_mnist_experiment.h"
 #include "tasks/teacher_student/teacher_student_experiment.h"
@@ -41,7 +42,7 @@ namespace {
 
 std::vector<Experiment> experiments() {
   return {phonebook_experiment(), shortest_path_experiment(), teacher_student_experiment(), softmoe_mnist_experiment(),
-          softmoe_l2norm_experiment()};
+          softmoe_l2norm_experiment(), routers_experiment()};
 }
 
 struct Common {

@@ -35,7 +35,7 @@ struct ModelSpec {
   std::int64_t k = 2;        // experts per token (MoE only)
   std::int64_t ffn = 0;      // FFN (expert) width; 0 means d
   std::string router = "topk";                          // registered router name (nn/moe/router.h)
-  std::map<std::string, std::string> router_options;    // passed to the router's factory
+  std::map<std::string, std::string> router_options{};  // passed to the router's factory
 
   bool moe() const { return experts > 0; }
   // "dense-d64" or "moe-d64-8e" (with "-top1"... when k != 2, "-f128" when ffn != d, "-top-p" when

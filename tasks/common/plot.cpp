@@ -143,15 +143,25 @@ PlotResult plot_heat_map(const HeatMap& map, const std::filesystem::path& dir, c
   std::ostringstream s;
   s << header(stem, map.title, map.xlabel, map.ylabel) << "set view map\nunset key\nset palette rgb 33,13,10\n";
   s << "set xtics (";
-  for (std::size_t c = 0; c < map.column_labels.size(); ++c)
-    s << (c ? ", " : "") << gp_string(map.column_labels[c]) << " " << c;
+  bool first = true;
+  for (std::size_t c = 0; c < map.column_labels.size(); ++c) {
+    if (map.column_labels[c].empty()) continue;
+    s << (first ? "" : ", ") << gp_string(map.column_labels[c]) << " " << c;
+    first = false;
+  }
   s << ")\nset ytics (";
   for (std::size_t r = 0; r < map.row_labels.size(); ++r)
     s << (r ? ", " : "") << gp_string(map.row_labels[r]) << " " << r;
   s << ")\nset xrange [-0.5:" << (map.column_labels.size() - 0.5) << "]\nset yrange [-0.5:"
     << (map.row_labels.size() - 0.5) << "]\n";
-  s << "plot " << gp_string(data) << " using 1:2:3 with image, \\\n     " << gp_string(data)
-    << " using 1:2:(sprintf('%.3f', $3)) with labels font 'sans,9'\n";
+  if (std::isfinite(map.color_min) && std::isfinite(map.color_max) && map.color_min < map.color_max)
+    s << "set cbrange [" << map.color_min << ":" << map.color_max << "]\n";
+  if (!map.show_values) {
+    s << "set colorbox\nplot " << gp_string(data) << " using 1:2:3 with image\n";
+  } else {
+    s << "plot " << gp_string(data) << " using 1:2:3 with image, \\\n     " << gp_string(data)
+      << " using 1:2:(sprintf('%.3f', $3)) with labels font 'sans,9'\n";
+  }
   return render(dir, stem, s.str());
 }
 

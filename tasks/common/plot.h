@@ -18,9 +18,11 @@
 //   PlotResult r = plot_lines(p, run_dir.path(), "fig4a_total");
 //
 // heat_map draws a matrix of values (rows and columns with labels) the same way, numbers printed
-// in the cells.
+// in the cells unless show_values is false (a wide map, e.g. expert load over many steps); an
+// empty column label leaves that column's tic unlabelled.
 #pragma once
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -42,6 +44,9 @@ struct HeatMap {
   std::string title, xlabel, ylabel;
   std::vector<std::string> column_labels, row_labels;
   std::vector<std::vector<double>> values;  // [rows][columns]; NaN for a missing cell
+  bool show_values = true;                  // print each cell's value in it
+  double color_min = NAN, color_max = NAN;  // the colour scale's range (NaN: the data's), so that
+                                            // maps drawn side by side share one scale
 };
 
 struct PlotResult {

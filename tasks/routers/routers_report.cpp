@@ -1,0 +1,332 @@
+// tasks/routers/routers_report.cpp — see routers_report.h.
+#include "tasks/routers/routers_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "tasks/common/job_grid.h"
+#include "tasks/common/plot.h"
+#include "tasks/common/report.h"
+#include "tasks/routers/load_probe.h"
+
+namespace moelab {
+
+std::vector<RoutersPoint> routers_grid(const std::vector<RouterScheme>& schemes,
+                                       const std::vector<std::int64_t>& book_sizes,
+                                       const std::vector<std::int64_t>& seeds) {
+  std::vector<RoutersPoint> out;
+  for (std::int64_t n : book_sizes)
+    for (std::size_t r = 0; r < schemes.size(); ++r)
+      for (std::int64_t seed : seeds)
+        out.push_back({r, n, seed, schemes[r].name + "-N" + std::to_string(n) + "-seed" + std::to_string(seed)});
+  return out;
+}
+
+namespace {
+
+// The averaged load figures, in the tables' order.
+const std::vector<std::string> kLoadFigures = {"load_max_over_mean", "load_cv", "dropped_fraction", "router_entropy",
+                                               "mean_slots"};
+
+// One logged step of one point: the averaged figures, and layer 0's relative loads.
+struct LogRow {
+  std::map<std::string, double> figures;  // kLoadFigures present, and train_loss
+  std::map<std::int64_t, double> layer0;  // expert -> relative load
+};
+
+// One finished point.
+struct Done {
+  const RoutersPoint* point = nullptr;
+  nlohmann::json j;
+  std::map<std::int64_t, LogRow> logs;  // step -> its figures
+};
+
+// One (book size, scheme) cell over its finished seeds.
+struct Cell {
+  std::vector<const Done*> seeds;
+  std::vector<double> exact, tokens_per_second;
+  std::map<std::string, std::vector<double>> mean_load;  // figure -> per seed, the mean over its logs
+};
+
+std::string fmt(double v, const char* f) { return std::isfinite(v) ? format_number(v, f) : std::string("-"); }
+
+double mean_of(const std::vector<double>& v) {
+  if (v.empty()) return NAN;
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+std::string list_text(const std::vector<double>& v, const char* f) {
+  std::string out;
+  for (double x : v) out += (out.empty() ? "" : ", ") + fmt(x, f);
+  return out;
+}
+
+std::map<std::int64_t, LogRow> read_logs(const RunContext& ctx, const std::string& name) {
+  std::map<std::int64_t, LogRow> logs;
+  for (const CsvRow& r : read_csv(ctx.dir.file(point_curve_file(name)))) {
+    const std::int64_t step = r.integer("step");
+    const std::string& metric = r.text("metric");
+    std::int64_t layer = 0, expert = 0;
+    if (parse_load_name(metric, layer, expert)) {
+      if (layer == 0) logs[step].layer0[expert] = r.real("value");
+    } else if (metric == "train_loss" ||
+               std::find(kLoadFigures.begin(), kLoadFigures.end(), metric) != kLoadFigures.end()) {
+      logs[step].figures[metric] = r.real("value");
+    }
+  }
+  return logs;
+}
+
+}  // namespace
+
+int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>& schemes,
+                         const std::vector<RoutersPoint>& points) {
+  const Settings& s = ctx.settings;
+  const std::vector<std::int64_t> sizes = s.ints("book_sizes");
+  std::vector<Done> done;
+  std::vector<std::string> missing, done_names;
+  for (const RoutersPoint& p : points) {
+    std::optional<nlohmann::json> j = read_point(ctx.dir, p.name);
+    if (!j) {
+      missing.push_back(p.name);
+      continue;
+    }
+    done.push_back({&p, *j, read_logs(ctx, p.name)});
+    done_names.push_back(p.name);
+  }
+  std::map<std::pair<std::int64_t, std::size_t>, Cell> cells;  // (book, scheme)
+  for (const Done& d : done) {
+    Cell& c = cells[{d.point->book_size, d.point->scheme}];
+    c.seeds.push_back(&d);
+    c.exact.push_back(d.j.at("exact_match").get<double>());
+    c.tokens_per_second.push_back(d.j.at("tokens_per_second").get<double>());
+    for (const std::string& f : kLoadFigures)
+      c.mean_load[f].push_back(d.j.at("mean_load").contains(f) ? d.j.at("mean_load").at(f).get<double>() : NAN);
+  }
+
+  // results.csv and load_curves.csv (derived whole).
+  std::ostringstream results, curves;
+  results << "scheme,router,book_size,seed,total_params,active_params,active_params_at_mean_slots,steps,exact_match,"
+             "digit_accuracy,final_loss";
+  for (const std::string& f : kLoadFigures) results << ",mean_" << f;
+  for (const std::string& f : kLoadFigures) results << ",final_" << f;
+  // tokens_per_second last: no header holds ",tokens_per_second,", the pattern of the metric rows
+  // that tests/jobs_grid_check.sh drops as timings.
+  results << ",seconds,tokens_per_second\n";
+  curves << "scheme,book_size,seed,step,train_loss";
+  for (const std::string& f : kLoadFigures) curves << "," << f;
+  curves << "\n";
+  auto figure_cell = [](const nlohmann::json& m, const std::string& f) {
+    return m.contains(f) ? cell(m.at(f).get<double>()) : std::string();
+  };
+  for (const Done& d : done) {
+    const nlohmann::json& j = d.j;
+    results << j.at("scheme").get<std::string>() << "," << j.at("router").get<std::string>() << ","
+            << d.point->book_size << "," << d.point->seed << "," << cell(j.at("total_params")) << ","
+            << cell(j.at("active_params")) << "," << cell(j.at("active_params_at_mean_slots")) << ","
+            << cell(j.at("steps")) << "," << cell(j.at("exact_match")) << "," << cell(j.at("digit_accuracy")) << ","
+            << cell(j.at("final_loss"));
+    for (const std::string& f : kLoadFigures) results << "," << figure_cell(j.at("mean_load"), f);
+    for (const std::string& f : kLoadFigures) results << "," << figure_cell(j.at("final_load"), f);
+    results << "," << cell(j.at("seconds")) << "," << cell(j.at("tokens_per_second")) << "\n";
+    for (const auto& [step, row] : d.logs) {
+      curves << schemes[d.point->scheme].name << "," << d.point->book_size << "," << d.point->seed << "," << step
+             << "," << (row.figures.count("train_loss") ? cell(row.figures.at("train_loss")) : "");
+      for (const std::string& f : kLoadFigures) curves << "," << (row.figures.count(f) ? cell(row.figures.at(f)) : "");
+      curves << "\n";
+    }
+  }
+  ctx.dir.write_text("results.csv", results.str());
+  ctx.dir.write_text("load_curves.csv", curves.str());
+  ctx.dir.write_text("metrics.csv", gather_curves(ctx.dir, done_names));
+
+  // Plots: heat maps of layer 0 (first seed of each cell) on one colour scale, and the CV curves.
+  double top = 1;
+  for (const auto& [key, c] : cells)
+    for (const auto& [step, row] : c.seeds.front()->logs)
+      for (const auto& [e, v] : row.layer0) top = std::max(top, v);
+  std::vector<std::string> plot_notes;
+  auto note = [&](const PlotResult& r) {
+    plot_notes.push_back(r.drawn ? r.png.filename().string() : r.message);
+  };
+  for (std::int64_t n : sizes) {
+    LinePlot cv{.title = "Load imbalance over training, book of " + std::to_string(n) + " entries",
+                .xlabel = "step", .ylabel = "coefficient of variation of the expert loads (mean over layers, seeds)",
+                .series = {}};
+    for (std::size_t r = 0; r < schemes.size(); ++r) {
+      auto it = cells.find({n, r});
+      if (it == cells.end()) continue;
+      const Cell& c = it->second;
+      const Done& first = *c.seeds.front();
+      HeatMap h{.title = schemes[r].name + ": layer 0 expert load / mean, book " + std::to_string(n) + ", seed " +
+                         std::to_string(first.point->seed),
+                .xlabel = "step", .ylabel = "expert", .column_labels = {}, .row_labels = {}, .values = {}};
+      std::int64_t experts = 0;
+      for (const auto& [step, row] : first.logs) experts = std::max<std::int64_t>(experts, row.layer0.size());
+      const std::size_t columns = first.logs.size(), every = std::max<std::size_t>(1, (columns + 11) / 12);
+      std::size_t col = 0;
+      for (const auto& [step, row] : first.logs)
+        h.column_labels.push_back(col++ % every == 0 ? std::to_string(step) : std::string());
+      for (std::int64_t e = 0; e < experts; ++e) {
+        h.row_labels.push_back(std::to_string(e));
+        std::vector<double> values;
+        for (const auto& [step, row] : first.logs) values.push_back(row.layer0.count(e) ? row.layer0.at(e) : NAN);
+        h.values.push_back(values);
+      }
+      h.show_values = false, h.color_min = 0, h.color_max = top;
+      note(plot_heat_map(h, ctx.dir.path(), "heat_N" + std::to_string(n) + "_" + schemes[r].name));
+      // CV at each step: the mean over the seeds that logged it.
+      Series line{.title = schemes[r].name, .x = {}, .y = {}};
+      std::map<std::int64_t, std::vector<double>> by_step;
+      for (const Done* d : c.seeds)
+        for (const auto& [step, row] : d->logs)
+          if (row.figures.count("load_cv")) by_step[step].push_back(row.figures.at("load_cv"));
+      for (const auto& [step, v] : by_step) line.x.push_back(static_cast<double>(step)), line.y.push_back(mean_of(v));
+      cv.series.push_back(line);
+    }
+    note(plot_lines(cv, ctx.dir.path(), "load_cv_N" + std::to_string(n)));
+  }
+
+  // The tables, one per book size: accuracy and load (byte for byte the same whichever way the
+  // points ran), then speed (every line of it says tokens/s: timings differ run to run).
+  std::ostringstream tables, speed, verdict;
+  const auto topk_index = [&]() -> std::optional<std::size_t> {
+    for (std::size_t r = 0; r < schemes.size(); ++r)
+      if (schemes[r].name == "topk") return r;
+    return std::nullopt;
+  }();
+  for (std::int64_t n : sizes) {
+    tables << "### Book of " << n << " entries\n\n"
+           << "| scheme | exact match (median) | per seed | max/mean load | load CV | dropped | router entropy | "
+              "slots/token | active params | total params |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    speed << "| scheme | tokens/s, book " << n << " (mean over seeds) | tokens/s vs topk |\n|---|---:|---:|\n";
+    const Cell* base = topk_index && cells.count({n, *topk_index}) ? &cells.at({n, *topk_index}) : nullptr;
+    for (std::size_t r = 0; r < schemes.size(); ++r) {
+      auto it = cells.find({n, r});
+      if (it == cells.end()) continue;
+      const Cell& c = it->second;
+      const nlohmann::json& j = c.seeds.front()->j;
+      const double slots = schemes[r].variable_k ? mean_of(c.mean_load.at("mean_slots"))
+                                                 : static_cast<double>(schemes[r].k + schemes[r].shared_experts);
+      tables << "| " << schemes[r].name << " | " << fmt(100 * median(c.exact), "%.1f%%") << " | "
+             << list_text(c.exact, "%.3f") << " | " << fmt(mean_of(c.mean_load.at("load_max_over_mean")), "%.3f")
+             << " | " << fmt(mean_of(c.mean_load.at("load_cv")), "%.3f") << " | "
+             << fmt(mean_of(c.mean_load.at("dropped_fraction")), "%.4f") << " | "
+             << fmt(mean_of(c.mean_load.at("router_entropy")), "%.3f") << " | " << fmt(slots, "%.2f") << " | "
+             << cell(j.at("active_params_at_mean_slots").get<double>()) << (schemes[r].variable_k ? " (mean)" : "")
+             << " | " << cell(j.at("total_params").get<double>()) << " |\n";
+      const double tps = mean_of(c.tokens_per_second);
+      speed << "| " << schemes[r].name << " | " << fmt(tps, "%.0f") << " tokens/s | "
+            << (base ? fmt(tps / mean_of(base->tokens_per_second), "%.2fx") : std::string("-")) << " |\n";
+    }
+    tables << "\n";
+    speed << "\n";
+
+    // The verdict for this book, against topk (the baseline without any balancing).
+    if (!base) continue;
+    const double base_cv = mean_of(base->mean_load.at("load_cv")), base_exact = median(base->exact);
+    verdict << "- **Book of " << n << "**: topk (no balancing) recalls " << fmt(100 * base_exact, "%.1f%%")
+            << " (median over " << base->exact.size() << " seed(s)) with a mean load CV of " << fmt(base_cv, "%.3f")
+            << " (max/mean " << fmt(mean_of(base->mean_load.at("load_max_over_mean")), "%.2f") << ").\n";
+    for (std::size_t r = 0; r < schemes.size(); ++r) {
+      if (r == *topk_index || !cells.count({n, r})) continue;
+      const Cell& c = cells.at({n, r});
+      const std::vector<double>& cvs = c.mean_load.at("load_cv");
+      int lower = 0, compared = 0;
+      for (std::size_t i = 0; i < c.seeds.size(); ++i)
+        for (std::size_t b = 0; b < base->seeds.size(); ++b)
+          if (base->seeds[b]->point->seed == c.seeds[i]->point->seed)
+            ++compared, lower += cvs[i] < base->mean_load.at("load_cv")[b];
+      const double gap = 100 * (median(c.exact) - base_exact);
+      const bool above = *std::min_element(c.exact.begin(), c.exact.end()) >
+                         *std::max_element(base->exact.begin(), base->exact.end());
+      const bool below = *std::max_element(c.exact.begin(), c.exact.end()) <
+                         *std::min_element(base->exact.begin(), base->exact.end());
+      verdict << "  - " << schemes[r].name << ": load CV " << fmt(mean_of(cvs), "%.3f") << " ("
+              << fmt(mean_of(cvs) / base_cv, "%.2f") << "x topk's; lower for " << lower << " of " << compared
+              << " seed(s)), exact match " << fmt(100 * median(c.exact), "%.1f%%") << " ("
+              << (gap >= 0 ? "+" : "") << fmt(gap, "%.1f") << " points"
+              << (c.exact.size() > 1 ? (above ? ", above topk for every seed" : below ? ", below topk for every seed"
+                                                                                      : ", within the seeds' spread")
+                                     : "")
+              << ")";
+      if (schemes[r].variable_k)
+        verdict << "; " << fmt(mean_of(c.mean_load.at("mean_slots")), "%.2f")
+                << " experts per token on average (topk: 2): its active parameters vary per token, "
+                << cell(c.seeds.front()->j.at("active_params_at_mean_slots").get<double>()) << " at the mean against "
+                << cell(base->seeds.front()->j.at("active_params").get<double>());
+      if (mean_of(c.mean_load.at("dropped_fraction")) > 0)
+        verdict << "; drops " << fmt(100 * mean_of(c.mean_load.at("dropped_fraction")), "%.2f%%") << " of assignments";
+      verdict << ".\n";
+    }
+  }
+
+  // Balanced assignment: balanced by construction in training, checked at every logged step.
+  std::ostringstream balance;
+  for (std::size_t r = 0; r < schemes.size(); ++r) {
+    if (schemes[r].router != "balanced") continue;
+    double worst_ratio = 0, worst_cv = 0;
+    std::size_t logs = 0;
+    for (const auto& [key, c] : cells)
+      if (key.second == r)
+        for (const Done* d : c.seeds)
+          for (const auto& [step, row] : d->logs) {
+            ++logs;
+            worst_ratio = std::max(worst_ratio, row.figures.count("load_max_over_mean") ? row.figures.at("load_max_over_mean") : NAN);
+            worst_cv = std::max(worst_cv, row.figures.count("load_cv") ? row.figures.at("load_cv") : NAN);
+          }
+    balance << "- " << schemes[r].name << ": at all " << logs << " logged training steps the largest max/mean load is "
+            << fmt(worst_ratio, "%.4f") << " and the largest load CV " << fmt(worst_cv, "%.4f")
+            << " (balanced by construction when E divides the batch's 2T assignments).\n";
+  }
+
+  std::ostringstream summary;
+  summary << "# Routing schemes side by side on phone-book memorization\n\n"
+          << "Preset `" << ctx.preset << "`, run seed " << ctx.seed << ", seeds " << s.to_json()["seeds"].dump() << ", "
+          << ctx.threads << " thread(s). Settings: config.json. One file per point: points/<name>.json; every run: "
+             "results.csv; load figures at every logged step: load_curves.csv; curves incl. per-expert loads: "
+             "metrics.csv.\n\n"
+          << "Model: " << s.integer("layers") << " layers, d " << s.integer("d") << ", " << s.integer("experts")
+          << " experts of width " << s.integer("d") << " per layer, trained " << s.integer("steps")
+          << " steps of " << s.integer("batch") << " (epochs = " << s.integer("epochs") << "), lr "
+          << cell(s.real("lr")) << "; the load is read every " << s.integer("log_every")
+          << " steps from that step's training forward. Load figures are means over the layers and the logged "
+             "steps, then over seeds; CV = std / mean of the experts' kept assignments (0: perfectly even); router "
+             "entropy in nats over the softmax of the router's logits (\"-\": aux-free scores experts with "
+             "sigmoids, not a distribution).\n\n"
+          << "Schemes:\n\n";
+  for (const RouterScheme& r : schemes) summary << "- **" << r.name << "**: " << r.description << "\n";
+  summary << "\n## Accuracy and load balance\n\n" << tables.str() << "## Speed\n\n" << speed.str()
+          << "## Verdict\n\n" << balance.str() << verdict.str() << "\n## Caveats\n\n"
+          << "- Equal active parameters: every scheme runs 2 experts of width d per token (shared-top1: the shared one "
+             "and 1 routed, of E - 1 routed, so its total parameters are topk's too), except top-p, whose number of "
+             "experts is chosen per token: its active parameters vary per token, the table gives them at its mean "
+             "slots per token.\n"
+          << "- balanced's training assignment depends on every token of the batch, later positions included (it "
+             "is not causal); its evaluation routes each token to its top-2 (BASE's test-time rule), so it is "
+             "tested with a rule it was not trained with.\n"
+          << "- Expert choice is not in the comparison: its experts pick tokens across the batch, future positions "
+             "included, so a causal decoder trained with it leaks the future, and greedy decoding routes differently "
+             "from training.\n";
+  if (!missing.empty()) {
+    summary << "- " << missing.size() << " point(s) not done yet, left out:";
+    for (const std::string& m : missing) summary << " " << m;
+    summary << "\n";
+  }
+  summary << "\n## Plots\n\n";
+  for (const std::string& n : plot_notes) summary << "- " << n << "\n";
+  ctx.dir.write_text("summary.md", summary.str());
+
+  std::printf("\n%s%s%s%s", tables.str().c_str(), speed.str().c_str(), balance.str().c_str(), verdict.str().c_str());
+  if (!missing.empty()) std::printf("%zu point(s) not done yet (mode=list prints them)\n", missing.size());
+  std::printf("summary: %s\n", ctx.dir.file("summary.md").c_str());
+  return 0;
+}
+
+}  // namespace moelab
