@@ -59,7 +59,6 @@
 #endif
 
 using namespace moelab;
-using moelab::examples::HashRouter;
 using moelab::examples::make_hash_router;
 
 namespace {
@@ -206,14 +205,16 @@ int main(int argc, char** argv) {
   // The new scheme, registered before any model is built; from here on it is a router like "topk".
   register_router("hash", make_hash_router);
 
-  CLI::App app{"custom_router: a hash router defined in this file, registered by name, trained in an MoE decoder"};
+  CLI::App app{"custom_router: a hash router defined outside nn/ (examples/hash_router.h), registered by name, "
+                "trained in an MoE decoder"};
   Options o;
   const auto positive = CLI::Range(std::int64_t{1}, std::int64_t{1} << 40);
   app.add_option("--text", o.text, "the text to learn (plain bytes)")->capture_default_str();
   app.add_option("--steps", o.steps, "training steps")->check(positive)->capture_default_str();
   std::string names;  // the registry's names, so --help lists every scheme, built-in or not
   for (const std::string& n : router_names()) names += (names.empty() ? "" : ", ") + n;
-  app.add_option("--router", o.router, "routing scheme by registered name: " + names + " (hash: this file)")
+  app.add_option("--router", o.router,
+                 "routing scheme by registered name: " + names + " (hash: examples/hash_router.h)")
       ->capture_default_str();
   bool contract = false;
   app.add_flag("--check-contract", contract, "run the router contract (tests/router_contract.h) for 'hash' and exit");
