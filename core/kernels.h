@@ -166,7 +166,8 @@ Tensor scatter_add_rows_scaled(const Tensor& src, const Tensor& scale, const Ten
 // Its backward, one pass over the rows: with gy = dy[index[m]] (dy: [num_rows, ...]),
 //   dsrc[m] = scale[m] * gy              [M, ...]
 //   dscale[m] = sum_c src[m, c] * gy[c]  [M] (each product rounded, summed as kernels::sum sums a row)
-// bitwise what the unfused ops' gradients (index_select, then mul's and sum's) give.
+// bitwise what the unfused ops' gradients (index_select, then mul's and sum's) give on the CPU; on
+// CUDA dsrc is bitwise the CPU's and dscale agrees to rounding (cuda/index.cu).
 struct ScaledRowsGrad {
   Tensor src;    // [M, ...]
   Tensor scale;  // [M]
