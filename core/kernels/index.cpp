@@ -169,7 +169,7 @@ ScaledRowsGrad scatter_add_rows_scaled_backward(const Tensor& dy, const Tensor& 
   check_scaled_rows(src, scale, index, op);
   check_dtype(dy, src.dtype(), op, "dy");
   check_same_device(src, dy, op);
-  MOELAB_CHECK(dy.rank() == src.rank() && dy.shape().inner(0) == src.shape().inner(0), op,
+  MOELAB_CHECK(dy.rank() == src.rank() && with_first(dy.shape(), src.size(0)) == src.shape(), op,
                "dy must be [num_rows, ...] with src's trailing axes, got dy ", dy.shape(), " and src ", src.shape());
   const std::string context = "dy " + dy.shape().str();
   ScaledRowsGrad grad{Tensor::empty(src.shape(), src.dtype(), src.device()),
