@@ -71,7 +71,8 @@ struct RouterScheme {
 // Every scheme's name, in the report's order.
 std::vector<std::string> scheme_names();
 // The scheme `name` with the experts' total E (UsageError naming the known schemes for another
-// name, or when E is too small for it: 2 for top-2, 2 for shared-top1).
+// name, or when E is too small for it: at least 2 routed experts and k of them, so E >= 2 for
+// top-2, E >= 3 for shared-top1, E >= top_p_max_k for top-p).
 RouterScheme router_scheme(const std::string& name, const SchemeSettings& settings, std::int64_t experts);
 // "a,b,c" -> names, each checked by router_scheme; UsageError for an empty list or a repeat.
 std::vector<std::string> parse_scheme_list(const std::string& text);
