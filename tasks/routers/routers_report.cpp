@@ -67,6 +67,14 @@ std::string list_text(const std::vector<double>& v, const char* f) {
   return out;
 }
 
+// A number of every seed's point file, averaged (e.g. top-p's active parameters at its mean slots,
+// which differ per seed, beside the slots per token averaged the same way).
+double mean_over_seeds(const Cell& c, const char* key) {
+  std::vector<double> v;
+  for (const Done* d : c.seeds) v.push_back(d->j.at(key).get<double>());
+  return mean_of(v);
+}
+
 std::map<std::int64_t, LogRow> read_logs(const RunContext& ctx, const std::string& name) {
   std::map<std::int64_t, LogRow> logs;
   for (const CsvRow& r : read_csv(ctx.dir.file(point_curve_file(name)))) {
@@ -219,7 +227,7 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
              << " | " << fmt(mean_of(c.mean_load.at("load_cv")), "%.3f") << " | "
              << fmt(mean_of(c.mean_load.at("dropped_fraction")), "%.4f") << " | "
              << fmt(mean_of(c.mean_load.at("router_entropy")), "%.3f") << " | " << fmt(slots, "%.2f") << " | "
-             << cell(j.at("active_params_at_mean_slots").get<double>()) << (schemes[r].variable_k ? " (mean)" : "")
+             << cell(mean_over_seeds(c, "active_params_at_mean_slots")) << (schemes[r].variable_k ? " (mean)" : "")
              << " | " << cell(j.at("total_params").get<double>()) << " |\n";
       const double tps = mean_of(c.tokens_per_second);
       speed << "| " << schemes[r].name << " | " << fmt(tps, "%.0f") << " tokens/s | "
@@ -259,7 +267,7 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
       if (schemes[r].variable_k)
         verdict << "; " << fmt(mean_of(c.mean_load.at("mean_slots")), "%.2f")
                 << " experts per token on average (topk: 2): its active parameters vary per token, "
-                << cell(c.seeds.front()->j.at("active_params_at_mean_slots").get<double>()) << " at the mean against "
+                << cell(mean_over_seeds(c, "active_params_at_mean_slots")) << " at the mean against "
                 << cell(base->seeds.front()->j.at("active_params").get<double>());
       if (mean_of(c.mean_load.at("dropped_fraction")) > 0)
         verdict << "; drops " << fmt(100 * mean_of(c.mean_load.at("dropped_fraction")), "%.2f%%") << " of assignments";
@@ -305,7 +313,8 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
   summary << "\n## Accuracy and load balance\n\n" << tables.str() << "## Speed\n\n" << speed.str()
           << "## Verdict\n\n" << balance.str() << verdict.str() << "\n## Caveats\n\n"
           << "- Equal active parameters: every scheme runs 2 experts of width d per token (shared-top1: the shared one "
-             "and 1 routed, of E - 1 routed, so its total parameters are topk's too), except top-p, whose number of "
+             "and 1 routed, of E - 1 routed, so its expert parameters are topk's too; its router has one row fewer), "
+             "except top-p, whose number of "
              "experts is chosen per token: its active parameters vary per token, the table gives them at its mean "
              "slots per token.\n"
           << "- balanced's training assignment depends on every token of the batch, later positions included (it "
