@@ -9,7 +9,7 @@
 #      moelab only, one thread. Target: n = 128 within 2x of n = 16 per step.
 #   bench/compare_softmoe_rounds.sh ROUNDS
 # Writes bench-results/softmoe_rounds.json (every round's seconds, the medians and the ratios).
-# MOELAB_BUILD=<folder> picks the build (build/). Wants an idle machine (bench.md says why).
+# MOELAB_BUILD=<folder> picks the build (build/). Wants an idle machine (docs/results/bench.md says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:?usage: bench/compare_softmoe_rounds.sh ROUNDS}
