@@ -109,7 +109,8 @@ int run_experiment(const Experiment& e, const Common& c, const std::string& comm
 
 int moelab_main(int argc, char** argv) {
   const std::vector<Experiment> all = experiments();
-  CLI::App app{"moelab: the experiments of three mixture-of-experts papers, on a from-scratch C++ engine"};
+  CLI::App app{"moelab: the experiments of three mixture-of-experts papers and a side-by-side comparison of "
+                "routers, on a from-scratch C++ engine"};
   app.require_subcommand(1);
   app.footer("Run `moelab <experiment> --help` for its settings and presets.");
 
