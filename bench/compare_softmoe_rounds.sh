@@ -18,6 +18,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p bench-results
 
+# record NAME SECONDS: appends one figure; an empty one (a run that failed to report) stops here.
+record() {
+  [[ -n "$2" ]] || { echo "compare_softmoe_rounds.sh: no time for $1 in round $r" >&2; exit 1; }
+  echo "$1 $2" >> "$tmp/moelab.txt"
+}
 # moelab_seconds OUT_DIR POINT: the `seconds` a trained point recorded.
 moelab_seconds() {
   /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["row"]["seconds"])' "$1/points/$2.json"
@@ -27,13 +32,13 @@ for ((r = 0; r < rounds; ++r)); do
   rm -rf "$tmp"/run_*
   "$build"/moelab softmoe-mnist "${common[@]}" --set dataset=fashion-mnist --set experts=8 --set steps=1000 \
     --set table1_experts=8 --set timing_experts=8 --out "$tmp/run_n8" > /dev/null
-  echo "n8 $(moelab_seconds "$tmp/run_n8" n8-seed0)" >> "$tmp/moelab.txt"
-  OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/pytorch/softmoe_mnist_check.py --experts 8 --steps 1000 --threads 1 \
-    --train-only | sed -n 's/^n = 8: 1000 steps in \([0-9.]*\) s.*/pytorch_n8 \1/p' >> "$tmp/moelab.txt"
+  record n8 "$(moelab_seconds "$tmp/run_n8" n8-seed0)"
+  record pytorch_n8 "$(OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/pytorch/softmoe_mnist_check.py --experts 8 \
+    --steps 1000 --threads 1 --train-only | sed -n 's/^n = 8: 1000 steps in \([0-9.]*\) s.*/\1/p')"
   "$build"/moelab softmoe-mnist "${common[@]}" --set dataset=mnist --set experts=16,128 --set steps=600 \
     --set table1_experts=16 --set timing_experts=16 --out "$tmp/run_mnist" > /dev/null
-  echo "n16 $(moelab_seconds "$tmp/run_mnist" n16-seed0)" >> "$tmp/moelab.txt"
-  echo "n128 $(moelab_seconds "$tmp/run_mnist" n128-seed0)" >> "$tmp/moelab.txt"
+  record n16 "$(moelab_seconds "$tmp/run_mnist" n16-seed0)"
+  record n128 "$(moelab_seconds "$tmp/run_mnist" n128-seed0)"
 done
 /usr/bin/python3 - "$tmp/moelab.txt" "$rounds" <<'PY'
 import collections, json, statistics, sys, time
