@@ -74,7 +74,7 @@ Settings routers_settings() {
 std::vector<Preset> routers_presets() {
   return {
       {"demo",
-       "a quick look (about 2 minutes on one thread of a busy 2-core machine): d 32, 8 experts, a book of 800 "
+       "a quick look (151 s on one thread of a busy 2-core machine): d 32, 8 experts, a book of 800 "
        "entries (the demo top-2 model's edge in `moelab phonebook --preset demo`), 1000 steps of 64; shortest path "
        "on 8-vertex graphs, 400 steps of 64, 300 test graphs; one seed",
        {{"d", "32"}, {"book_sizes", "800"}, {"steps", "1000"}, {"batch", "64"}, {"lr", "1e-2"}, {"test_names", "300"},

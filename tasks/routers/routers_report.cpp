@@ -262,6 +262,10 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
     const double base_cv = mean_of(base->mean_load.at("load_cv")), base_exact = median(base->exact);
     verdict << "- **" << task.title << "**: topk (no balancing) " << (task.kind == TaskKind::PhoneBook ? "recalls " : "answers ")
             << fmt(100 * base_exact, "%.1f%%")
+            << (task.kind == TaskKind::ShortestPath && base->seeds.front()->j.at("task_facts").contains("one_edge_baseline")
+                    ? " (answering the single edge s -> d: " +
+                          fmt(100 * base->seeds.front()->j.at("task_facts").at("one_edge_baseline").get<double>(), "%.1f%%") + ")"
+                    : std::string())
             << " (median over " << base->exact.size() << " seed(s)) with a mean load CV of " << fmt(base_cv, "%.3f")
             << " (max/mean " << fmt(mean_of(base->mean_load.at("load_max_over_mean")), "%.2f") << ").\n";
     for (std::size_t r = 0; r < schemes.size(); ++r) {
