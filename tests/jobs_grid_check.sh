@@ -79,10 +79,11 @@ check shortest-path shortest-path --set n=5 --set dense_widths=8 --set moe_width
 # Soft MoE learning ||x||: n = 1 and 10 x two seeds, a few steps.
 check softmoe-l2norm softmoe-l2norm --preset toy --set steps=20 --set batch=64 --set log_every=5 --set seeds=0,1
 
-# Routers: two schemes x two books x two seeds, a few steps (the load curves and heat-map data
-# must not depend on which process ran a point).
+# Routers: two schemes x (two books and 5-vertex graphs) x two seeds, a few steps (the load curves,
+# the heat-map data and the graphs' calibration must not depend on which process ran a point).
 check routers routers --set schemes=topk,balanced --set d=16 --set heads=2 --set layers=1 --set experts=4 \
-  --set book_sizes=32,64 --set steps=30 --set batch=16 --set log_every=10 --set test_names=8 --set seeds=0,1
+  --set book_sizes=32,64 --set steps=30 --set batch=16 --set log_every=10 --set test_names=8 --set path_n=5 \
+  --set path_d=16 --set path_steps=30 --set path_batch=8 --set path_test_examples=30 --set seeds=0,1
 
 # Every experiment documents the modes in its --help.
 for e in phonebook shortest-path teacher-student softmoe-mnist softmoe-l2norm routers; do

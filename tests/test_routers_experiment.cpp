@@ -4,8 +4,11 @@
 //     training step (by construction: here E = 4 divides every batch's 2T = 480 assignments);
 //   - aux-loss-free balancing has a lower load imbalance (load CV averaged over the logged steps)
 //     than top-2 without any balancing, for each of three seeds (measured margins below).
-// Plus the files the report writes, scheme parsing errors, and the equal-parameter claim of
-// shared-top1 (same total and active parameters as topk).
+// The shortest-path task at toy size: its points run, report their exact match (never above the
+// share of answers that are some shortest path) and their loads, and balanced is exactly balanced
+// there too. Plus the files the report writes, scheme and task parsing errors, the settings check
+// (every task's width for every scheme), and the equal-parameter claim of shared-top1 (same total
+// and active parameters as topk).
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -26,7 +29,7 @@ Settings toy_settings(const Experiment& e) {
   Settings s = e.settings();
   // One layer of 4 experts of width 16; 64-entry books in batches of 16 (T = 240 tokens, no short
   // batch); the load read every 10 steps.
-  for (const char* kv : {"schemes=topk,aux-free,balanced", "d=16", "heads=2", "layers=1", "experts=4",
+  for (const char* kv : {"tasks=phonebook", "schemes=topk,aux-free,balanced", "d=16", "heads=2", "layers=1", "experts=4",
                          "book_sizes=64", "steps=150", "batch=16", "log_every=10", "test_names=16", "lr=1e-2",
                          "aux_free_rate=0.01", "seeds=0,1,2"})
     s.set_assignment(kv);
@@ -79,12 +82,72 @@ TEST_CASE("routers experiment: balanced is exactly balanced, aux-free beats no b
     CHECK(std::filesystem::exists(dir.file(f)));
 }
 
+TEST_CASE("routers experiment: shortest path reports its accuracy and loads, balanced exactly balanced") {
+  set_num_threads(1);
+  const Experiment e = routers_experiment();
+  Settings s = e.settings();
+  // 5-vertex graphs, one layer of 4 experts of width 16, 30 steps of 8 graphs: 2T is a multiple of E.
+  for (const char* kv : {"tasks=shortest-path", "schemes=topk,balanced", "path_n=5", "path_d=16", "heads=2", "layers=1",
+                         "experts=4", "path_steps=30", "path_batch=8", "path_test_examples=30", "log_every=10"})
+    s.set_assignment(kv);
+  testing::TempDir tmp;
+  const RunDir dir(tmp.path() / "routers");
+  const RunContext ctx{s, dir, "test", /*seed=*/0, /*threads=*/1, Device::cpu()};
+  REQUIRE(e.run(ctx) == 0);
+
+  const auto results = read_csv(dir.file("results.csv"));
+  REQUIRE(results.size() == 2);  // 2 schemes x 1 graph size x 1 seed
+  for (const auto& r : results) {
+    CHECK(r.text("task") == "path-n5");
+    CHECK(r.integer("steps") == 30);
+    CHECK(r.text("digit_accuracy").empty());  // a phone-book metric
+    CHECK(r.real("exact_match") >= 0);
+    CHECK(r.real("exact_match") <= r.real("valid_shortest"));  // the smallest shortest path is a shortest path
+    CHECK(r.real("valid_shortest") <= 1);
+    CHECK(r.real("mean_load_cv") >= 0);
+    CHECK(r.real("tokens_per_second") > 0);
+  }
+  std::size_t balanced_logs = 0;
+  for (const auto& r : read_csv(dir.file("load_curves.csv"))) {
+    if (r.text("scheme") != "balanced") continue;
+    ++balanced_logs;
+    CHECK(r.real("load_max_over_mean") == 1.0);
+    CHECK(r.real("load_cv") == 0.0);
+  }
+  CHECK(balanced_logs == 3);
+  for (const char* f : {"heat_path-n5_topk.dat", "load_cv_path-n5.dat", "points/balanced-path-n5-seed0.json"})
+    CHECK(std::filesystem::exists(dir.file(f)));
+}
+
+TEST_CASE("routers settings: every scheme's decoder at every task's width is checked up front") {
+  const Experiment e = routers_experiment();
+  auto refused = [&](std::vector<const char*> kvs) {
+    Settings s = e.settings();
+    try {
+      for (const char* kv : kvs) s.set_assignment(kv);
+      e.validate(s);
+    } catch (const UsageError&) {
+      return true;
+    }
+    return false;
+  };
+  CHECK_FALSE(refused({}));
+  CHECK(refused({"schemes=topk,"}));
+  CHECK(refused({"tasks=phonebook,"}));
+  CHECK(refused({"tasks=chess"}));
+  CHECK_FALSE(refused({"path_d=24"}));                     // 24 / 4 heads = 6: an even head width
+  CHECK(refused({"path_d=20"}));                           // 20 / 4 = 5: odd, rotary embeddings refuse it
+  CHECK_FALSE(refused({"tasks=phonebook", "path_d=20"}));  // no shortest-path task: its width is unused
+  CHECK(refused({"schemes=shared-top1", "experts=2"}));    // 1 routed expert left
+}
+
 TEST_CASE("routing schemes: names, equal parameters, usage errors") {
   const SchemeSettings knobs;
   CHECK(parse_scheme_list("topk,balanced") == std::vector<std::string>{"topk", "balanced"});
   CHECK_THROWS_AS(parse_scheme_list("topk,expert-choice"), UsageError);
   CHECK_THROWS_AS(parse_scheme_list("topk,topk"), UsageError);
   CHECK_THROWS_AS(parse_scheme_list(""), UsageError);
+  CHECK_THROWS_AS(parse_scheme_list("topk,"), UsageError);  // a trailing comma, as router_options refuses it
   CHECK_THROWS_AS(router_scheme("shared-top1", knobs, 2), UsageError);  // 1 routed expert left
   CHECK(router_scheme("top-p", knobs, 8).k == 8);                         // no cap: all E
 

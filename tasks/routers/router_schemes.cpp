@@ -73,6 +73,9 @@ RouterScheme router_scheme(const std::string& name, const SchemeSettings& s, std
 
 std::vector<std::string> parse_scheme_list(const std::string& text) {
   std::vector<std::string> out;
+  // getline drops a last empty item: "topk," would read as "topk" (router_options refuses it too).
+  if (!text.empty() && text.back() == ',')
+    throw UsageError("schemes: an empty name at the end of '" + text + "' (the schemes: " + joined_names() + ")");
   std::stringstream in(text);
   std::string name;
   while (std::getline(in, name, ',')) {
@@ -86,10 +89,22 @@ std::vector<std::string> parse_scheme_list(const std::string& text) {
   return out;
 }
 
-std::unique_ptr<Decoder> build_scheme_decoder(const RouterScheme& scheme, const ModelSpec& base, std::int64_t vocab,
-                                              std::int64_t max_seq, Generator& gen) {
+ModelSpec routed_spec(const RouterScheme& scheme, const ModelSpec& base) {
   ModelSpec spec = base;
   spec.k = scheme.k, spec.router = scheme.router, spec.router_options = scheme.options;
+  spec.experts = base.experts - scheme.shared_experts;
+  return spec;
+}
+
+void check_schemes(const std::vector<RouterScheme>& schemes, const ModelSpec& base) {
+  std::vector<ModelSpec> specs;
+  for (const RouterScheme& r : schemes) specs.push_back(routed_spec(r, base));
+  check_model_grid(specs);
+}
+
+std::unique_ptr<Decoder> build_scheme_decoder(const RouterScheme& scheme, const ModelSpec& base, std::int64_t vocab,
+                                              std::int64_t max_seq, Generator& gen) {
+  const ModelSpec spec = routed_spec(scheme, base);
   if (scheme.shared_experts == 0) return build_decoder(spec, vocab, max_seq, gen);
   // Shared experts are a layer option that ModelSpec does not carry: the same decoder as
   // build_decoder's, its MoE layers with shared experts taken out of the E.
@@ -98,7 +113,7 @@ std::unique_ptr<Decoder> build_scheme_decoder(const RouterScheme& scheme, const 
   config.ffn = spec.ffn, config.max_seq = max_seq;
   config.validate();
   MoEConfig moe;
-  moe.experts = spec.experts - scheme.shared_experts, moe.k = spec.k, moe.ffn = spec.ffn;
+  moe.experts = spec.experts, moe.k = spec.k, moe.ffn = spec.ffn;
   moe.router = spec.router, moe.router_options = spec.router_options;
   moe.shared_experts = scheme.shared_experts;  // each of width ffn_width(), as a routed expert
   return std::make_unique<Decoder>(config, gen, moe_feed_forward(moe));

@@ -74,8 +74,16 @@ std::vector<std::string> scheme_names();
 // name, or when E is too small for it: at least 2 routed experts and k of them, so E >= 2 for
 // top-2, E >= 3 for shared-top1, E >= top_p_max_k for top-p).
 RouterScheme router_scheme(const std::string& name, const SchemeSettings& settings, std::int64_t experts);
-// "a,b,c" -> names, each checked by router_scheme; UsageError for an empty list or a repeat.
+// "a,b,c" -> names, each checked by router_scheme; UsageError for an empty list, an empty name
+// (a trailing comma included) or a repeat.
 std::vector<std::string> parse_scheme_list(const std::string& text);
+
+// The spec of the scheme's routed experts on `base`: its k, router and options, and E - shared
+// experts (shared-top1: E - 1).
+ModelSpec routed_spec(const RouterScheme& scheme, const ModelSpec& base);
+// UsageError (check_model_grid, tasks/common/models.h) naming the first scheme whose decoder on
+// `base` cannot be built: a width the heads refuse, or a router or options its factory refuses.
+void check_schemes(const std::vector<RouterScheme>& schemes, const ModelSpec& base);
 
 // The decoder of `base` (d, layers, heads, ffn, experts = E) with the scheme's router: built by
 // build_decoder (tasks/common/models.h) with the router and its options, or, with shared experts,

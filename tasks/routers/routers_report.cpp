@@ -15,17 +15,6 @@
 
 namespace moelab {
 
-std::vector<RoutersPoint> routers_grid(const std::vector<RouterScheme>& schemes,
-                                       const std::vector<std::int64_t>& book_sizes,
-                                       const std::vector<std::int64_t>& seeds) {
-  std::vector<RoutersPoint> out;
-  for (std::int64_t n : book_sizes)
-    for (std::size_t r = 0; r < schemes.size(); ++r)
-      for (std::int64_t seed : seeds)
-        out.push_back({r, n, seed, schemes[r].name + "-N" + std::to_string(n) + "-seed" + std::to_string(seed)});
-  return out;
-}
-
 namespace {
 
 // The averaged load figures, in the tables' order.
@@ -45,7 +34,7 @@ struct Done {
   std::map<std::int64_t, LogRow> logs;  // step -> its figures
 };
 
-// One (book size, scheme) cell over its finished seeds.
+// One (task, scheme) cell over its finished seeds.
 struct Cell {
   std::vector<const Done*> seeds;
   std::vector<double> exact, tokens_per_second;
@@ -91,12 +80,40 @@ std::map<std::int64_t, LogRow> read_logs(const RunContext& ctx, const std::strin
   return logs;
 }
 
+// The task's model, training and metric, one paragraph above its table (the numbers of its first
+// finished point: its steps, and the shortest-path graphs' facts, the same for every point).
+std::string task_line(const Settings& s, const RoutersTask& task,
+                      const std::map<std::pair<std::size_t, std::size_t>, Cell>& cells, std::size_t t) {
+  const Done* first = nullptr;
+  for (const auto& [key, c] : cells)
+    if (key.first == t && !first) first = c.seeds.front();
+  if (!first) return "";
+  const nlohmann::json& j = first->j;
+  const bool book = task.kind == TaskKind::PhoneBook;
+  std::ostringstream out;
+  out << "Model: d " << cell(j.at("d")) << ", " << s.integer("experts") << " experts of width " << cell(j.at("d"))
+      << " per layer; " << cell(j.at("steps")) << " steps of " << s.integer(book ? "batch" : "path_batch")
+      << (book ? " entries" : " fresh graphs") << ", lr " << cell(s.real(book ? "lr" : "path_lr")) << ". ";
+  if (book) {
+    out << "Exact match: all 8 digits right, " << s.integer("test_names") << " names of the book asked.\n\n";
+    return out.str();
+  }
+  const nlohmann::json& f = j.at("task_facts");
+  out << "Graphs: p = " << fmt(f.at("p").get<double>(), "%.4f") << ", mean shortest-path length "
+      << fmt(f.at("mean_path_length").get<double>(), "%.3f") << " ("
+      << (f.at("reached_target").get<bool>() ? "the target" : "the largest reachable at this n") << "); "
+      << cell(f.at("test_graphs")) << " held-out test graphs, on which answering the single edge s -> d is right "
+      << fmt(100 * f.at("one_edge_baseline").get<double>(), "%.1f%%")
+      << " of the time (the trivial baseline). Exact match: the answer equals the smallest shortest path, as "
+         "`moelab shortest-path` scores it.\n\n";
+  return out.str();
+}
+
 }  // namespace
 
 int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>& schemes,
-                         const std::vector<RoutersPoint>& points) {
+                         const std::vector<RoutersTask>& tasks, const std::vector<RoutersPoint>& points) {
   const Settings& s = ctx.settings;
-  const std::vector<std::int64_t> sizes = s.ints("book_sizes");
   std::vector<Done> done;
   std::vector<std::string> missing, done_names;
   for (const RoutersPoint& p : points) {
@@ -108,9 +125,9 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
     done.push_back({&p, *j, read_logs(ctx, p.name)});
     done_names.push_back(p.name);
   }
-  std::map<std::pair<std::int64_t, std::size_t>, Cell> cells;  // (book, scheme)
+  std::map<std::pair<std::size_t, std::size_t>, Cell> cells;  // (task, scheme)
   for (const Done& d : done) {
-    Cell& c = cells[{d.point->book_size, d.point->scheme}];
+    Cell& c = cells[{d.point->task, d.point->scheme}];
     c.seeds.push_back(&d);
     c.exact.push_back(d.j.at("exact_match").get<double>());
     c.tokens_per_second.push_back(d.j.at("tokens_per_second").get<double>());
@@ -120,31 +137,33 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
 
   // results.csv and load_curves.csv (derived whole).
   std::ostringstream results, curves;
-  results << "scheme,router,book_size,seed,total_params,active_params,active_params_at_mean_slots,steps,exact_match,"
-             "digit_accuracy,final_loss";
+  results << "scheme,router,task,seed,total_params,active_params,active_params_at_mean_slots,steps,exact_match,"
+             "digit_accuracy,valid_shortest,final_loss";
   for (const std::string& f : kLoadFigures) results << ",mean_" << f;
   for (const std::string& f : kLoadFigures) results << ",final_" << f;
   // tokens_per_second last: no header holds ",tokens_per_second,", the pattern of the metric rows
   // that tests/jobs_grid_check.sh drops as timings.
   results << ",seconds,tokens_per_second\n";
-  curves << "scheme,book_size,seed,step,train_loss";
+  curves << "scheme,task,seed,step,train_loss";
   for (const std::string& f : kLoadFigures) curves << "," << f;
   curves << "\n";
+  // A number of the point, or an empty cell when the point has none (a metric of the other task).
   auto figure_cell = [](const nlohmann::json& m, const std::string& f) {
     return m.contains(f) ? cell(m.at(f).get<double>()) : std::string();
   };
   for (const Done& d : done) {
     const nlohmann::json& j = d.j;
-    results << j.at("scheme").get<std::string>() << "," << j.at("router").get<std::string>() << ","
-            << d.point->book_size << "," << d.point->seed << "," << cell(j.at("total_params")) << ","
-            << cell(j.at("active_params")) << "," << cell(j.at("active_params_at_mean_slots")) << ","
-            << cell(j.at("steps")) << "," << cell(j.at("exact_match")) << "," << cell(j.at("digit_accuracy")) << ","
-            << cell(j.at("final_loss"));
+    const std::string& label = tasks[d.point->task].label;
+    results << j.at("scheme").get<std::string>() << "," << j.at("router").get<std::string>() << "," << label << ","
+            << d.point->seed << "," << cell(j.at("total_params")) << "," << cell(j.at("active_params")) << ","
+            << cell(j.at("active_params_at_mean_slots")) << "," << cell(j.at("steps")) << ","
+            << cell(j.at("exact_match")) << "," << figure_cell(j, "digit_accuracy") << ","
+            << figure_cell(j, "valid_shortest") << "," << cell(j.at("final_loss"));
     for (const std::string& f : kLoadFigures) results << "," << figure_cell(j.at("mean_load"), f);
     for (const std::string& f : kLoadFigures) results << "," << figure_cell(j.at("final_load"), f);
     results << "," << cell(j.at("seconds")) << "," << cell(j.at("tokens_per_second")) << "\n";
     for (const auto& [step, row] : d.logs) {
-      curves << schemes[d.point->scheme].name << "," << d.point->book_size << "," << d.point->seed << "," << step
+      curves << schemes[d.point->scheme].name << "," << label << "," << d.point->seed << "," << step
              << "," << (row.figures.count("train_loss") ? cell(row.figures.at("train_loss")) : "");
       for (const std::string& f : kLoadFigures) curves << "," << (row.figures.count(f) ? cell(row.figures.at(f)) : "");
       curves << "\n";
@@ -163,16 +182,17 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
   auto note = [&](const PlotResult& r) {
     plot_notes.push_back(r.drawn ? r.png.filename().string() : r.message);
   };
-  for (std::int64_t n : sizes) {
-    LinePlot cv{.title = "Load imbalance over training, book of " + std::to_string(n) + " entries",
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    const RoutersTask& task = tasks[t];
+    LinePlot cv{.title = "Load imbalance over training: " + task.title,
                 .xlabel = "step", .ylabel = "coefficient of variation of the expert loads (mean over layers, seeds)",
                 .series = {}};
     for (std::size_t r = 0; r < schemes.size(); ++r) {
-      auto it = cells.find({n, r});
+      auto it = cells.find({t, r});
       if (it == cells.end()) continue;
       const Cell& c = it->second;
       const Done& first = *c.seeds.front();
-      HeatMap h{.title = schemes[r].name + ": layer 0 expert load / mean, book " + std::to_string(n) + ", seed " +
+      HeatMap h{.title = schemes[r].name + ": layer 0 expert load / mean, " + task.label + ", seed " +
                          std::to_string(first.point->seed),
                 .xlabel = "step", .ylabel = "expert", .column_labels = {}, .row_labels = {}, .values = {}};
       std::int64_t experts = 0;
@@ -188,7 +208,7 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
         h.values.push_back(values);
       }
       h.show_values = false, h.color_min = 0, h.color_max = top;
-      note(plot_heat_map(h, ctx.dir.path(), "heat_N" + std::to_string(n) + "_" + schemes[r].name));
+      note(plot_heat_map(h, ctx.dir.path(), "heat_" + task.label + "_" + schemes[r].name));
       // CV at each step: the mean over the seeds that logged it.
       Series line{.title = schemes[r].name, .x = {}, .y = {}};
       std::map<std::int64_t, std::vector<double>> by_step;
@@ -198,10 +218,10 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
       for (const auto& [step, v] : by_step) line.x.push_back(static_cast<double>(step)), line.y.push_back(mean_of(v));
       cv.series.push_back(line);
     }
-    note(plot_lines(cv, ctx.dir.path(), "load_cv_N" + std::to_string(n)));
+    note(plot_lines(cv, ctx.dir.path(), "load_cv_" + task.label));
   }
 
-  // The tables, one per book size: accuracy and load (byte for byte the same whichever way the
+  // The tables, one per task: accuracy and load (byte for byte the same whichever way the
   // points ran), then speed (every line of it says tokens/s: timings differ run to run).
   std::ostringstream tables, speed, verdict;
   const auto topk_index = [&]() -> std::optional<std::size_t> {
@@ -209,14 +229,15 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
       if (schemes[r].name == "topk") return r;
     return std::nullopt;
   }();
-  for (std::int64_t n : sizes) {
-    tables << "### Book of " << n << " entries\n\n"
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    const RoutersTask& task = tasks[t];
+    tables << "### " << task.title << "\n\n" << task_line(s, task, cells, t)
            << "| scheme | exact match (median) | per seed | max/mean load | load CV | dropped | router entropy | "
               "slots/token | active params | total params |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n";
-    speed << "| scheme | tokens/s, book " << n << " (mean over seeds) | tokens/s vs topk |\n|---|---:|---:|\n";
-    const Cell* base = topk_index && cells.count({n, *topk_index}) ? &cells.at({n, *topk_index}) : nullptr;
+    speed << "| scheme | tokens/s, " << task.label << " (mean over seeds) | tokens/s vs topk |\n|---|---:|---:|\n";
+    const Cell* base = topk_index && cells.count({t, *topk_index}) ? &cells.at({t, *topk_index}) : nullptr;
     for (std::size_t r = 0; r < schemes.size(); ++r) {
-      auto it = cells.find({n, r});
+      auto it = cells.find({t, r});
       if (it == cells.end()) continue;
       const Cell& c = it->second;
       const nlohmann::json& j = c.seeds.front()->j;
@@ -236,15 +257,20 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
     tables << "\n";
     speed << "\n";
 
-    // The verdict for this book, against topk (the baseline without any balancing).
+    // The verdict for this task, against topk (the baseline without any balancing).
     if (!base) continue;
     const double base_cv = mean_of(base->mean_load.at("load_cv")), base_exact = median(base->exact);
-    verdict << "- **Book of " << n << "**: topk (no balancing) recalls " << fmt(100 * base_exact, "%.1f%%")
+    verdict << "- **" << task.title << "**: topk (no balancing) " << (task.kind == TaskKind::PhoneBook ? "recalls " : "answers ")
+            << fmt(100 * base_exact, "%.1f%%")
+            << (task.kind == TaskKind::ShortestPath && base->seeds.front()->j.at("task_facts").contains("one_edge_baseline")
+                    ? " (answering the single edge s -> d: " +
+                          fmt(100 * base->seeds.front()->j.at("task_facts").at("one_edge_baseline").get<double>(), "%.1f%%") + ")"
+                    : std::string())
             << " (median over " << base->exact.size() << " seed(s)) with a mean load CV of " << fmt(base_cv, "%.3f")
             << " (max/mean " << fmt(mean_of(base->mean_load.at("load_max_over_mean")), "%.2f") << ").\n";
     for (std::size_t r = 0; r < schemes.size(); ++r) {
-      if (r == *topk_index || !cells.count({n, r})) continue;
-      const Cell& c = cells.at({n, r});
+      if (r == *topk_index || !cells.count({t, r})) continue;
+      const Cell& c = cells.at({t, r});
       const std::vector<double>& cvs = c.mean_load.at("load_cv");
       int lower = 0, compared = 0;
       for (std::size_t i = 0; i < c.seeds.size(); ++i)
@@ -295,19 +321,19 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
   }
 
   std::ostringstream summary;
-  summary << "# Routing schemes side by side on phone-book memorization\n\n"
+  summary << "# Routing schemes side by side: phone-book memorization and shortest path\n\n"
           << "Preset `" << ctx.preset << "`, run seed " << ctx.seed << ", seeds " << s.to_json()["seeds"].dump() << ", "
           << ctx.threads << " thread(s). Settings: config.json. One file per point: points/<name>.json; every run: "
              "results.csv; load figures at every logged step: load_curves.csv; curves incl. per-expert loads: "
              "metrics.csv.\n\n"
-          << "Model: " << s.integer("layers") << " layers, d " << s.integer("d") << ", " << s.integer("experts")
-          << " experts of width " << s.integer("d") << " per layer, trained " << s.integer("steps")
-          << " steps of " << s.integer("batch") << " (epochs = " << s.integer("epochs") << "), lr "
-          << cell(s.real("lr")) << "; the load is read every " << s.integer("log_every")
+          << "Model: " << s.integer("layers") << " layers, " << s.integer("experts")
+          << " experts per layer, each of the task's width (the table of each task gives it and the training); the "
+             "load is read every " << s.integer("log_every")
           << " steps from that step's training forward. Load figures are means over the layers and the logged "
              "steps, then over seeds; CV = std / mean of the experts' kept assignments (0: perfectly even); router "
              "entropy in nats over the softmax of the router's logits (\"-\": aux-free scores experts with "
-             "sigmoids, not a distribution).\n\n"
+             "sigmoids, not a distribution). A scheme differs from topk beyond the seeds' spread when its exact match "
+             "is above (or below) topk's for every seed, all seeds' values on one side.\n\n"
           << "Schemes:\n\n";
   for (const RouterScheme& r : schemes) summary << "- **" << r.name << "**: " << r.description << "\n";
   summary << "\n## Accuracy and load balance\n\n" << tables.str() << "## Speed\n\n" << speed.str()

@@ -2,6 +2,8 @@
 #include "tasks/shortest_path/graph_data.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <sstream>
 
@@ -220,6 +222,24 @@ double direct_edge_baseline(const TestSet& test) {
   std::int64_t direct = 0;
   for (const Example& e : test.examples) direct += e.distance() == 1;
   return static_cast<double>(direct) / static_cast<double>(test.examples.size());
+}
+
+RunGraphs run_graphs(int n, double p, double target_length, std::int64_t test_examples, std::uint64_t run_seed) {
+  RunGraphs g;
+  Generator gen(run_seed + 77);
+  if (p > 0) {
+    g.cal.p = p;
+    g.cal.mean_length = mean_query_length(n, p, 2000, gen);
+    g.cal.reached_target = std::fabs(g.cal.mean_length - target_length) < 0.1;
+  } else {
+    std::printf("calibrating p for n = %d (target mean path length %.2f) ...\n", n, target_length);
+    g.cal = calibrate_p(n, target_length, gen);
+  }
+  std::printf("n = %d, p = %.4f: mean shortest-path length %.3f (%s)\n", n, g.cal.p, g.cal.mean_length,
+              g.cal.reached_target ? "the target" : "the largest reachable; the target is not");
+  g.test = make_test_set(n, g.cal.p, test_examples, 0x5e57 + run_seed);
+  g.baseline = direct_edge_baseline(g.test);
+  return g;
 }
 
 }  // namespace moelab::shortest_path

@@ -38,6 +38,10 @@
 //   valid_shortest  the answer is any shortest path: starts at s, ends at d, every step is an edge
 //                   of the graph, and it has dist(s, d) edges.
 // The model is run under NoGradGuard in eval mode and put back in the mode it was in.
+//   One run's graphs (run_graphs): the p of a run, given or calibrated (graph.h), and its held-out
+// test set, both drawn from the run seed alone, so every process of a jobs run, and every
+// experiment that asks for the same n and run seed (`moelab shortest-path`, `moelab routers`),
+// gets the same p and the same test graphs.
 //   A trivial baseline (direct_edge_baseline): the share of test queries whose answer is the single
 // edge s -> d; a model that always answers "s d" scores exactly that, so a model that learned
 // anything beyond copying the query must beat it.
@@ -154,5 +158,15 @@ PathResult evaluate(Decoder& model, const TestSet& test, std::int64_t batch = 64
 
 // The share of test queries whose answer is the single edge s -> d.
 double direct_edge_baseline(const TestSet& test);
+
+// One run's graphs (see the header comment).
+struct RunGraphs {
+  Calibration cal;      // the p used (given: cal.p with its mean length measured; else calibrated)
+  TestSet test;         // test_examples held-out graphs
+  double baseline = 0;  // direct_edge_baseline(test)
+};
+// p > 0: that p; p = 0: calibrate_p(n, target_length) from Generator(run_seed + 77). The test set:
+// make_test_set(n, p, test_examples, 0x5e57 + run_seed). Prints the calibration on stdout.
+RunGraphs run_graphs(int n, double p, double target_length, std::int64_t test_examples, std::uint64_t run_seed);
 
 }  // namespace moelab::shortest_path

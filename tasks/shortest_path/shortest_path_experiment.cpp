@@ -115,32 +115,13 @@ int run_shortest_path(const RunContext& ctx) {
   const std::vector<Point> points = grid_of(s);
   const int n = static_cast<int>(s.integer("n"));
 
-  // The edge probability: given, or calibrated once (its own generator: the same p for every model,
-  // and for every process of a jobs run), and the test set: only when a point runs or the report
-  // is written (mode=list prints command lines only).
-  struct Graphs {
-    Calibration cal;
-    TestSet test;
-    double baseline = 0;
-  };
-  std::optional<Graphs> graphs;
-  auto prepare = [&]() -> const Graphs& {
-    if (graphs) return *graphs;
-    Calibration cal;
-    Generator gen(ctx.seed + 77);
-    if (s.real("p") > 0) {
-      cal.p = s.real("p");
-      cal.mean_length = shortest_path::mean_query_length(n, cal.p, 2000, gen);
-      cal.reached_target = std::fabs(cal.mean_length - s.real("target_length")) < 0.1;
-    } else {
-      std::printf("calibrating p for n = %d (target mean path length %.2f) ...\n", n, s.real("target_length"));
-      cal = shortest_path::calibrate_p(n, s.real("target_length"), gen);
-    }
-    std::printf("n = %d, p = %.4f: mean shortest-path length %.3f (%s)\n", n, cal.p, cal.mean_length,
-                cal.reached_target ? "the target" : "the largest reachable; the target is not");
-    TestSet test = shortest_path::make_test_set(n, cal.p, s.integer("test_examples"), 0x5e57 + ctx.seed);
-    const double baseline = shortest_path::direct_edge_baseline(test);
-    graphs = Graphs{cal, std::move(test), baseline};
+  // The edge probability (given, or calibrated once from the run seed: the same p for every model
+  // and every process of a jobs run) and the test set: only when a point runs or the report is
+  // written (mode=list prints command lines only).
+  std::optional<shortest_path::RunGraphs> graphs;
+  auto prepare = [&]() -> const shortest_path::RunGraphs& {
+    if (!graphs)
+      graphs = shortest_path::run_graphs(n, s.real("p"), s.real("target_length"), s.integer("test_examples"), ctx.seed);
     return *graphs;
   };
   const shortest_path::Vocab vocab{n};
