@@ -150,6 +150,11 @@ TEST_CASE("permute of a 4-d tensor matches index arithmetic for all 24 orders, e
   Tensor big = random_tensor({8, 64, 16, 8}, DType::Float32, gen);
   CHECK(is_permute_of(kernels::permute(big, {0, 2, 1, 3}), big, {0, 2, 1, 3}));
   CHECK(is_permute_of(kernels::permute(big, {3, 2, 1, 0}), big, {3, 2, 1, 0}));
+  // Odd sizes: the chunks of rows start in the middle of every output axis, so each chunk's
+  // first multi-index (by division) and the odometer's carries across axes are both exercised.
+  Tensor odd = random_tensor({5, 37, 41, 9}, DType::Float32, gen);
+  for (const std::vector<int>& order : {std::vector<int>{2, 0, 3, 1}, {3, 2, 1, 0}, {0, 2, 1, 3}, {1, 3, 0, 2}})
+    CHECK(is_permute_of(kernels::permute(odd, order), odd, order));
   // 0-d: the empty order is a copy.
   Tensor scalar = full({}, 3.0);
   CHECK(kernels::permute(scalar, {}).item<float>() == 3.0f);

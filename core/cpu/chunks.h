@@ -15,12 +15,19 @@ namespace moelab::cpu {
 
 inline constexpr std::int64_t kChunk = 16384;
 
-// Calls body(begin, end) for consecutive chunks covering [0, n), in parallel when n is large.
+// Calls body(begin, end) for consecutive chunks of `chunk` elements covering [0, n) (the last may
+// be shorter), in parallel when n is large.
+template <class Body>
+void for_chunks(std::int64_t n, std::int64_t chunk, const Body& body) {
+  const std::int64_t chunks = (n + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (n > kParallelMinElements && chunks > 1)
+  for (std::int64_t c = 0; c < chunks; ++c) body(c * chunk, std::min(n, (c + 1) * chunk));
+}
+
+// The same with chunks of kChunk elements.
 template <class Body>
 void for_chunks(std::int64_t n, const Body& body) {
-  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n > kParallelMinElements)
-  for (std::int64_t c = 0; c < chunks; ++c) body(c * kChunk, std::min(n, (c + 1) * kChunk));
+  for_chunks(n, kChunk, body);
 }
 
 }  // namespace moelab::cpu

@@ -11,14 +11,22 @@
 //      stride[i] == stride[i+1] * size[i+1] are one axis in disguise (they were already adjacent
 //      and in order in x), so they merge; size-1 axes vanish. [B, T, H, D] -> [B, H, T, D] stays
 //      4-d, but a permutation that moves nothing collapses to a single axis: a plain copy.
-//   2. The last output axis becomes the inner loop, with source stride s: when s == 1 (the last
-//      axis stays last) the inner loop is a contiguous copy.
-//   Each output row (all axes but the last) finds its source offset by dividing its flat number
-//   by the sizes, so rows are independent and run in parallel for large tensors.
+//   2. When the last output axis keeps stride 1 in x (x's last axis stays last), every output
+//      row (all axes but the last) is one contiguous run of x: one memcpy per row. Chunks of rows
+//      run in parallel for large tensors; each chunk finds its first row's source offset by
+//      dividing the row's flat number by the sizes, then steps the multi-index like an odometer.
+//   3. Otherwise the last output axis walks x with a stride s > 1, and another output axis c is
+//      x's contiguous one. Row by row, each element read would sit on its own cache line (for
+//      long strides, its own page). So x is copied in kTile x kTile squares of the (c, last) plane:
+//      the square's kTile source lines and kTile destination lines stay in L1 while it is copied.
+//      [B, m, S] -> [B, S, m] (Soft MoE's logits, m = 4) and [E, d, f] -> [d, f, E] (its expert
+//      weights in token order) take this path.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "core/cpu/accumulate.h"
+#include "core/cpu/chunks.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
 
@@ -58,25 +66,77 @@ Walk coalesce(const Shape& x_shape, const std::vector<int>& order) {
   return walk;
 }
 
+// Case 2 above: walk.strides.back() == 1.
 template <class T>
-void permute_typed(const T* x, const Walk& walk, std::int64_t numel, T* out) {
-  const int rank = static_cast<int>(walk.sizes.size());
-  const std::int64_t len = walk.sizes.back(), step = walk.strides.back();
+void permute_rows(const T* x, const Walk& walk, std::int64_t numel, T* out) {
+  const int lead = static_cast<int>(walk.sizes.size()) - 1;  // output axes before the last
+  const std::int64_t len = walk.sizes.back();
   const std::int64_t rows = numel / len;
-#pragma omp parallel for schedule(static) if (numel > cpu::kParallelMinElements)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    std::int64_t source = 0, rest = r;  // r's multi-index over the leading output axes
-    for (int i = rank - 2; i >= 0; --i) {
+  // Chunks of about kChunk elements (at least one row).
+  const std::int64_t rows_per_chunk = std::max<std::int64_t>(1, cpu::kChunk / len);
+  cpu::for_chunks(rows * len, rows_per_chunk * len, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<std::int64_t> index(static_cast<std::size_t>(std::max(lead, 1)), 0);
+    std::int64_t source = 0, rest = begin / len;
+    for (int i = lead - 1; i >= 0; --i) {
       const std::int64_t size = walk.sizes[static_cast<std::size_t>(i)];
-      source += (rest % size) * walk.strides[static_cast<std::size_t>(i)];
+      index[static_cast<std::size_t>(i)] = rest % size;
+      source += index[static_cast<std::size_t>(i)] * walk.strides[static_cast<std::size_t>(i)];
       rest /= size;
     }
-    T* dst = out + r * len;
-    const T* src = x + source;
-    if (step == 1) {
+    for (std::int64_t r = begin / len; r < end / len; ++r) {
+      T* dst = out + r * len;
+      const T* src = x + source;
       std::memcpy(dst, src, static_cast<std::size_t>(len) * sizeof(T));
-    } else {
-      for (std::int64_t j = 0; j < len; ++j) dst[j] = src[j * step];
+      // Next row: the last leading axis moves by one; an axis that reaches its size goes back to
+      // 0 and carries into the axis before it.
+      for (int i = lead - 1; i >= 0; --i) {
+        const std::size_t a = static_cast<std::size_t>(i);
+        source += walk.strides[a];
+        if (++index[a] < walk.sizes[a]) break;
+        source -= walk.strides[a] * walk.sizes[a];
+        index[a] = 0;
+      }
+    }
+  });
+}
+
+inline constexpr std::int64_t kTile = 16;
+
+// Case 3 above: walk.strides[c] == 1 and the last axis has stride > 1. Units of work: one
+// multi-index of the other axes times one kTile-wide band of axis c.
+template <class T>
+void permute_tiled(const T* x, const Walk& walk, int c, std::int64_t numel, T* out) {
+  const int last = static_cast<int>(walk.sizes.size()) - 1;
+  std::vector<std::int64_t> out_strides(walk.sizes.size());  // out is row-major over walk.sizes
+  std::int64_t stride = 1;
+  for (int i = last; i >= 0; --i) {
+    out_strides[static_cast<std::size_t>(i)] = stride;
+    stride *= walk.sizes[static_cast<std::size_t>(i)];
+  }
+  const std::size_t cz = static_cast<std::size_t>(c), lz = static_cast<std::size_t>(last);
+  const std::int64_t size_c = walk.sizes[cz], out_c = out_strides[cz];
+  const std::int64_t len = walk.sizes[lz], step = walk.strides[lz];
+  const std::int64_t c_bands = (size_c + kTile - 1) / kTile;
+  const std::int64_t units = numel / (size_c * len) * c_bands;
+#pragma omp parallel for schedule(static) if (numel > cpu::kParallelMinElements && units > 1)
+  for (std::int64_t u = 0; u < units; ++u) {
+    const std::int64_t c0 = u % c_bands * kTile, c_end = std::min(size_c, c0 + kTile);
+    std::int64_t source = c0, target = c0 * out_c, rest = u / c_bands;
+    for (int i = last - 1; i >= 0; --i) {  // the other axes' multi-index, from the unit number
+      if (i == c) continue;
+      const std::size_t a = static_cast<std::size_t>(i);
+      const std::int64_t index = rest % walk.sizes[a];
+      source += index * walk.strides[a];
+      target += index * out_strides[a];
+      rest /= walk.sizes[a];
+    }
+    for (std::int64_t l0 = 0; l0 < len; l0 += kTile) {
+      const std::int64_t l_end = std::min(len, l0 + kTile);
+      for (std::int64_t j = 0; j < c_end - c0; ++j) {
+        T* dst = out + target + j * out_c;
+        const T* src = x + source + j;
+        for (std::int64_t l = l0; l < l_end; ++l) dst[l] = src[l * step];
+      }
     }
   }
 }
@@ -98,7 +158,14 @@ void CpuBackend::copy_block(const Tensor& x, std::int64_t outer, std::int64_t n,
 
 void CpuBackend::permute(const Tensor& x, const std::vector<int>& order, Tensor& out) {
   const Walk walk = coalesce(x.shape(), order);
-  dispatch_all(x.dtype(), [&]<class T>() { permute_typed(x.data<T>(), walk, x.numel(), out.data<T>()); });
+  // After coalescing exactly one axis has stride 1 (x's last axis of size > 1, or the lone axis).
+  const int c = static_cast<int>(std::find(walk.strides.begin(), walk.strides.end(), 1) - walk.strides.begin());
+  dispatch_all(x.dtype(), [&]<class T>() {
+    if (c == static_cast<int>(walk.sizes.size()) - 1)
+      permute_rows(x.data<T>(), walk, x.numel(), out.data<T>());
+    else
+      permute_tiled(x.data<T>(), walk, c, x.numel(), out.data<T>());
+  });
 }
 
 }  // namespace moelab
