@@ -74,8 +74,10 @@ class Backend {
   virtual void sum(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& out) = 0;
   virtual void max(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& values,
                    Tensor* indices) = 0;
-  virtual void softmax(const Tensor& x, Tensor& y) = 0;
-  virtual void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+  // Softmax along the middle axis of x seen as [outer, n, inner] (inner = 1: the last axis).
+  virtual void softmax(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& y) = 0;
+  virtual void softmax_backward(const Tensor& y, const Tensor& dy, std::int64_t outer, std::int64_t n,
+                                std::int64_t inner, Tensor& dx) = 0;
   virtual void log_softmax(const Tensor& x, Tensor& y) = 0;
   virtual void log_softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
   // loss: [], logsumexp: [N], kept: [] float64, the number of rows not ignored. Targets are not

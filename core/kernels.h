@@ -125,9 +125,11 @@ struct MaxResult {
 };
 MaxResult max(const Tensor& x, int axis, bool keepdim = false);
 
-// ---------------------------------------------------------------- softmax over the last axis
-Tensor softmax(const Tensor& x);                                  // x: [..., n] -> [..., n]
-Tensor softmax_backward(const Tensor& y, const Tensor& dy);       // dx = y * (dy - sum(dy * y))
+// ---------------------------------------------------------------- softmax
+// softmax along `axis` (default: the last; negative counts from the end); log_softmax along the
+// last axis. Sums below are along that axis.
+Tensor softmax(const Tensor& x, int axis = -1);                             // same shape as x
+Tensor softmax_backward(const Tensor& y, const Tensor& dy, int axis = -1);  // dx = y * (dy - sum(dy * y))
 Tensor log_softmax(const Tensor& x);                              // x - logsumexp(x)
 Tensor log_softmax_backward(const Tensor& y, const Tensor& dy);   // dx = dy - exp(y) * sum(dy)
 

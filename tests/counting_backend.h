@@ -105,8 +105,13 @@ class CountingBackend : public Backend {
            Tensor* indices) override {
     inner_.max(x, outer, n, inner, values, indices);
   }
-  void softmax(const Tensor& x, Tensor& y) override { inner_.softmax(x, y); }
-  void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override { inner_.softmax_backward(y, dy, dx); }
+  void softmax(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& y) override {
+    inner_.softmax(x, outer, n, inner, y);
+  }
+  void softmax_backward(const Tensor& y, const Tensor& dy, std::int64_t outer, std::int64_t n, std::int64_t inner,
+                        Tensor& dx) override {
+    inner_.softmax_backward(y, dy, outer, n, inner, dx);
+  }
   void log_softmax(const Tensor& x, Tensor& y) override { inner_.log_softmax(x, y); }
   void log_softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
     inner_.log_softmax_backward(y, dy, dx);

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "core/backend.h"
@@ -260,6 +261,16 @@ TEST_CASE("cuda parity: softmax, log_softmax and their backwards") {
   v[17] = -std::numeric_limits<float>::infinity();
   check_parity_both([](const Tensors& in) { return Tensors{k::softmax(in[0]), k::log_softmax(in[0])}; },
                     {from_vector(v, {4, 10})}, kTol32);
+  // Over another axis (rows of n at stride inner): Soft MoE's dispatch [B, m, S] over m, a long
+  // strided column, and the first axis.
+  for (const auto& [shape, axis] : {std::pair<Shape, int>{{3, 4, 128}, 1}, {{2, 300, 5}, 1}, {{6, 7}, 0}}) {
+    INFO(shape, " axis ", axis);
+    const Tensor x = randn(shape, gen), dy = randn(shape, gen);
+    check_parity_both([axis](const Tensors& in) {
+      const Tensor y = k::softmax(in[0], axis);
+      return Tensors{y, k::softmax_backward(y, in[1], axis)};
+    }, {x, dy}, kTol32);
+  }
 }
 
 TEST_CASE("cuda parity: cross_entropy and its backward, with ignored rows") {

@@ -189,10 +189,13 @@ Table build_table() {
 
   // ---- softmax
   for (const std::string name : {"softmax", "log_softmax"}) {
-    auto op = name == "softmax" ? softmax : log_softmax;
+    const auto op = [name](const Variable& x) { return name == "softmax" ? softmax(x) : log_softmax(x); };
     t[name].push_back({"[3, 5]", {randn({3, 5}, gen)}, [op](const V& v) { return op(v[0]); }});
     t[name].push_back({"[2, 3, 4]", {randn({2, 3, 4}, gen)}, [op](const V& v) { return op(v[0]); }});
   }
+  // Over another axis: columns of 3 at stride 4 ([2, 3, 4], Soft MoE's dispatch), and the first.
+  t["softmax"].push_back({"middle axis", {randn({2, 3, 4}, gen)}, [](const V& v) { return softmax(v[0], 1); }});
+  t["softmax"].push_back({"axis 0 of [4, 3]", {randn({4, 3}, gen)}, [](const V& v) { return softmax(v[0], 0); }});
 
   // ---- losses
   Tensor targets = ints({2, -100, 0, 3, -100}, {5});

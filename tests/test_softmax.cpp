@@ -1,11 +1,14 @@
-// tests/test_softmax.cpp — softmax and log_softmax over the last axis, and their backwards.
+// tests/test_softmax.cpp — softmax and log_softmax over the last axis, softmax over any axis, and
+// their backwards.
 //
 // Forwards are compared with a naive double-precision reference (itself made stable by the max
 // subtraction); backwards with the analytic formulas and with central finite differences of the
-// forward in float64.
+// forward in float64. Softmax over another axis must give bitwise what transposing that axis to
+// the end, a last-axis softmax and transposing back give (its promise: core/cpu/softmax.cpp).
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "core/factories.h"
 #include "core/kernels.h"
@@ -131,6 +134,51 @@ TEST_CASE("backwards match finite differences of the forwards (float64)") {
   }
 }
 
+namespace {
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("softmax over a middle axis is bitwise the transposed last-axis softmax, forward and backward") {
+  Generator gen(23);
+  // n (the normalised axis) below, at and above every vector width (4, 8, 16 floats; 2, 4, 8
+  // doubles), so Eigen's scalar head, vector body and tail all occur; the [64, n, 160] tensors
+  // (>= 40,960 elements) take the parallel path.
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (std::int64_t n : {1, 3, 4, 5, 9, 17, 40}) {
+      for (const Shape& shape : {Shape{3, n, 7}, Shape{64, n, 160}, Shape{n, 33}}) {
+        CAPTURE(dtype);
+        CAPTURE(shape);
+        const int axis = shape.rank() == 3 ? 1 : 0;
+        const int last = shape.rank() - 1;
+        // Std 8: exponents spread over many binades, so a different exp would show.
+        const Tensor x = normal(shape, 0.0, 8.0, gen, dtype);
+        const Tensor dy = normal(shape, 0.0, 1.0, gen, dtype);
+        const Tensor y = kernels::softmax(x, axis);
+        const Tensor want = kernels::transpose(kernels::softmax(kernels::transpose(x, axis, last)), axis, last);
+        CHECK(same_bits(y, want));
+        CHECK(same_bits(kernels::softmax(x, axis - shape.rank()), want));  // the same axis, negative
+        const Tensor dx = kernels::softmax_backward(y, dy, axis);
+        const Tensor dx_want = kernels::transpose(
+            kernels::softmax_backward(kernels::transpose(y, axis, last), kernels::transpose(dy, axis, last)), axis,
+            last);
+        CHECK(same_bits(dx, dx_want));
+      }
+    }
+  // Every column of a softmax over axis 1 sums to 1 (one exact check of the values, not just bits).
+  const Tensor cols = kernels::softmax(normal({2, 5, 3}, 0.0, 1.0, gen, DType::Float64), 1);
+  const std::vector<double> v = cols.to_vector<double>();
+  for (int b = 0; b < 2; ++b)
+    for (int s = 0; s < 3; ++s) {
+      double total = 0;
+      for (int i = 0; i < 5; ++i) total += v[static_cast<std::size_t>((b * 5 + i) * 3 + s)];
+      CHECK(total == doctest::Approx(1.0).epsilon(1e-14));
+    }
+}
+
 TEST_CASE("empty inputs: an empty last axis is a no-op") {
   CHECK(kernels::softmax(zeros({3, 0})).shape() == Shape{3, 0});
   CHECK(kernels::log_softmax(zeros({0, 4})).shape() == Shape{0, 4});
@@ -143,6 +191,9 @@ TEST_CASE("softmax ops reject bad arguments, naming the op") {
   CHECK_THROWS_WITH_AS(kernels::softmax(ints), doctest::Contains("softmax"), Error);
   CHECK_THROWS_WITH_AS(kernels::softmax(undefined), doctest::Contains("softmax"), Error);
   CHECK_THROWS_WITH_AS(kernels::softmax(ones({})), doctest::Contains("softmax"), Error);
+  CHECK_THROWS_WITH_AS(kernels::softmax(x, 2), doctest::Contains("softmax"), Error);   // no axis 2 in [2, 3]
+  CHECK_THROWS_WITH_AS(kernels::softmax(x, -3), doctest::Contains("softmax"), Error);
+  CHECK_THROWS_WITH_AS(kernels::softmax_backward(x, x, 2), doctest::Contains("softmax_backward"), Error);
   CHECK_THROWS_WITH_AS(kernels::log_softmax(ints), doctest::Contains("log_softmax"), Error);
   CHECK_THROWS_WITH_AS(kernels::log_softmax(ones({})), doctest::Contains("log_softmax"), Error);
   CHECK_THROWS_WITH_AS(kernels::softmax_backward(x, ones({3, 2})), doctest::Contains("softmax_backward"), Error);

@@ -44,8 +44,9 @@ class CpuBackend final : public Backend {
   void sum(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& out) override;
   void max(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& values,
            Tensor* indices) override;
-  void softmax(const Tensor& x, Tensor& y) override;
-  void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
+  void softmax(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& y) override;
+  void softmax_backward(const Tensor& y, const Tensor& dy, std::int64_t outer, std::int64_t n, std::int64_t inner,
+                        Tensor& dx) override;
   void log_softmax(const Tensor& x, Tensor& y) override;
   void log_softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override;
   void cross_entropy(const Tensor& logits, const Tensor& targets, int ignore_index, Tensor& loss, Tensor& logsumexp,

@@ -1,4 +1,5 @@
-// core/cpu/softmax.cpp — softmax and log-softmax over the last axis, and their backwards.
+// core/cpu/softmax.cpp — softmax and log-softmax over the last axis, softmax over any axis, and
+// their backwards.
 //
 // x: [N, n] (any leading axes flattened into N rows), one row at a time:
 //   softmax:      y = exp(x - m) / s,        m = max(x), s = sum(exp(x - m))
@@ -15,8 +16,19 @@
 // accurate, and in a fixed order. Rows are independent, so they are shared among OpenMP threads
 // when the tensor is large, with no effect on the results. exp runs through Eigen's vectorised
 // implementation, made exact at the extremes (core/cpu/exact_math.h: exp(-2000) is exactly 0). A row that is entirely -inf has no defined softmax and gives NaN (as PyTorch).
+//
+// Softmax over another axis (Soft MoE's dispatch weights: over the m tokens of [B, m, S]): x is
+// seen as [outer, n, inner] and each of the outer * inner columns (n elements, stride inner) is
+// copied into a contiguous scratch row, run through the same row routine, and copied back. This
+// replaces transpose -> softmax -> transpose (two full copies of the tensor each way) with the
+// bits unchanged: Eigen splits a row into scalar head, vector body and scalar tail by the address
+// of its first element, and its vector exp and the scalar std::exp may differ in the last bit, so
+// the scratch row sits at the same offset from a 64-byte boundary as row (o * inner + i) of the
+// transposed tensor [outer, inner, n] would (tensors are 64-byte aligned, core/cpu/memory.cpp).
 #include <Eigen/Core>
 #include <cmath>
+#include <cstdlib>
+#include <memory>
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
@@ -46,18 +58,77 @@ double sum_of(const T* v, std::int64_t n) {
   return cpu::pairwise_sum(0, n, [v](std::int64_t i) { return double(v[i]); });
 }
 
+// The row routines, shared by the last-axis path and the strided one.
+template <class T>
+void softmax_row(const T* x, T* y, std::int64_t n) {
+  ConstRow<T> xr(x, n);
+  Row<T> yr(y, n);
+  const T m = xr.maxCoeff();
+  yr = cpu::exact_exp(xr - m);
+  yr *= static_cast<T>(1.0 / sum_of(yr.data(), n));
+}
+
+template <class T>
+void softmax_backward_row(const T* y, const T* dy, T* dx, std::int64_t n) {
+  const double dot = cpu::pairwise_sum(0, n, [&](std::int64_t i) { return double(dy[i]) * double(y[i]); });
+  Row<T>(dx, n) = ConstRow<T>(y, n) * (ConstRow<T>(dy, n) - static_cast<T>(dot));
+}
+
+// Scratch rows for the strided path: `count` rows of n elements in one 64-byte aligned block,
+// each starting on a 64-byte line (stride: whole lines) with room to be shifted within it.
+template <class T>
+class ScratchRows {
+ public:
+  ScratchRows(int count, std::int64_t n)
+      : stride_((n + kLine - 1) / kLine * kLine + kLine), block_(static_cast<T*>(std::aligned_alloc(64, bytes(count, stride_)))) {
+    if (block_ == nullptr) throw std::bad_alloc();
+  }
+  // Row k, placed as element `offset` of a 64-byte aligned tensor would be.
+  T* row(int k, std::int64_t offset) const { return block_.get() + k * stride_ + offset % kLine; }
+
+ private:
+  static constexpr std::int64_t kLine = 64 / static_cast<std::int64_t>(sizeof(T));  // elements per line
+  static std::size_t bytes(int count, std::int64_t stride) {  // rounded up to a whole line
+    return (static_cast<std::size_t>(count * stride) * sizeof(T) + 63) / 64 * 64;
+  }
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::int64_t stride_;
+  std::unique_ptr<T, Free> block_;
+};
+
+// For a tensor seen as [outer, n, inner] with inner > 1: calls body(base, row_offset) for every
+// column, base = the offset of its first element (the others follow at stride inner), row_offset =
+// where the column starts as a row of the transposed tensor [outer, inner, n]. Columns run in
+// parallel when the tensor is large; body gets the thread's scratch rows as its first argument.
+template <class T, class Body>
+void for_each_column(std::int64_t outer, std::int64_t n, std::int64_t inner, int scratch_rows, const Body& body) {
+#pragma omp parallel if (outer * n * inner > cpu::kParallelMinElements)
+  {
+    const ScratchRows<T> scratch(scratch_rows, n);
+#pragma omp for collapse(2) schedule(static)
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t i = 0; i < inner; ++i) body(scratch, o * n * inner + i, (o * inner + i) * n);
+  }
+}
+
 }  // namespace
 
-void CpuBackend::softmax(const Tensor& x, Tensor& y) {
+void CpuBackend::softmax(const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, Tensor& y) {
   dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* py = y.data<T>();
-    for_each_row(x, [&](std::int64_t r, std::int64_t n) {
-      ConstRow<T> xr(px + r * n, n);
-      Row<T> yr(py + r * n, n);
-      const T m = xr.maxCoeff();
-      yr = cpu::exact_exp(xr - m);
-      yr *= static_cast<T>(1.0 / sum_of(yr.data(), n));
+    if (inner == 1) {
+      for_each_row(x, [&](std::int64_t r, std::int64_t len) { softmax_row(px + r * len, py + r * len, len); });
+      return;
+    }
+    for_each_column<T>(outer, n, inner, 2, [&](const ScratchRows<T>& scratch, std::int64_t base, std::int64_t at) {
+      T* xs = scratch.row(0, at);
+      T* ys = scratch.row(1, at);
+      for (std::int64_t k = 0; k < n; ++k) xs[k] = px[base + k * inner];
+      softmax_row(xs, ys, n);
+      for (std::int64_t k = 0; k < n; ++k) py[base + k * inner] = ys[k];
     });
   });
 }
@@ -77,16 +148,28 @@ void CpuBackend::log_softmax(const Tensor& x, Tensor& y) {
   });
 }
 
-void CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
+void CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, std::int64_t outer, std::int64_t n,
+                                  std::int64_t inner, Tensor& dx) {
   dispatch_float(y.dtype(), [&]<class T>() {
     const T* py = y.data<T>();
     const T* pdy = dy.data<T>();
     T* pdx = dx.data<T>();
-    for_each_row(y, [&](std::int64_t r, std::int64_t n) {
-      const T* yrow = py + r * n;
-      const T* dyrow = pdy + r * n;
-      const double dot = cpu::pairwise_sum(0, n, [&](std::int64_t i) { return double(dyrow[i]) * double(yrow[i]); });
-      Row<T>(pdx + r * n, n) = ConstRow<T>(yrow, n) * (ConstRow<T>(dyrow, n) - static_cast<T>(dot));
+    if (inner == 1) {
+      for_each_row(y, [&](std::int64_t r, std::int64_t len) {
+        softmax_backward_row(py + r * len, pdy + r * len, pdx + r * len, len);
+      });
+      return;
+    }
+    for_each_column<T>(outer, n, inner, 3, [&](const ScratchRows<T>& scratch, std::int64_t base, std::int64_t at) {
+      T* ys = scratch.row(0, at);
+      T* dys = scratch.row(1, at);
+      T* dxs = scratch.row(2, at);
+      for (std::int64_t k = 0; k < n; ++k) {
+        ys[k] = py[base + k * inner];
+        dys[k] = pdy[base + k * inner];
+      }
+      softmax_backward_row(ys, dys, dxs, n);
+      for (std::int64_t k = 0; k < n; ++k) pdx[base + k * inner] = dxs[k];
     });
   });
 }

@@ -1,9 +1,11 @@
-// core/kernels/softmax.cpp — checks and dispatch for softmax and log_softmax over the last axis.
+// core/kernels/softmax.cpp — checks and dispatch for softmax (over any axis) and log_softmax
+// (over the last axis).
 //
-//   softmax(x)                x: [..., n] -> [..., n]
-//   log_softmax(x)            x: [..., n] -> [..., n]
-//   softmax_backward(y, dy)   y, dy: [..., n] -> dx: [..., n]   (y: softmax's output)
-//   log_softmax_backward(y, dy)                                 (y: log_softmax's output)
+//   softmax(x, axis)                x: [..., n, ...] -> same shape, normalised along axis
+//   softmax_backward(y, dy, axis)   y, dy -> dx, all the same shape   (y: softmax's output)
+//   log_softmax(x)                  x: [..., n] -> [..., n]
+//   log_softmax_backward(y, dy)                                        (y: log_softmax's output)
+// The backend sees softmax's tensors as [outer, n, inner] (core/backend.h), as the reductions.
 //
 // x needs at least one axis (a 0-d tensor has no last axis). Empty inputs, including an empty
 // last axis ([N, 0]), are allowed and give an empty output: there is no row to normalise, so
@@ -31,10 +33,11 @@ void check_backward_inputs(const Tensor& y, const Tensor& dy, const char* op) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x) {
+Tensor softmax(const Tensor& x, int axis) {
   check_input(x, "softmax");
+  const int ax = x.shape().normalize_axis(axis, "softmax");
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  if (y.numel() > 0) backend(x.device()).softmax(x, y);
+  if (y.numel() > 0) backend(x.device()).softmax(x, x.shape().outer(ax), x.shape()[ax], x.shape().inner(ax), y);
   return y;
 }
 
@@ -45,10 +48,12 @@ Tensor log_softmax(const Tensor& x) {
   return y;
 }
 
-Tensor softmax_backward(const Tensor& y, const Tensor& dy) {
+Tensor softmax_backward(const Tensor& y, const Tensor& dy, int axis) {
   check_backward_inputs(y, dy, "softmax_backward");
+  const int ax = y.shape().normalize_axis(axis, "softmax_backward");
   Tensor dx = Tensor::empty(y.shape(), y.dtype(), y.device());
-  if (dx.numel() > 0) backend(y.device()).softmax_backward(y, dy, dx);
+  if (dx.numel() > 0)
+    backend(y.device()).softmax_backward(y, dy, y.shape().outer(ax), y.shape()[ax], y.shape().inner(ax), dx);
   return dx;
 }
 

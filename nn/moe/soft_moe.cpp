@@ -91,7 +91,7 @@ SoftMoERouting SoftMoE::routing_of(const Variable& x_tokens) const {
   SoftMoERouting r;
   r.logits = reshape(matmul(reshape(x_tokens, {B * m, d}), w), {B, m, S});             // [B, m, S]
   r.combine = softmax(r.logits);                                                         // over slots
-  r.dispatch = transpose(softmax(transpose(r.logits, 1, 2)), 1, 2);                      // over tokens
+  r.dispatch = softmax(r.logits, 1);                                                     // over tokens
   return r;
 }
 
