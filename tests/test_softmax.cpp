@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 #include "core/factories.h"
 #include "core/kernels.h"
@@ -168,6 +170,20 @@ TEST_CASE("softmax over a middle axis is bitwise the transposed last-axis softma
         CHECK(same_bits(dx, dx_want));
       }
     }
+  // The extremes on both roads (short columns of 4 and long ones of 9): -inf entries, huge
+  // logits, a NaN, and a column that is entirely -inf (NaN, as the row softmax gives).
+  for (std::int64_t n : {4, 9}) {
+    CAPTURE(n);
+    std::vector<float> v = normal({2, n, 5}, 0.0, 1.0, gen).to_vector<float>();
+    const float inf = std::numeric_limits<float>::infinity();
+    v[0] = -inf;                                              // column (0, 0)
+    v[5] = 1e30f;                                             // column (0, 0)
+    v[6] = std::numeric_limits<float>::quiet_NaN();           // column (0, 1)
+    for (std::int64_t k = 0; k < n; ++k) v[static_cast<std::size_t>(k * 5 + 2)] = -inf;  // column (0, 2)
+    v[static_cast<std::size_t>(n * 5 + 3)] = -1e30f;          // column (1, 3)
+    const Tensor x = from_vector(v, {2, n, 5});
+    CHECK(same_bits(kernels::softmax(x, 1), kernels::transpose(kernels::softmax(kernels::transpose(x, 1, 2)), 1, 2)));
+  }
   // Every column of a softmax over axis 1 sums to 1 (one exact check of the values, not just bits).
   const Tensor cols = kernels::softmax(normal({2, 5, 3}, 0.0, 1.0, gen, DType::Float64), 1);
   const std::vector<double> v = cols.to_vector<double>();
