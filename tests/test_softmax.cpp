@@ -148,10 +148,11 @@ TEST_CASE("softmax over a middle axis is bitwise the transposed last-axis softma
   Generator gen(23);
   // n (the normalised axis) below, at and above every vector width (4, 8, 16 floats; 2, 4, 8
   // doubles), so Eigen's scalar head, vector body and tail all occur; the [64, n, 160] tensors
-  // (>= 40,960 elements) take the parallel path.
+  // (>= 40,960 elements) take the parallel path; [5, n, 1] has only a size-1 axis after the
+  // normalised one (Soft MoE with one slot: the dispatch softmax of [B, m, 1]).
   for (DType dtype : {DType::Float32, DType::Float64})
     for (std::int64_t n : {1, 3, 4, 5, 9, 17, 40}) {
-      for (const Shape& shape : {Shape{3, n, 7}, Shape{64, n, 160}, Shape{n, 33}}) {
+      for (const Shape& shape : {Shape{3, n, 7}, Shape{64, n, 160}, Shape{n, 33}, Shape{5, n, 1}}) {
         CAPTURE(dtype);
         CAPTURE(shape);
         const int axis = shape.rank() == 3 ? 1 : 0;

@@ -50,11 +50,12 @@ using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T>
 using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-// Calls body(r, n) for every row r of a tensor seen as [rows, n], n = its last axis; rows run in
+// Calls body(r, n) for every row r of a tensor seen as [rows, n] (n: its last axis unless given;
+// a softmax over an axis followed only by size-1 axes passes that axis' size); rows run in
 // parallel when the tensor is large. The front end guarantees numel > 0.
 template <class Body>
-void for_each_row(const Tensor& x, const Body& body) {
-  const std::int64_t n = x.shape().back();
+void for_each_row(const Tensor& x, const Body& body, std::int64_t row_length = 0) {
+  const std::int64_t n = row_length > 0 ? row_length : x.shape().back();
   const std::int64_t rows = x.numel() / n;
 #pragma omp parallel for schedule(static) if (x.numel() > cpu::kParallelMinElements && rows > 1)
   for (std::int64_t r = 0; r < rows; ++r) body(r, n);
@@ -188,7 +189,7 @@ void CpuBackend::softmax(const Tensor& x, std::int64_t outer, std::int64_t n, st
     const T* px = x.data<T>();
     T* py = y.data<T>();
     if (inner == 1) {
-      for_each_row(x, [&](std::int64_t r, std::int64_t len) { softmax_row(px + r * len, py + r * len, len); });
+      for_each_row(x, [&](std::int64_t r, std::int64_t len) { softmax_row(px + r * len, py + r * len, len); }, n);
       return;
     }
     if (short_row<T>(n)) {
@@ -229,7 +230,7 @@ void CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, std::int64_
     if (inner == 1) {
       for_each_row(y, [&](std::int64_t r, std::int64_t len) {
         softmax_backward_row(py + r * len, pdy + r * len, pdx + r * len, len);
-      });
+      }, n);
       return;
     }
     if (short_row<T>(n)) {
