@@ -57,10 +57,10 @@ Settings phonebook_settings() {
 std::vector<Preset> phonebook_presets() {
   return {
       {"demo",
-       "what ./run.sh runs (about 2 minutes on 2 cores; one seed, to stay fast): a dense d 32 model with FFN "
-       "width 2d (the active parameters of a top-2 MoE) against MoE d 32 with 4 and 8 experts, books of 400 to "
-       "800 entries",
-       {{"dense_widths", "32"}, {"dense_ffn_factors", "2"}, {"moe_widths", "32"}, {"experts", "4,8"},
+       "what ./run.sh runs (2-3 minutes on 2 cores): a dense d 32 model with FFN width 2d (the active "
+       "parameters of a top-2 MoE) against MoE d 32 with 4 and 8 experts, books of 400 to 800 entries, seeds 0, "
+       "1, 2 (the capacity is the median over seeds)",
+       {{"seeds", "0,1,2"}, {"dense_widths", "32"}, {"dense_ffn_factors", "2"}, {"moe_widths", "32"}, {"experts", "4,8"},
         {"book_sizes", "400,500,600,800"}, {"steps", "1000"}, {"batch", "64"}, {"lrs", "1e-2"},
         {"eval_every", "250"}, {"test_names", "300"}}},
       {"cpu",
