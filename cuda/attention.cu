@@ -40,7 +40,8 @@ void CudaBackend::causal_attention(const Tensor& q, const Tensor& k, const Tenso
   binary_scalar(kernels::BinaryOp::Mul, scores, scale, false, scores);    // elementwise: in place is safe
   causal_mask(scores, -std::numeric_limits<double>::infinity(), scores);
   Tensor weights = p.reshape(scores.shape());
-  softmax(scores, weights);
+  const std::int64_t keys = scores.size(2);
+  softmax(scores, scores.numel() / keys, keys, 1, weights);  // over the last axis: rows of S keys
   Tensor yh = Tensor::empty(qh.shape(), q.dtype(), q.device());
   matmul(weights, vh, false, false, yh);                                  // [B*H, T, S] @ [B*H, S, hd]
   heads_back(*this, yh, batch, y);
@@ -55,7 +56,8 @@ void CudaBackend::causal_attention_backward(const Tensor& q, const Tensor& k, co
   Tensor dp = Tensor::empty(weights.shape(), p.dtype(), p.device());
   matmul(gh, vh, false, true, dp);  // dp = g @ v^T: [B*H, T, S]
   Tensor ds = Tensor::empty(weights.shape(), p.dtype(), p.device());
-  softmax_backward(weights, dp, ds);  // 0 wherever p is 0 (the masked entries)
+  const std::int64_t keys = weights.size(2);
+  softmax_backward(weights, dp, weights.numel() / keys, keys, 1, ds);  // 0 wherever p is 0 (the masked entries)
   binary_scalar(kernels::BinaryOp::Mul, ds, scale, false, ds);
   Tensor dqh = Tensor::empty(qh.shape(), q.dtype(), q.device()), dkh = Tensor::empty(kh.shape(), q.dtype(), q.device());
   Tensor dvh = Tensor::empty(kh.shape(), q.dtype(), q.device());
