@@ -363,7 +363,7 @@ int main(int argc, char** argv) {
     const std::int64_t graph_lines = static_cast<std::int64_t>(std::count(graph.begin(), graph.end(), '\n'));
     std::printf("graph_text(loss): %lld entries (leaves and ops); the last four, down to the loss:\n", static_cast<long long>(graph_lines));
     std::size_t from = graph.size() - 1;
-    for (int n = 0; n < 4 && from != std::string::npos && from > 0; ++n) from = graph.rfind('\n', from - 1);
+    for (int lines = 0; lines < 4 && from != std::string::npos && from > 0; ++lines) from = graph.rfind('\n', from - 1);
     std::printf("%s", graph.substr(from == std::string::npos ? 0 : from + 1).c_str());
     logits.retain_grad();
     loss.backward();

@@ -287,6 +287,9 @@ TEST_CASE("router registry: built-ins, errors naming what is wrong, a scheme reg
   }
   CHECK(!error_of([] { register_router("fixed", [](const RouterConfig& c, Generator&) {
                          return std::make_shared<FixedRouter>(c); }); }).empty());  // duplicate name
+  for (const char* bad : {"a,b", "x/y", "top k", "k:v", "a=b", ""})  // unsafe in file names, CSV or --set
+    CHECK(!error_of([bad] { register_router(bad, [](const RouterConfig& c, Generator&) {
+                              return std::make_shared<FixedRouter>(c); }); }).empty());
   auto fixed = make_router("fixed", config(4, 3, 1), gen);
   RoutingPlan plan = fixed->route(Variable(zeros({5, 4}, DType::Float64)));
   CHECK(plan.experts.to_vector<std::int32_t>() == std::vector<std::int32_t>{0, 1, 2, 0, 1});

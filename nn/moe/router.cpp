@@ -5,6 +5,7 @@
 #include "nn/moe/router.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
@@ -88,6 +89,11 @@ void routers_after_optimizer_step(Module& model) {
 // ---------------------------------------------------------------- registry
 void register_router(const std::string& name, RouterFactory factory) {
   MOELAB_CHECK(!name.empty(), "register_router", "the name must not be empty");
+  // Names end up in file names (the routers experiment's heat maps), CSV cells and `--set
+  // router=NAME` / comma-separated lists, so they keep to characters that are safe in all three.
+  MOELAB_CHECK(std::all_of(name.begin(), name.end(),
+                           [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; }),
+               "register_router", "the name '", name, "' may hold only letters, digits, '-' and '_'");
   MOELAB_CHECK(static_cast<bool>(factory), "register_router", "the factory for '", name, "' is empty");
   std::lock_guard<std::mutex> lock(registry_mutex());
   Registry& r = registry();

@@ -126,7 +126,8 @@ struct RouterConfig {
 
 using RouterFactory = std::function<std::shared_ptr<Router>(const RouterConfig&, Generator&)>;
 
-// Adds a scheme; throws if the name is empty, already registered, or the factory is empty.
+// Adds a scheme; throws if the name is empty, holds anything but letters, digits, '-' and '_',
+// is already registered, or the factory is empty.
 void register_router(const std::string& name, RouterFactory factory);
 // Builds the scheme `name`; an unknown name throws an Error listing the registered ones.
 std::shared_ptr<Router> make_router(const std::string& name, const RouterConfig& config, Generator& gen);
