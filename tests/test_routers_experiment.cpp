@@ -36,6 +36,19 @@ Settings toy_settings(const Experiment& e) {
   return s;
 }
 
+// The rows of the run's load_curves.csv for the balanced scheme, each checked for max/mean 1 and
+// CV 0; returns how many there were.
+std::size_t balanced_logs_exactly_balanced(const RunDir& dir) {
+  std::size_t logs = 0;
+  for (const auto& r : read_csv(dir.file("load_curves.csv"))) {
+    if (r.text("scheme") != "balanced") continue;
+    ++logs;
+    CHECK(r.real("load_max_over_mean") == 1.0);
+    CHECK(r.real("load_cv") == 0.0);
+  }
+  return logs;
+}
+
 }  // namespace
 
 TEST_CASE("routers experiment: balanced is exactly balanced, aux-free beats no balancing") {
@@ -58,14 +71,7 @@ TEST_CASE("routers experiment: balanced is exactly balanced, aux-free beats no b
   }
 
   // Balanced assignment: every logged step (15 per seed), exactly.
-  std::size_t balanced_logs = 0;
-  for (const auto& r : read_csv(dir.file("load_curves.csv"))) {
-    if (r.text("scheme") != "balanced") continue;
-    ++balanced_logs;
-    CHECK(r.real("load_max_over_mean") == 1.0);
-    CHECK(r.real("load_cv") == 0.0);
-  }
-  CHECK(balanced_logs == 3 * 15);
+  CHECK(balanced_logs_exactly_balanced(dir) == 3 * 15);
 
   // Aux-free against no balancing, seed by seed. Measured at this size (mean CV over the logs,
   // seeds 0, 1, 2): aux-free 0.087, 0.078, 0.062 against topk 0.228, 0.381, 0.154; seeds 3-5 hold
@@ -107,14 +113,7 @@ TEST_CASE("routers experiment: shortest path reports its accuracy and loads, bal
     CHECK(r.real("mean_load_cv") >= 0);
     CHECK(r.real("tokens_per_second") > 0);
   }
-  std::size_t balanced_logs = 0;
-  for (const auto& r : read_csv(dir.file("load_curves.csv"))) {
-    if (r.text("scheme") != "balanced") continue;
-    ++balanced_logs;
-    CHECK(r.real("load_max_over_mean") == 1.0);
-    CHECK(r.real("load_cv") == 0.0);
-  }
-  CHECK(balanced_logs == 3);
+  CHECK(balanced_logs_exactly_balanced(dir) == 3);  // every logged step, exactly balanced
   for (const char* f : {"heat_path-n5_topk.dat", "load_cv_path-n5.dat", "points/balanced-path-n5-seed0.json"})
     CHECK(std::filesystem::exists(dir.file(f)));
 }
