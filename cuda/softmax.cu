@@ -27,7 +27,6 @@
 namespace moelab {
 namespace {
 
-// Shared memory of a row kernel: blockDim.x doubles, reused by block_max (as T) and block_sum.
 // A row of n elements `inner` apart: this block's (row blockIdx.x of [outer * inner, n]).
 struct StridedRow {
   std::int64_t first, inner;
@@ -36,6 +35,7 @@ struct StridedRow {
   __device__ std::int64_t operator[](std::int64_t i) const { return first + i * inner; }
 };
 
+// Shared memory of a row kernel: blockDim.x doubles, reused by block_max (as T) and block_sum.
 template <class T>
 __device__ T row_max(const T* x, const StridedRow& at, std::int64_t n, double* scratch) {
   T m = x[at[0]];  // n >= 1 (the front end never launches on empty tensors)

@@ -88,7 +88,8 @@ template <class T>
 class ScratchRows {
  public:
   ScratchRows(int count, std::int64_t n)
-      : stride_((n + kLine - 1) / kLine * kLine + kLine), block_(static_cast<T*>(std::aligned_alloc(64, bytes(count, stride_)))) {
+      : stride_((n + kLine - 1) / kLine * kLine + kLine),
+        block_(static_cast<T*>(std::aligned_alloc(64, bytes(count, stride_)))) {
     if (block_ == nullptr) throw std::bad_alloc();
   }
   // Row k, placed as element `offset` of a 64-byte aligned tensor would be.
@@ -106,10 +107,10 @@ class ScratchRows {
   std::unique_ptr<T, Free> block_;
 };
 
-// For a tensor seen as [outer, n, inner] with inner > 1: calls body(base, row_offset) for every
-// column, base = the offset of its first element (the others follow at stride inner), row_offset =
-// where the column starts as a row of the transposed tensor [outer, inner, n]. Columns run in
-// parallel when the tensor is large; body gets the thread's scratch rows as its first argument.
+// For a tensor seen as [outer, n, inner] with inner > 1: calls body(scratch, base, row_offset) for
+// every column: scratch = the thread's scratch rows, base = the offset of the column's first
+// element (the others follow at stride inner), row_offset = where the column starts as a row of
+// the transposed tensor [outer, inner, n]. Columns run in parallel when the tensor is large.
 template <class T, class Body>
 void for_each_column(std::int64_t outer, std::int64_t n, std::int64_t inner, int scratch_rows, const Body& body) {
 #pragma omp parallel if (outer * n * inner > cpu::kParallelMinElements)
