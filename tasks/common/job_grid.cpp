@@ -122,6 +122,14 @@ void run_one(const RunContext& ctx, const JobGrid& grid, std::size_t i) {
 
 }  // namespace
 
+JobGrid job_grid_for(const Experiment& e) {
+  JobGrid grid;
+  grid.experiment = e.name;
+  grid.settings = e.settings;
+  grid.presets = e.presets;
+  return grid;
+}
+
 int run_job_grid(const RunContext& ctx, const JobGrid& grid) {
   const Settings& s = ctx.settings;
   validate_job_settings(s, grid.points);

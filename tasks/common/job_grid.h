@@ -36,11 +36,10 @@
 // is the run's own seed, so a one-seed run is the same run as before seeds existed, and distinct
 // replicates of one run never share a seed.
 //
-//   JobGrid g;
-//   g.experiment = "phonebook";  g.points = {"dense-d64-N250-seed0", ...};
+//   JobGrid g = job_grid_for(phonebook_experiment());  // its name, settings and presets
+//   g.points = {"dense-d64-N250-seed0", ...};
 //   g.run_point = [&](std::size_t i) { ...train...; write_point(ctx.dir, g.points[i], result); };
 //   g.report = [&] { ... read_point(ctx.dir, name) for every done name, in grid order ... };
-//   g.settings = phonebook_settings;  g.presets = phonebook_presets();
 //   return run_job_grid(ctx, g);
 #pragma once
 
@@ -96,6 +95,10 @@ struct JobGrid {
   std::function<Settings()> settings;
   std::vector<Preset> presets;
 };
+
+// The grid of experiment e with no points yet: e's name, settings and presets (what mode=list
+// writes its command lines from), so the two cannot disagree.
+JobGrid job_grid_for(const Experiment& e);
 
 // Does what the mode says (see above); returns the exit status (0).
 int run_job_grid(const RunContext& ctx, const JobGrid& grid);

@@ -187,8 +187,7 @@ int run_phonebook(const RunContext& ctx) {
   const std::vector<ModelSpec> models = phonebook_models(s);
   const std::vector<PhonebookPoint> points = grid_of(s);
   const std::size_t sizes = s.ints("book_sizes").size();
-  JobGrid g;
-  g.experiment = "phonebook";
+  JobGrid g = job_grid_for(phonebook_experiment());
   for (const PhonebookPoint& p : points) g.points.push_back(p.name);
   g.run_point = [&](std::size_t i) { run_point(ctx, models[points[i].model], points[i].model, points[i]); };
   // The stop rule over the finished points of this point's (model, seed): its sizes are the
@@ -200,8 +199,6 @@ int run_phonebook(const RunContext& ctx) {
     return walk_books(best, s.real("threshold"), s.integer("stop_after_failures"))[i - first] != BookState::Skipped;
   };
   g.report = [&] { write_phonebook_report(ctx, models, points); };
-  g.settings = phonebook_settings;
-  g.presets = phonebook_presets();
   return run_job_grid(ctx, g);
 }
 

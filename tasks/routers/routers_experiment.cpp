@@ -207,15 +207,12 @@ int run_routers(const RunContext& ctx) {
   const std::vector<RoutersTask> tasks = routers_tasks(s);
   const std::vector<RoutersPoint> points = points_of(s);
   std::map<std::int64_t, shortest_path::RunGraphs> graphs;  // calibrated once per process, on first use
-  JobGrid g;
-  g.experiment = "routers";
+  JobGrid g = job_grid_for(routers_experiment());
   for (const RoutersPoint& p : points) g.points.push_back(p.name);
   g.run_point = [&](std::size_t i) {
     run_point(ctx, schemes[points[i].scheme], tasks[points[i].task], points[i], graphs);
   };
   g.report = [&] { write_routers_report(ctx, schemes, tasks, points); };
-  g.settings = routers_settings;
-  g.presets = routers_presets();
   return run_job_grid(ctx, g);
 }
 

@@ -128,8 +128,7 @@ int run_shortest_path(const RunContext& ctx) {
   const std::int64_t max_seq = shortest_path::max_sequence_length(n);
   const std::int64_t batch = s.integer("batch");
 
-  JobGrid g;
-  g.experiment = "shortest-path";
+  JobGrid g = job_grid_for(shortest_path_experiment());
   for (const Point& p : points) g.points.push_back(p.name);
   g.run_point = [&](std::size_t i) {
     const std::size_t mi = points[i].model;
@@ -180,8 +179,6 @@ int run_shortest_path(const RunContext& ctx) {
     ctx.dir.write_text("metrics.csv", gather_curves(ctx.dir, g.points));
     write_report(ctx, models, prepare().cal, prepare().baseline);
   };
-  g.settings = shortest_path_settings;
-  g.presets = shortest_path_presets();
   return run_job_grid(ctx, g);
 }
 

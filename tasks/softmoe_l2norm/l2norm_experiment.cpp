@@ -323,8 +323,7 @@ int run_l2norm(const RunContext& ctx) {
   validate_l2norm(s);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Point> points = grid_of(s);
-  JobGrid g;
-  g.experiment = "softmoe-l2norm";
+  JobGrid g = job_grid_for(softmoe_l2norm_experiment());
   for (const Point& p : points) g.points.push_back(p.name);
   g.run_point = [&](std::size_t i) { run_job(ctx, points[i]); };
   g.report = [&] {
@@ -342,8 +341,6 @@ int run_l2norm(const RunContext& ctx) {
                 l2norm::constant_predictor_loss(s.integer("input_dim"), s.real("variance")));
     write_report(ctx, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   };
-  g.settings = l2norm_settings;
-  g.presets = l2norm_presets();
   return run_job_grid(ctx, g);
 }
 

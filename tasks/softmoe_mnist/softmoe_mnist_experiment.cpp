@@ -236,13 +236,10 @@ int run_softmoe_mnist(const RunContext& ctx) {
     }
     return *data;
   };
-  JobGrid g;
-  g.experiment = "softmoe-mnist";
+  JobGrid g = job_grid_for(softmoe_mnist_experiment());
   for (const Point& p : points) g.points.push_back(p.name);
   g.run_point = [&](std::size_t i) { train_point(ctx, loaded(), points[i]); };
   g.report = [&] { report(ctx, loaded(), points); };
-  g.settings = softmoe_mnist_settings;
-  g.presets = softmoe_mnist_presets();
   return run_job_grid(ctx, g);
 }
 

@@ -196,13 +196,10 @@ void run_point(const RunContext& ctx, const ts::GridPoint& p) {
 int run_teacher_student(const RunContext& ctx) {
   validate_teacher_student(ctx.settings);
   const std::vector<ts::GridPoint> points = ts::grid(ctx.settings);
-  JobGrid g;
-  g.experiment = "teacher-student";
+  JobGrid g = job_grid_for(teacher_student_experiment());
   for (const ts::GridPoint& p : points) g.points.push_back(p.name());
   g.run_point = [&](std::size_t i) { run_point(ctx, points[i]); };
   g.report = [&] { ts::write_report(ctx, points); };
-  g.settings = teacher_student_settings;
-  g.presets = teacher_student_presets();
   return run_job_grid(ctx, g);
 }
 
