@@ -33,8 +33,6 @@
 // scratch copies are made. tests/test_softmax.cpp checks both roads against the transposed one.
 #include <Eigen/Core>
 #include <cmath>
-#include <cstdlib>
-#include <memory>
 #include <vector>
 
 #include "core/cpu/accumulate.h"
@@ -82,29 +80,21 @@ void softmax_backward_row(const T* y, const T* dy, T* dx, std::int64_t n) {
   Row<T>(dx, n) = ConstRow<T>(y, n) * (ConstRow<T>(dy, n) - static_cast<T>(dot));
 }
 
-// Scratch rows for the strided path: `count` rows of n elements in one 64-byte aligned block,
-// each starting on a 64-byte line (stride: whole lines) with room to be shifted within it.
+// Scratch rows for the strided path: `count` rows of n elements in one tensor (64-byte aligned,
+// as every tensor), each starting on a 64-byte line (stride: whole lines) with room to be shifted
+// within it.
 template <class T>
 class ScratchRows {
  public:
   ScratchRows(int count, std::int64_t n)
-      : stride_((n + kLine - 1) / kLine * kLine + kLine),
-        block_(static_cast<T*>(std::aligned_alloc(64, bytes(count, stride_)))) {
-    if (block_ == nullptr) throw std::bad_alloc();
-  }
+      : stride_((n + kLine - 1) / kLine * kLine + kLine), block_(Tensor::empty({count * stride_}, dtype_of<T>())) {}
   // Row k, placed as element `offset` of a 64-byte aligned tensor would be.
-  T* row(int k, std::int64_t offset) const { return block_.get() + k * stride_ + offset % kLine; }
+  T* row(int k, std::int64_t offset) { return block_.data<T>() + k * stride_ + offset % kLine; }
 
  private:
   static constexpr std::int64_t kLine = 64 / static_cast<std::int64_t>(sizeof(T));  // elements per line
-  static std::size_t bytes(int count, std::int64_t stride) {  // rounded up to a whole line
-    return (static_cast<std::size_t>(count * stride) * sizeof(T) + 63) / 64 * 64;
-  }
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
   std::int64_t stride_;
-  std::unique_ptr<T, Free> block_;
+  Tensor block_;
 };
 
 // For a tensor seen as [outer, n, inner] with inner > 1: calls body(scratch, base, row_offset) for
@@ -115,7 +105,7 @@ template <class T, class Body>
 void for_each_column(std::int64_t outer, std::int64_t n, std::int64_t inner, int scratch_rows, const Body& body) {
 #pragma omp parallel if (outer * n * inner > cpu::kParallelMinElements)
   {
-    const ScratchRows<T> scratch(scratch_rows, n);
+    ScratchRows<T> scratch(scratch_rows, n);
 #pragma omp for collapse(2) schedule(static)
     for (std::int64_t o = 0; o < outer; ++o)
       for (std::int64_t i = 0; i < inner; ++i) body(scratch, o * n * inner + i, (o * inner + i) * n);
@@ -197,7 +187,7 @@ void CpuBackend::softmax(const Tensor& x, std::int64_t outer, std::int64_t n, st
       softmax_short_columns(px, py, outer, n, inner);
       return;
     }
-    for_each_column<T>(outer, n, inner, 2, [&](const ScratchRows<T>& scratch, std::int64_t base, std::int64_t at) {
+    for_each_column<T>(outer, n, inner, 2, [&](ScratchRows<T>& scratch, std::int64_t base, std::int64_t at) {
       T* xs = scratch.row(0, at);
       T* ys = scratch.row(1, at);
       for (std::int64_t k = 0; k < n; ++k) xs[k] = px[base + k * inner];
@@ -238,7 +228,7 @@ void CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, std::int64_
       softmax_backward_short_columns(py, pdy, pdx, outer, n, inner);
       return;
     }
-    for_each_column<T>(outer, n, inner, 3, [&](const ScratchRows<T>& scratch, std::int64_t base, std::int64_t at) {
+    for_each_column<T>(outer, n, inner, 3, [&](ScratchRows<T>& scratch, std::int64_t base, std::int64_t at) {
       T* ys = scratch.row(0, at);
       T* dys = scratch.row(1, at);
       T* dxs = scratch.row(2, at);
