@@ -23,6 +23,18 @@
 //   5. checkpoint after a few AdamW steps (each followed by routers_after_optimizer_step), a
 //                checkpoint loaded into a layer built from another seed restores every parameter and
 //                buffer bitwise, and one more step on both gives bitwise-equal outputs and state.
+//   6. learns    when `router_learns`: the gradient of (output . r + aux losses) with respect to the
+//                router's parameters, r and x random, is not identically zero. Gradcheck (3) cannot
+//                see a router that never learns: a zero analytic gradient equals a zero numeric one
+//                (top-k with k = 1 and renormalised gates, every gate p/p = 1, passed it).
+//   7. gate sum  the promise the router declares (Router::gate_sum(), nn/moe/router.h): One: every
+//                token with no dropped slot has gates summing to 1, and none sums past 1;
+//                AtMostOne: none sums past 1 (to 1e-12); Free: nothing.
+//   8. threads   the plan for a batch large enough to be split between threads (2048 tokens) is
+//                bitwise the same at 1 and at 2 threads.
+//   9. ties      with every router parameter set to 0 (all experts score the same for a token) and
+//                with a batch of identical tokens: the plan keeps clause 1 (no token on one expert
+//                twice), and routing twice, or in a twin layer, gives bitwise the same plan.
 // Clauses 2 and 3 run in training mode when routing there is deterministic (the same plan twice),
 // else in evaluation mode (a router with noise). The header uses no test framework, so an example
 // program outside tests/ can run it too (examples/custom_router.cpp --check-contract).
@@ -56,6 +68,7 @@ struct RouterContract {
   std::int64_t tokens = 12;   // T
   std::uint64_t seed = 1;
   bool router_learns = true;  // the gates or aux losses carry gradient to the router's parameters
+  std::int64_t thread_tokens = 2048;  // clause 8's batch
 };
 
 namespace contract_detail {
@@ -211,6 +224,43 @@ inline Tensor train_step(MoELayer& moe, AdamW& opt, const Tensor& x, const Tenso
   return y.data();
 }
 
+// Clause 6: sum of |d(output . r + aux) / d theta| over the router's parameters.
+inline double router_gradient_size(MoELayer& moe, const Tensor& x, std::uint64_t seed) {
+  Generator gen(seed);
+  for (Variable& p : moe.router().parameters()) p.zero_grad();
+  AuxLosses aux;
+  const Variable y = moe.forward_with_aux(Variable(x), aux);
+  Variable loss = sum(y * Variable(normal(y.shape(), 0.0, 1.0, gen, y.dtype())));
+  for (const auto& term : aux.terms) loss = loss + term.second;
+  loss.backward();
+  double size = 0.0;
+  for (const Variable& p : moe.router().parameters())
+    if (p.grad().defined())
+      for (double g : doubles(p.grad())) size += std::abs(g);
+  return size;
+}
+
+// Clause 7: each token's gate sum against the router's declared promise.
+inline void check_gate_sum(const RoutingPlan& plan, GateSum promise, std::ostringstream& out) {
+  if (promise == GateSum::Free || !plan.gates.defined() || plan.gates.rank() != 2) return;
+  const std::int64_t T = plan.gates.size(0), k = plan.gates.size(1);
+  const std::vector<std::int32_t> ids = ints(plan.experts);
+  const std::vector<double> g = doubles(plan.gates.data());
+  for (std::int64_t t = 0; t < T; ++t) {
+    double total = 0.0;
+    bool dropped = false;
+    for (std::int64_t j = 0; j < k; ++j) {
+      total += g[static_cast<std::size_t>(t * k + j)];
+      dropped |= ids[static_cast<std::size_t>(t * k + j)] == kDroppedSlot;
+    }
+    if (total > 1.0 + 1e-12 || (promise == GateSum::One && !dropped && std::abs(total - 1.0) > 1e-12)) {
+      out << "gate sum: the router promises its gates " << gate_sum_name(promise) << ", but token " << t
+          << "'s sum to " << total << "\n";
+      return;
+    }
+  }
+}
+
 inline std::vector<std::pair<std::string, std::vector<double>>> state_of(const Module& m) {
   std::vector<std::pair<std::string, std::vector<double>>> out;
   for (const auto& [name, p] : m.named_parameters()) out.emplace_back(name, doubles(p.data()));
@@ -294,6 +344,66 @@ inline std::string router_contract_failures(const RouterContract& c) {
       const Tensor ya = train_step(a, opt_a, x, target), yb = train_step(b, opt_b, x, target);
       if (doubles(ya) != doubles(yb) || state_of(a) != state_of(b))
         out << "checkpoint: a resumed step is not bitwise the uninterrupted one\n";
+    }
+
+    // 6. a router that declares it learns gets a gradient (in the mode clause 3 used)
+    if (c.router_learns) {
+      Generator g6(c.seed);
+      MoELayer fresh(cfg, g6);
+      fresh.train(train_deterministic);
+      if (fresh.router().parameters().empty())
+        out << "learns: the router declares it learns but has no parameters\n";
+      else if (!(router_gradient_size(fresh, x, c.seed + 3000) > 0.0))
+        out << "learns: the router's parameters get a gradient of exactly 0 from the output and the aux losses "
+               "(constant gates? with k = 1, renormalised gates are all p/p = 1)\n";
+    }
+
+    // 7. the declared gate sum, in both modes
+    {
+      Generator g7(c.seed);
+      MoELayer fresh(cfg, g7);
+      check_gate_sum(fresh.router().route(Variable(x)), fresh.router().gate_sum(), out);
+      fresh.eval();
+      check_gate_sum(fresh.router().route(Variable(x)), fresh.router().gate_sum(), out);
+    }
+
+    // 8. the same plan at 1 and 2 threads
+    {
+      Generator g8(c.seed), d8(c.seed + 4000);
+      MoELayer fresh(cfg, g8);
+      fresh.train(train_deterministic);
+      const Tensor big = normal({c.thread_tokens, d}, 0.0, 1.0, d8, DType::Float64);
+      set_num_threads(2);
+      const RoutingPlan two = fresh.router().route(Variable(big));
+      set_num_threads(1);
+      const RoutingPlan one = fresh.router().route(Variable(big));
+      if (!same_plan(one, two)) out << "threads: the plan at 2 threads differs from the plan at 1\n";
+    }
+
+    // 9. ties: zero router parameters, then identical tokens
+    {
+      auto tied_layer = [&](std::uint64_t seed) {
+        Generator g9(seed);
+        auto layer = std::make_unique<MoELayer>(cfg, g9);
+        layer->train(train_deterministic);
+        for (Variable& p : layer->router().parameters()) {
+          Tensor t = p.data();
+          kernels::copy(t, zeros(t.shape(), t.dtype()));
+        }
+        return layer;
+      };
+      auto a = tied_layer(c.seed), b = tied_layer(c.seed);
+      std::vector<double> same_row = doubles(x.slice(0, 1));
+      std::vector<double> rows;
+      for (std::int64_t t = 0; t < T; ++t) rows.insert(rows.end(), same_row.begin(), same_row.end());
+      for (const Tensor& input : {x, from_vector(rows, {T, d})}) {
+        const RoutingPlan p1 = a->router().route(Variable(input));
+        std::ostringstream plan_faults;
+        check_plan(p1, T, E, plan_faults);
+        if (!plan_faults.str().empty()) out << "ties: " << plan_faults.str();
+        if (!same_plan(p1, a->router().route(Variable(input))) || !same_plan(p1, b->router().route(Variable(input))))
+          out << "ties: tied scores were routed differently twice\n";
+      }
     }
   } catch (const std::exception& e) {
     out << "threw: " << e.what() << "\n";

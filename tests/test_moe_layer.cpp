@@ -90,7 +90,9 @@ TEST_CASE("MoE layer with E = 1, k = 1 equals the dense MLP with the same weight
     Generator gen(11);
     const std::int64_t d = 6, f = 10;
     MLP mlp(d, f, gen, bias, DType::Float64);
-    MoELayer moe(f64_config(d, 1, 1, f, bias), gen);
+    MoEConfig one = f64_config(d, 1, 1, f, bias);
+    one.router_options = {{"allow_constant_gates", "true"}};  // one expert: the gate is 1 whatever the mode
+    MoELayer moe(one, gen);
     // Linear stores [out, in]; the bank stores [in, out] per expert.
     set_values(moe.experts().w_in(), kernels::transpose(mlp.up().weight().data()).reshape({1, d, f}));
     set_values(moe.experts().w_out(), kernels::transpose(mlp.down().weight().data()).reshape({1, f, d}));

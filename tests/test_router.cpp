@@ -167,7 +167,7 @@ TEST_CASE("topk router: capacity is respected and drops happen in token order") 
   const std::vector<double> w = {5, 0, 1, 0, 0, 0, -1, 0};
   SUBCASE("k = 1: C = ceil(1.0 * 8 / 4) = 2, tokens 0 and 1 keep expert 0") {
     Generator gen(0);
-    auto r = std::dynamic_pointer_cast<TopKRouter>(make_router("topk", config(2, E, 1, {{"capacity_factor", "1"}}), gen));
+    auto r = std::dynamic_pointer_cast<TopKRouter>(make_router("topk", config(2, E, 1, {{"capacity_factor", "1"}, {"allow_constant_gates", "true"}}), gen));
     set_weight(*r, from_vector(w, {E, 2}));
     RoutingPlan plan = r->route(x);
     CHECK(plan.experts.to_vector<std::int32_t>() == std::vector<std::int32_t>{0, 0, -1, -1, -1, -1, -1, -1});
@@ -198,7 +198,7 @@ TEST_CASE("topk router: capacity is respected and drops happen in token order") 
   }
   SUBCASE("a large capacity factor drops nothing") {
     Generator gen(0);
-    auto r = std::dynamic_pointer_cast<TopKRouter>(make_router("topk", config(2, E, 1, {{"capacity_factor", "4"}}), gen));
+    auto r = std::dynamic_pointer_cast<TopKRouter>(make_router("topk", config(2, E, 1, {{"capacity_factor", "4"}, {"gates", "softmax-topk"}}), gen));
     set_weight(*r, from_vector(w, {E, 2}));
     RoutingPlan plan = r->route(x);
     CHECK(plan.tokens_per_expert.to_vector<std::int32_t>() == std::vector<std::int32_t>{8, 0, 0, 0});
@@ -213,7 +213,8 @@ TEST_CASE("topk router: load-balance and z-loss against hand computation") {
   for (const auto& row : L) xv.insert(xv.end(), row.begin(), row.end());
   Generator gen(0);
   auto r = std::dynamic_pointer_cast<TopKRouter>(
-      make_router("topk", config(3, 3, 1, {{"load_balance", "0.01"}, {"z_loss", "0.001"}}), gen));
+      make_router("topk", config(3, 3, 1, {{"load_balance", "0.01"}, {"z_loss", "0.001"}, {"gates", "softmax-topk"}}),
+                  gen));
   set_weight(*r, from_vector(std::vector<double>{1, 0, 0, 0, 1, 0, 0, 0, 1}, {3, 3}));
   RoutingPlan plan = r->route(Variable(from_vector(xv, {4, 3})));
   // top-1: experts 0, 1, 0, 2 -> f = (2/4, 1/4, 1/4)
@@ -238,7 +239,9 @@ TEST_CASE("topk router: load-balance and z-loss against hand computation") {
 
 TEST_CASE("topk router: parameters, bias option, jitter only in training mode") {
   Generator gen(2);
-  auto r = make_router("topk", config(4, 3, 1, {{"bias", "true"}, {"jitter", "0.1"}, {"jitter_seed", "7"}}), gen);
+  auto r = make_router("topk", config(4, 3, 1, {{"bias", "true"}, {"jitter", "0.1"}, {"jitter_seed", "7"},
+                                                  {"allow_constant_gates", "true"}}),
+                       gen);
   const auto named = r->named_parameters();
   REQUIRE(named.size() == 2);
   CHECK(named[0].first == "weight");
@@ -255,6 +258,34 @@ TEST_CASE("topk router: parameters, bias option, jitter only in training mode") 
   CHECK(z_train1 != z_train2);  // fresh noise each call
   CHECK(z_eval1 == z_eval2);    // no noise in evaluation
   CHECK(z_train1 != z_eval1);
+}
+
+TEST_CASE("topk router: k = 1 with gates that are always 1 is refused unless asked for, saying why") {
+  // With k = 1, softmax-topk-renorm and topk-softmax give every token the gate p/p = 1: the task
+  // loss then sends the router exactly zero gradient (the shared-top1 scheme of `moelab routers`
+  // trained that way, with a router that never moved).
+  Generator gen(0);
+  for (const char* gates : {"softmax-topk-renorm", "topk-softmax"}) {
+    INFO("gates ", gates);
+    const std::string why = error_of([&] { make_router("topk", config(4, 4, 1, {{"gates", gates}}), gen); });
+    CHECK(why.find("no gradient") != std::string::npos);
+    CHECK(why.find("allow_constant_gates") != std::string::npos);
+    CHECK(why.find("softmax-topk") != std::string::npos);
+    CHECK(error_of([&] {
+            make_router("topk", config(4, 4, 1, {{"gates", gates}, {"allow_constant_gates", "true"}}), gen);
+          }).empty());
+    CHECK(error_of([&] { make_router("topk", config(4, 4, 2, {{"gates", gates}}), gen); }).empty());
+  }
+  CHECK(!error_of([&] { make_router("topk", config(4, 4, 1), gen); }).empty());  // the default gates
+  CHECK(error_of([&] { make_router("topk", config(4, 4, 1, {{"gates", "softmax-topk"}}), gen); }).empty());
+  // Switch's gate p_t,e gives the router a gradient at k = 1.
+  auto r = make_router("topk", config(4, 4, 1, {{"gates", "softmax-topk"}}), gen);
+  const Variable x(normal({5, 4}, 0, 1, gen, DType::Float64));
+  sum(r->route(x).gates * Variable(normal({5, 1}, 0, 1, gen, DType::Float64))).backward();
+  double norm = 0;
+  for (const auto& p : r->parameters())
+    for (double g : to_doubles(p.grad())) norm += g * g;
+  CHECK(norm > 0.0);
 }
 
 TEST_CASE("router registry: built-ins, errors naming what is wrong, a scheme registered outside nn/") {
@@ -277,7 +308,7 @@ TEST_CASE("router registry: built-ins, errors naming what is wrong, a scheme reg
   CHECK(bad_num.find("1e-3x") != std::string::npos);
   CHECK(!error_of([&] { make_router("topk", config(4, 4, 1, {{"load_balance", "-1"}}), gen); }).empty());
   CHECK(!error_of([&] { make_router("topk", config(4, 4, 5), gen); }).empty());  // k > E
-  auto r = make_router("topk", config(4, 4, 1), gen);
+  auto r = make_router("topk", config(4, 4, 2), gen);
   CHECK(!error_of([&] { r->route(Variable(zeros({3, 5}, DType::Float64))); }).empty());  // wrong d
 
   static bool registered = false;  // doctest may run this case once; keep the registration single

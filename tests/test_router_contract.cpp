@@ -4,11 +4,14 @@
 // (nn/moe/router_toolkit.h) on hand-made inputs, and a contract that must fail on a broken router.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "autograd/ops.h"
 #include "core/factories.h"
+#include "core/parallel.h"
 #include "nn/moe/router_toolkit.h"
 #include "tests/router_contract.h"
 
@@ -48,7 +51,140 @@ class BrokenRouter : public Router {
   }
 };
 
+// Softmax scores of a learned [E, d] weight, and a plan made from host-side choices: the base of
+// the deliberately broken routers below, each of which breaks exactly one clause.
+class HostChoiceRouter : public Router {
+ public:
+  HostChoiceRouter(const RouterConfig& c, Generator& gen, const char* name = "HostChoiceRouter") : Router(c.d, c.experts, c.k, name) {
+    weight_ = register_parameter("weight", uniform({c.experts, c.d}, -0.5, 0.5, gen, c.dtype));
+  }
+  RoutingPlan route(const Variable& x) override {
+    const Variable probs = softmax(matmul(x, weight_, false, true));  // [T, E]
+    const std::int64_t T = x.size(0), E = experts();
+    const std::vector<double> p = probs.data().to_vector<double>();
+    std::vector<std::int32_t> ids;
+    for (std::int64_t t = 0; t < T; ++t) {
+      const std::vector<std::int32_t> row = choose(std::vector<double>(p.begin() + t * E, p.begin() + (t + 1) * E), t);
+      ids.insert(ids.end(), row.begin(), row.end());
+    }
+    PlanParts parts;
+    parts.chosen = from_vector(ids, {T, k()});
+    parts.gates = shape_gates(gather_last(probs, parts.chosen));
+    return make_routing_plan(parts, E);
+  }
+  GateSum gate_sum() const override { return GateSum::AtMostOne; }
+
+ protected:
+  // The k experts of one token, by decreasing probability (ties: the lower id), unless overridden.
+  virtual std::vector<std::int32_t> choose(const std::vector<double>& p, std::int64_t /*t*/) {
+    std::vector<std::int32_t> order(p.size());
+    for (std::size_t e = 0; e < p.size(); ++e) order[e] = static_cast<std::int32_t>(e);
+    std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) { return p[a] > p[b]; });
+    order.resize(static_cast<std::size_t>(k()));
+    return order;
+  }
+  virtual Variable shape_gates(const Variable& g) { return g; }
+
+ private:
+  Variable weight_;
+};
+
+// Declares its gates sum to at most 1, then doubles them.
+class OverOneRouter : public HostChoiceRouter {
+ public:
+  OverOneRouter(const RouterConfig& c, Generator& g) : HostChoiceRouter(c, g, "OverOneRouter") {}
+  Variable shape_gates(const Variable& g) override { return g * 2.0; }
+};
+
+// Routes differently at 2 threads than at 1 (a reduction order that followed the thread count).
+class ThreadDependentRouter : public HostChoiceRouter {
+ public:
+  ThreadDependentRouter(const RouterConfig& c, Generator& g) : HostChoiceRouter(c, g, "ThreadDependentRouter") {}
+  std::vector<std::int32_t> choose(const std::vector<double>& p, std::int64_t t) override {
+    std::vector<std::int32_t> row = HostChoiceRouter::choose(p, t);
+    if (num_threads() > 1 && t % 7 == 3) row[0] = static_cast<std::int32_t>((row[0] + 1) % experts());  // k = 1
+    return row;
+  }
+};
+
+// A hand-written tie rule gone wrong: when the two best scores are equal, both slots take the
+// lower id (the token then sits on one expert twice). With distinct scores it is plain top-2.
+class TieDuplicateRouter : public HostChoiceRouter {
+ public:
+  TieDuplicateRouter(const RouterConfig& c, Generator& g) : HostChoiceRouter(c, g, "TieDuplicateRouter") {}
+  std::vector<std::int32_t> choose(const std::vector<double>& p, std::int64_t t) override {
+    std::vector<std::int32_t> row = HostChoiceRouter::choose(p, t);
+    if (p[static_cast<std::size_t>(row[0])] == p[static_cast<std::size_t>(row[1])]) row[1] = row[0];
+    return row;
+  }
+};
+
+// Breaks ties by a counter that advances with every call: random scores never tie, so clause 4
+// passes; tied ones route differently each time.
+class TieCounterRouter : public HostChoiceRouter {
+ public:
+  TieCounterRouter(const RouterConfig& c, Generator& g) : HostChoiceRouter(c, g, "TieCounterRouter") {}
+  std::vector<std::int32_t> choose(const std::vector<double>& p, std::int64_t t) override {
+    std::vector<std::int32_t> row = HostChoiceRouter::choose(p, t);
+    static std::int32_t calls = 0;
+    if (t == 0) ++calls;
+    if (p[0] == p[1]) row[0] = calls % 2;  // k = 1
+    return row;
+  }
+};
+
+template <class R>
+void register_once(const std::string& name) {
+  static bool registered = false;
+  if (registered) return;
+  register_router(name, [](const RouterConfig& c, Generator& g) { return std::make_shared<R>(c, g); });
+  registered = true;
+}
+
 }  // namespace
+
+TEST_CASE("router contract: each new clause rejects a router broken for it, and passes an honest one") {
+  register_once<HostChoiceRouter>("honest-host-choice");
+  register_once<OverOneRouter>("broken-gate-sum");
+  register_once<ThreadDependentRouter>("broken-threads");
+  register_once<TieDuplicateRouter>("broken-tie-duplicate");
+  register_once<TieCounterRouter>("broken-tie-counter");
+  // The honest base passes every clause (gates p_t,e of a softmax: at most 1, and they learn).
+  check_contract(contract("honest-host-choice", 2));
+  check_contract(contract("honest-host-choice", 1));
+  struct Case {
+    const char* router;
+    std::int64_t k;
+    const char* clause;
+  };
+  for (const Case& c : {Case{"broken-gate-sum", 2, "gate sum:"}, Case{"broken-threads", 1, "threads:"},
+                        Case{"broken-tie-duplicate", 2, "ties:"}, Case{"broken-tie-counter", 1, "ties:"}}) {
+    INFO(c.router);
+    const std::string failures = router_contract_failures(contract(c.router, c.k));
+    CHECK(failures.find(c.clause) != std::string::npos);
+    // Each breaks its own clause; the clauses that were there before pass it.
+    CHECK(failures.find("gradcheck") == std::string::npos);
+    CHECK(failures.find("checkpoint:") == std::string::npos);
+  }
+}
+
+TEST_CASE("router contract: a router that never learns is caught (the k = 1 trap)") {
+  // top-1 with renormalised gates: every gate is p/p = 1, so the router's gradient is exactly 0.
+  // Gradcheck agrees with itself (0 = 0); the learning clause does not.
+  RouterContract trap = contract("topk", 1, {{"allow_constant_gates", "true"}});
+  const std::string failures = router_contract_failures(trap);
+  CHECK(failures.find("learns:") != std::string::npos);
+  CHECK(failures.find("gradcheck") == std::string::npos);
+  // Declared as not learning, it passes: that is what the option is for.
+  trap.router_learns = false;
+  check_contract(trap);
+  // aux-free at k = 1 (no renormalisation, as Megatron-LM) and the shared-top1 scheme's router
+  // (DeepSeekMoE: one shared expert, top-1 with the softmax probability as its gate) both learn.
+  check_contract(contract("aux-free", 1));
+  RouterContract shared_top1 = contract("topk", 1, {{"gates", "softmax-topk"}}, 4);
+  shared_top1.layer.shared_experts = 1;
+  check_contract(shared_top1);
+}
 
 TEST_CASE("router contract: top-k in its gate modes, with capacity and aux losses") {
   check_contract(contract("topk", 2));

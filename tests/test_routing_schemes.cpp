@@ -97,19 +97,23 @@ TEST_CASE("aux-free: the bias follows the load after each step, selects but neve
   CHECK(r->expert_bias().to_vector<double>() == std::vector<double>{-0.25, 0.25, 0.25, 0.25});
   r->after_optimizer_step();  // nothing counted since: no change
   CHECK(r->expert_bias().to_vector<double>() == std::vector<double>{-0.25, 0.25, 0.25, 0.25});
-  // A large bias selects expert 3, but the gate is the unbiased score (k = 1, renormalised: 1;
-  // without renormalisation: sigmoid of expert 3's logit).
-  Generator g2(0);
-  auto raw = std::dynamic_pointer_cast<AuxFreeRouter>(
-      make_router("aux-free", config(E, E, 1, {{"renorm", "false"}}), g2));
-  set_values(raw->weight(), identity(E));
-  Tensor b = raw->expert_bias();
-  kernels::copy(b, from_vector(std::vector<double>{0, 0, 0, 5}, {E}));
-  const RoutingPlan plan = raw->route(x);
-  for (std::int64_t t = 0; t < T; ++t) {
-    CHECK(plan.experts.to_vector<std::int32_t>()[static_cast<std::size_t>(t)] == 3);
-    CHECK(plan.gates.data().to_vector<double>()[static_cast<std::size_t>(t)] ==
-          doctest::Approx(1.0 / (1.0 + std::exp(0.01 * t))).epsilon(1e-12));
+  // A large bias selects expert 3, but the gate is the unbiased score: sigmoid of expert 3's
+  // logit. At k = 1 that holds with the default renorm = true too (Megatron-LM renormalises only
+  // when k > 1; s/s = 1 would leave the router without a gradient).
+  for (const char* renorm : {"false", "true"}) {
+    INFO("renorm ", renorm);
+    Generator g2(0);
+    auto raw = std::dynamic_pointer_cast<AuxFreeRouter>(
+        make_router("aux-free", config(E, E, 1, {{"renorm", renorm}}), g2));
+    set_values(raw->weight(), identity(E));
+    Tensor b = raw->expert_bias();
+    kernels::copy(b, from_vector(std::vector<double>{0, 0, 0, 5}, {E}));
+    const RoutingPlan plan = raw->route(x);
+    for (std::int64_t t = 0; t < T; ++t) {
+      CHECK(plan.experts.to_vector<std::int32_t>()[static_cast<std::size_t>(t)] == 3);
+      CHECK(plan.gates.data().to_vector<double>()[static_cast<std::size_t>(t)] ==
+            doctest::Approx(1.0 / (1.0 + std::exp(0.01 * t))).epsilon(1e-12));
+    }
   }
 }
 
@@ -134,6 +138,7 @@ TEST_CASE("aux-free: the expert bias is a buffer checkpoints save, restore and r
   // Weights saved without the buffer (a layer with the topk router has none) do not load silently.
   MoEConfig plain = c;
   plain.router = "topk";
+  plain.router_options = {{"gates", "softmax-topk"}};
   Generator g3(3);
   MoELayer topk(plain, g3);
   save_checkpoint(dir.file("b.safetensors"), topk, nullptr, 0, nullptr);

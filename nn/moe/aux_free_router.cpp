@@ -52,7 +52,9 @@ RoutingPlan AuxFreeRouter::route(const Variable& x) {
   PlanParts parts;
   parts.chosen = kernels::topk(biased, static_cast<int>(k())).indices;  // [T, k]
   const Variable g = gather_last(scores, parts.chosen);                // unbiased scores
-  parts.gates = options_.renorm ? renormalize_rows(g) : g;
+  // Renormalised only when k > 1, as Megatron-LM's router does: at k = 1 it would make every gate
+  // s/s = 1 and the router would get no gradient from the task loss (the k = 1 trap).
+  parts.gates = options_.renorm && k() > 1 ? renormalize_rows(g) : g;
   if (!options_.sigmoid) parts.probs = scores.data();
   // The bias buffer is updated in place later: the metric reads a snapshot of it.
   parts.extra = [b = kernels::binary_scalar(BinaryOp::Mul, expert_bias_, 1.0)]() {  // a copy

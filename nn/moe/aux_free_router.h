@@ -10,7 +10,8 @@
 //   s      = sigmoid(x W^T) (DeepSeek-V3; option score = "softmax": softmax over the experts)   [T, E]
 //   S_t    = the k largest s_t + b (b: the expert bias [E], a buffer, not trained)            [T, k]
 //   g_tj   = s_t,S_tj / sum_i s_t,S_ti  (the bias never enters a gate; option renorm = false
-//            keeps g_tj = s_t,S_tj)
+//            keeps g_tj = s_t,S_tj; at k = 1 the gate is always s_t,S_t1, as in Megatron-LM, which
+//            renormalises only when k > 1: s/s = 1 would leave the router without a gradient)
 //   after each optimizer step (Router::after_optimizer_step, called by every training loop via
 //   routers_after_optimizer_step): c_e = assignments to e in the training forwards since the
 //   last update, and
@@ -54,6 +55,11 @@ class AuxFreeRouter : public Router {
   RoutingPlan route(const Variable& x) override;
   // b += u * sign(mean(c) - c) over the pending counts, then clears them (no-op without any).
   void after_optimizer_step() override;
+  // One when renormalised (k > 1); else sigmoid scores promise nothing, softmax ones sum to <= 1.
+  GateSum gate_sum() const override {
+    if (options_.renorm && k() > 1) return GateSum::One;
+    return options_.sigmoid ? GateSum::Free : GateSum::AtMostOne;
+  }
 
   const Variable& weight() const { return weight_; }
   const Tensor& expert_bias() const { return expert_bias_; }  // [E], the selection bias

@@ -88,6 +88,8 @@ class ExpertChoiceRouter : public Router {
 
   // x: [T, d] -> an E-wide plan (see above).
   RoutingPlan route(const Variable& x) override;
+  // A token's gates are probabilities of one softmax over all experts, of the experts that chose it.
+  GateSum gate_sum() const override { return GateSum::AtMostOne; }
 
   const Variable& weight() const { return weight_; }
   const Variable& bias() const { return bias_; }  // undefined without options.bias

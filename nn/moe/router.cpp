@@ -73,6 +73,15 @@ void Router::check_input(const Variable& x, const char* scheme) const {
   MOELAB_CHECK(x.size(0) >= 1, scheme, "x must have at least one token, got ", x.shape());
 }
 
+const char* gate_sum_name(GateSum sum) {
+  switch (sum) {
+    case GateSum::Free: return "free";
+    case GateSum::One: return "sums to 1";
+    case GateSum::AtMostOne: return "sums to at most 1";
+  }
+  return "?";
+}
+
 Tensor counts_from_offsets(const Tensor& offsets) {
   // Through float64 (exact for any int32): the float ops run on every device; int32 ones do not.
   const Tensor f = kernels::cast(offsets, DType::Float64);

@@ -84,6 +84,17 @@ struct RoutingPlan {
   Tensor slots;  // optional int32 [T]: slots each token used (variable-k schemes)
 };
 
+// What a router promises about each token's gates, summed over its kept slots (declared by
+// Router::gate_sum(); tests/router_contract.h checks the promise):
+//   One        every token whose slots were all kept has gates summing to 1 (renormalised
+//              gates, a softmax over the chosen logits); a token that lost a slot to a capacity
+//              sums to at most 1
+//   AtMostOne  every token's gates sum to at most 1 (probabilities of a softmax over all experts,
+//              not renormalised: Switch, DeepSeekMoE)
+//   Free       no promise (sigmoid gates, constants)
+enum class GateSum { Free, One, AtMostOne };
+const char* gate_sum_name(GateSum sum);
+
 // int32 [E + 1] offsets -> int32 [E] counts offsets[e+1] - offsets[e], on the offsets' device.
 Tensor counts_from_offsets(const Tensor& offsets);
 
@@ -100,6 +111,10 @@ class Router : public Module {
   // whose state follows training outside the gradient, e.g. aux-loss-free balancing's expert
   // bias. The default does nothing.
   virtual void after_optimizer_step() {}
+
+  // The promise this router keeps about each token's gate sum (GateSum above); the default
+  // promises nothing.
+  virtual GateSum gate_sum() const { return GateSum::Free; }
 
  protected:
   // Checks 1 <= k <= experts and d >= 1 (throws moelab::Error naming `scheme`).

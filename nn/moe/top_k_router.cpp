@@ -35,7 +35,8 @@ const char* gate_mode_name(GateMode mode) {
 }
 
 TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
-  check_router_options(config, {"gates", "bias", "jitter", "jitter_seed", "load_balance", "z_loss", "capacity_factor"},
+  check_router_options(config, {"gates", "bias", "jitter", "jitter_seed", "load_balance", "z_loss", "capacity_factor",
+                                "allow_constant_gates"},
                        kScheme);
   TopKRouterOptions o;
   const std::string gates = router_option_choice(
@@ -48,6 +49,7 @@ TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
   o.load_balance = router_option_double(config, "load_balance", 0.0, kScheme);
   o.z_loss = router_option_double(config, "z_loss", 0.0, kScheme);
   o.capacity_factor = router_option_double(config, "capacity_factor", 0.0, kScheme);
+  o.allow_constant_gates = router_option_bool(config, "allow_constant_gates", false, kScheme);
   if (config.options.count("jitter_seed")) {
     const double s = router_option_double(config, "jitter_seed", 0.0, kScheme);
     MOELAB_CHECK(s == std::floor(s) && s < 1.8e19, kScheme, "option 'jitter_seed' must be a whole number, got '",
@@ -55,6 +57,10 @@ TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
     o.jitter_seed = static_cast<std::uint64_t>(s);
   }
   return o;
+}
+
+bool top_k_gates_constant(GateMode mode, std::int64_t k) {
+  return k == 1 && (mode == GateMode::SoftmaxTopkRenorm || mode == GateMode::TopkSoftmax);
 }
 
 // ---------------------------------------------------------------- the routing computation
@@ -149,6 +155,12 @@ TopKRouter::TopKRouter(std::int64_t d, std::int64_t experts, std::int64_t k, con
   MOELAB_CHECK(options.jitter >= 0.0 && options.jitter < 1.0, kScheme, "jitter must be in [0, 1), got ", options.jitter);
   MOELAB_CHECK(options.load_balance >= 0.0 && options.z_loss >= 0.0 && options.capacity_factor >= 0.0, kScheme,
                "load_balance, z_loss and capacity_factor must be >= 0");
+  MOELAB_CHECK(!top_k_gates_constant(options.gates, k) || options.allow_constant_gates, kScheme,
+               "k = 1 with gates = ", gate_mode_name(options.gates),
+               " makes every gate p/p = 1, so the router gets no gradient from the task loss and never learns "
+               "(only an aux loss or weight decay would move it). Use gates = softmax-topk (Switch's and "
+               "DeepSeekMoE's top-1 gate, p itself), k >= 2, or option allow_constant_gates = true if a fixed "
+               "router is what you want");
   const double bound = 1.0 / std::sqrt(static_cast<double>(d));
   weight_ = register_parameter("weight", uniform({experts, d}, -bound, bound, gen, dtype));
   if (options.bias) bias_ = register_parameter("bias", zeros({experts}, dtype));
@@ -171,6 +183,10 @@ RoutingPlan TopKRouter::route(const Variable& x) {
     kernels::fill_uniform(noise, 1.0 - options_.jitter, 1.0 + options_.jitter, jitter_gen_);
   }
   return top_k_route(x, weight_, bias_, k(), options_, noise);
+}
+
+GateSum TopKRouter::gate_sum() const {
+  return options_.gates == GateMode::SoftmaxTopk ? GateSum::AtMostOne : GateSum::One;
 }
 
 std::shared_ptr<Router> make_top_k_router(const RouterConfig& config, Generator& gen) {

@@ -13,7 +13,13 @@
 //   "equal"                          g_tj = 1 / k (constant)                   the granularity paper's theory;
 //                                    the router then gets no gradient through the gates (a warning says so)
 // The renormalised mode and topk-softmax give the same gates (softmax is shift-invariant); they
-// are kept apart because the papers name them apart. (The granularity paper is Boix-Adsera and
+// are kept apart because the papers name them apart.
+// THE k = 1 TRAP. With k = 1 both of them make every gate p/p = 1 (a softmax over one logit is 1),
+// so the task loss sends the router exactly zero gradient: the router stays as initialised (only
+// an aux loss or weight decay moves it). A router built that way is refused (moelab::Error, and
+// exit 2 on the command line) unless option allow_constant_gates = "true" says it is meant (a
+// teacher that never trains, a study of fixed routing). Top-1 routers that learn use
+// "softmax-topk": Switch's gate p_t,e, DeepSeekMoE's un-renormalised softmax gate. (The granularity paper is Boix-Adsera and
 // Rigollet, "The power of fine-grained experts", 2025; every paper named here: docs/REFERENCES.md.)
 //
 // Options (RouterConfig::options; unknown keys and bad values are errors):
@@ -30,6 +36,8 @@
 //                    (1 when perfectly balanced, for every k; HF Mixtral's version is k times this)
 //   z_loss           coefficient >= 0 of the router z-loss (ST-MoE, Zoph et al. 2022):
 //                      mean_t logsumexp(logits_t)^2
+//   allow_constant_gates  "true": accept k = 1 with softmax-topk-renorm or topk-softmax (see above);
+//                    default "false"
 //   capacity_factor  0 (default) = no dropping, as in the Mixture of Parrots experiments; else each
 //                    expert keeps at most C = ceil(capacity_factor * T * k / E) assignments, taken
 //                    in token order (token t before t + 1; within a token its 1st choice first);
@@ -66,11 +74,17 @@ struct TopKRouterOptions {
   double load_balance = 0.0;
   double z_loss = 0.0;
   double capacity_factor = 0.0;
+  bool allow_constant_gates = false;
   std::optional<std::uint64_t> jitter_seed;
 };
 
 // Parses config.options (throws moelab::Error naming an unknown key or a bad value).
 TopKRouterOptions parse_top_k_options(const RouterConfig& config);
+
+// True when every gate of a top-k plan is the constant 1: k = 1 with a gate mode that normalises
+// over the chosen experts (softmax-topk-renorm, topk-softmax). The router then gets no gradient
+// from the task loss.
+bool top_k_gates_constant(GateMode mode, std::int64_t k);
 
 // The routing computation for given parameters, so that tests can differentiate with respect to
 // leaves of their own. x: [T, d], weight: [E, d], bias: [E] or undefined, 1 <= k <= E;
@@ -86,6 +100,8 @@ class TopKRouter : public Router {
 
   // x: [T, d] -> plan; draws jitter noise in training mode when options.jitter > 0.
   RoutingPlan route(const Variable& x) override;
+  // One for the renormalised modes, topk-softmax and equal; AtMostOne for softmax-topk.
+  GateSum gate_sum() const override;
 
   const Variable& weight() const { return weight_; }
   const Variable& bias() const { return bias_; }  // undefined without options.bias

@@ -55,6 +55,7 @@ class TopPRouter : public Router {
   TopPRouter(std::int64_t d, std::int64_t experts, std::int64_t max_k, const TopPRouterOptions& options,
              Generator& gen, DType dtype = DType::Float32);
   RoutingPlan route(const Variable& x) override;
+  GateSum gate_sum() const override { return options_.renorm ? GateSum::One : GateSum::AtMostOne; }
   const Variable& weight() const { return weight_; }
 
  private:

@@ -59,8 +59,11 @@ RouterScheme router_scheme(const std::string& name, const SchemeSettings& s, std
     r.description = "experts until probability " + cell(s.top_p_threshold) + " (at most " + std::to_string(r.k) +
                     "), entropy loss 1e-4 + Switch loss " + cell(s.load_balance);
   } else if (name == "shared-top1") {
-    r.router = "topk", r.k = 1, r.shared_experts = 1;
-    r.description = "1 shared expert + top-1 of " + std::to_string(experts - 1) + " routed (DeepSeekMoE)";
+    // DeepSeekMoE's gate: the softmax probability itself, not renormalised over the one chosen
+    // expert (that would be p/p = 1 for every token, and the router would never learn).
+    r.router = "topk", r.k = 1, r.shared_experts = 1, r.options = {{"gates", "softmax-topk"}};
+    r.description = "1 shared expert + top-1 of " + std::to_string(experts - 1) +
+                    " routed, gate = softmax probability (DeepSeekMoE)";
   } else {
     throw UsageError("no routing scheme '" + name + "' (the schemes: " + joined_names() + ")");
   }

@@ -82,9 +82,9 @@ std::vector<Preset> routers_presets() {
       {"cpu",
        "docs/EXPERIMENTS.md's CPU setting: 8 experts per layer; a book of 1500 entries (top-2 memorizes 92-100% in "
        "docs/results/phonebook-cpu: at its edge), d 64, 1200 steps of 128; shortest path at `moelab shortest-path "
-       "--preset cpu`'s settings (8-vertex graphs, d 32, 2000 steps of 64, 1000 test graphs); seeds 0, 1 (28 points: "
-       "about 25 minutes on one thread)",
-       {{"book_sizes", "1500"}, {"seeds", "0,1"}}},
+       "--preset cpu`'s settings (8-vertex graphs, d 32, 2000 steps of 64, 1000 test graphs); seeds 0, 1, 2 (42 "
+       "points: about 40 minutes on one thread, 20 as jobs two at a time)",
+       {{"book_sizes", "1500"}, {"seeds", "0,1,2"}}},
       {"paper",
        "the Mixture of Parrots scales (a GPU and days; not run here): 12 layers, 8 heads, 16 experts; phone-books "
        "of 500k and 1M entries at d 256, 10 epochs of batch 32, lr 1e-3; shortest path on 50-vertex graphs at d "

@@ -248,7 +248,7 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
              << " | " << fmt(mean_of(c.mean_load.at("load_cv")), "%.3f") << " | "
              << fmt(mean_of(c.mean_load.at("dropped_fraction")), "%.4f") << " | "
              << fmt(mean_of(c.mean_load.at("router_entropy")), "%.3f") << " | " << fmt(slots, "%.2f") << " | "
-             << cell(mean_over_seeds(c, "active_params_at_mean_slots")) << (schemes[r].variable_k ? " (mean)" : "")
+             << fmt(mean_over_seeds(c, "active_params_at_mean_slots"), "%.6g") << (schemes[r].variable_k ? " (mean)" : "")
              << " | " << cell(j.at("total_params").get<double>()) << " |\n";
       const double tps = mean_of(c.tokens_per_second);
       speed << "| " << schemes[r].name << " | " << fmt(tps, "%.0f") << " tokens/s | "
@@ -293,7 +293,7 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
       if (schemes[r].variable_k)
         verdict << "; " << fmt(mean_of(c.mean_load.at("mean_slots")), "%.2f")
                 << " experts per token on average (topk: 2): its active parameters vary per token, "
-                << cell(mean_over_seeds(c, "active_params_at_mean_slots")) << " at the mean against "
+                << fmt(mean_over_seeds(c, "active_params_at_mean_slots"), "%.6g") << " at the mean against "
                 << cell(base->seeds.front()->j.at("active_params").get<double>());
       if (mean_of(c.mean_load.at("dropped_fraction")) > 0)
         verdict << "; drops " << fmt(100 * mean_of(c.mean_load.at("dropped_fraction")), "%.2f%%") << " of assignments";

@@ -60,7 +60,12 @@ std::uint64_t name_hash(const std::string& text) {
 
 std::unique_ptr<MoELayer> make_teacher(const MoESpec& spec, std::uint64_t seed) {
   Generator gen(seed);
-  auto teacher = std::make_unique<MoELayer>(spec.config(), gen);
+  MoEConfig config = spec.config();
+  // A teacher never trains, so a k = 1 teacher's constant gates (topk-softmax over one logit is 1:
+  // each input goes to its best expert with weight 1) are what it is, not the trap the router
+  // refuses by default (nn/moe/top_k_router.h). A k = 1 student is still refused.
+  if (config.router == "topk" && config.k == 1) config.router_options["allow_constant_gates"] = "true";
+  auto teacher = std::make_unique<MoELayer>(config, gen);
   teacher->eval();
   return teacher;
 }

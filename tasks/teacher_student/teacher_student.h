@@ -38,8 +38,9 @@
 // options) and router_bias asks it for its "bias" option.
 //
 // Note (docs/EXPERIMENTS.md): with k = 1 and topk-softmax gates the single gate is always 1, so a
-// k = 1 student's router gets no gradient; with "equal" gates no router gets one. The paper's
-// grids start at k = 2.
+// k = 1 student's router would get no gradient: the topk router refuses it (exit 2) unless
+// router_options asks for allow_constant_gates:true; a k = 1 teacher, which never trains, is
+// built with it. With "equal" gates no router gets a gradient. The paper's grids start at k = 2.
 #pragma once
 
 #include <cstdint>

@@ -29,7 +29,9 @@ Settings teacher_student_settings() {
   s.add_text("teacher_gates", "topk-softmax", "teacher gates: softmax over the k selected logits, or 1/k",
              {"topk-softmax", "equal"});
   s.add_int_list("student_k", {2, 4, 6, 8, 10, 12, 14, 16},
-                 "student granularities k' (k' = 1 with topk-softmax gates: the router gets no gradient)", 1, 4096);
+                 "student granularities k' (k' = 1 with topk-softmax gates is refused: its one gate is always 1, "
+                 "so the router would get no gradient)",
+                 1, 4096);
   s.add_int_list("student_ratios", {2}, "student experts per active expert m'/k'", 1, 4096);
   s.add_int("student_active", 320, "student active neurons k'w' (the paper: 25% more than the teacher)", 1, 1 << 24);
   s.add_text("student_gates", "topk-softmax", "student gates (equal: the router gets no gradient)",
