@@ -6,8 +6,11 @@
 Every .csv file of RECORDED (a docs/results folder or any run folder) is read next to the file of
 the same name in RERUN, row by row. Columns that measure time or name paths (seconds, *_ms,
 *per_second, checkpoint, started) differ from run to run by nature and are left out; every other
-cell is compared as text first (bitwise: the engine prints floats with enough digits that equal
-text means equal values) and, where it differs, as a number. metrics.csv (the per-step logs) is
+cell is compared as text first and, where it differs, as a number. Equal text is equal bits: the
+engine prints every float in the shortest form that reads back to the same double (up to 17
+significant digits; a float32 widened to double reads back to its float32 bits too). Records
+written before that (6 significant digits) compare bitwise only to 6 digits: equal text there
+does not prove equal bits. metrics.csv (the per-step logs) is
 compared too when both folders have it.
 
 Prints one line per file: "bitwise", or the largest absolute difference per column, and then the

@@ -65,10 +65,14 @@ std::string read_all(const std::filesystem::path& path) {
 std::string cell(double value) {
   if (std::isfinite(value) && value == std::round(value) && std::fabs(value) < 1e15)
     return std::to_string(static_cast<long long>(value));
-  std::ostringstream s;
-  s.precision(6);
-  s << value;
-  return s.str();
+  // The shortest text that reads back to exactly this double (std::to_chars without a precision:
+  // at most 17 significant digits, 0.1 stays "0.1"). A float32 result widened to double reads back
+  // to the same float32 bits too, so equal cells are equal values and different bits never print
+  // alike. (6 digits, as before, made two runs that differed in the last bits look identical.)
+  char text[64];
+  const auto [end, error] = std::to_chars(text, text + sizeof text, value);
+  if (error != std::errc()) return std::to_string(value);  // not reached: 64 chars always suffice
+  return std::string(text, end);
 }
 
 CsvFile::CsvFile(const std::filesystem::path& path, const std::vector<std::string>& header)

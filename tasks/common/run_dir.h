@@ -92,7 +92,8 @@ std::size_t drop_unfinished_rows(const std::filesystem::path& path,
 // One CSV line of cells (no newline), quoted as CsvFile writes them: for files derived whole.
 std::string csv_line(const std::vector<std::string>& cells);
 
-// A number as a CSV cell: integers exactly, others with 6 significant digits.
+// A number as a CSV cell: integers exactly, others in the shortest form that reads back to the same
+// double (up to 17 significant digits): equal text is equal bits. For prose, format_number.
 std::string cell(double value);
 
 class RunDir {

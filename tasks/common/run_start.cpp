@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/cpu/cpu_features.h"
-#include "moelab_build_info.h"  // generated: MOELAB_GIT_COMMIT (cmake/build_info.cmake)
+#include "moelab_build_info.h"  // generated: MOELAB_GIT_COMMIT, MOELAB_COMPILER, ... (cmake/build_info.cmake)
 
 namespace moelab {
 
@@ -75,6 +75,14 @@ nlohmann::ordered_json run_config(const std::string& experiment, const std::stri
   config["cpu"] = cpu::cpu_description();
   // The code: the git commit the binary was built from ("+dirty": with uncommitted changes).
   config["commit"] = MOELAB_GIT_COMMIT;
+  // The rest of what decides the bits: the GEMM kernels chosen at run time, and the build (the
+  // compiler, Eigen, the flags). Same commit, kernels and build: the same bits on any CPU of the
+  // build's level (README, "CPUs, instruction sets and determinism"; scripts/reproduce.sh checks it).
+  config["kernels"] = cpu::isa_name(cpu::active_isa());
+  config["build"] = {{"compiler", MOELAB_COMPILER},
+                     {"eigen", MOELAB_EIGEN_VERSION},
+                     {"type", MOELAB_BUILD_TYPE},
+                     {"flags", MOELAB_BUILD_FLAGS}};
   config["command"] = command;
   const std::time_t now = std::time(nullptr);
   char when[64];

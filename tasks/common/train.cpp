@@ -9,6 +9,7 @@
 #include "nn/optim/adam.h"
 #include "nn/optim/schedule.h"
 #include "tasks/common/progress.h"
+#include "tasks/common/report.h"
 #include "tasks/common/train_loop.h"
 
 namespace moelab {
@@ -69,8 +70,8 @@ TrainReport train_decoder(Decoder& model, const TrainConfig& config, const Batch
   hooks.summary = [&](const LoopState& state) {
     report.final_loss = mean_recent();
     std::string summary = "trained " + std::to_string(state.step) + " steps in " + clock_text(state.train_seconds) +
-                          (state.stopped_early ? " (stopped early)" : "") + ", loss " + cell(report.final_loss);
-    for (const auto& [name, value] : report.metrics) summary += ", " + name + " " + cell(value);
+                          (state.stopped_early ? " (stopped early)" : "") + ", loss " + format_number(report.final_loss, "%.6g");
+    for (const auto& [name, value] : report.metrics) summary += ", " + name + " " + format_number(value, "%.6g");
     return summary;
   };
   const LoopState done =
