@@ -1,16 +1,14 @@
 // tasks/common/plot.cpp — see plot.h.
 #include "tasks/common/plot.h"
 
-#include <sys/wait.h>
-
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "core/error.h"
 #include "tasks/common/checked_file.h"
+#include "tasks/common/subprocess.h"
 
 namespace moelab {
 
@@ -21,6 +19,12 @@ std::string gp_string(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
   return q + "'";
+}
+
+// gnuplot's path on $PATH, looked up once; empty when it is not installed.
+const std::filesystem::path& gnuplot_path() {
+  static const std::filesystem::path found = find_program("gnuplot").value_or(std::filesystem::path());
+  return found;
 }
 
 // The first lines of a gnuplot log, for an error message.
@@ -46,15 +50,13 @@ PlotResult render(const std::filesystem::path& dir, const std::string& stem, con
   // An old picture goes first, so it is never taken for the new one (a link is left alone).
   std::error_code ec;
   if (std::filesystem::is_regular_file(std::filesystem::symlink_status(r.png, ec))) std::filesystem::remove(r.png, ec);
-  const std::string command = "cd '" + dir.string() + "' && gnuplot '" + gp.filename().string() + "' 2>'" +
-                              log.filename().string() + "'";
-  const int status = std::system(command.c_str());
-  if (status != 0) {
+  // No shell: gnuplot and its one argument are handed to execv as they are, the folder is entered
+  // with chdir (tasks/common/subprocess.h), so quotes, ';', '$(...)' or newlines in the run
+  // folder's name are only characters of a name.
+  const ProgramResult run = run_program({gnuplot_path().string(), gp.filename().string()}, dir, log.filename());
+  if (!run.ok()) {
     std::filesystem::remove(r.png, ec);
-    throw Error("gnuplot failed on '" + gp.string() + "' (" +
-                (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
-                                   : std::string("status ") + std::to_string(status)) +
-                "): " + log_excerpt(log));
+    throw Error("gnuplot failed on '" + gp.string() + "' (" + run.describe() + "): " + log_excerpt(log));
   }
   if (!png_complete(r.png)) {
     const bool exists = std::filesystem::exists(r.png, ec);
@@ -98,10 +100,7 @@ bool png_complete(const std::filesystem::path& path) {
   return in && std::memcmp(head, signature, sizeof head) == 0 && std::memcmp(tail, end_chunk, sizeof tail) == 0;
 }
 
-bool have_gnuplot() {
-  static const bool found = std::system("command -v gnuplot >/dev/null 2>&1") == 0;
-  return found;
-}
+bool have_gnuplot() { return !gnuplot_path().empty(); }
 
 PlotResult plot_lines(const LinePlot& plot, const std::filesystem::path& dir, const std::string& stem) {
   const std::string data = stem + ".dat";
