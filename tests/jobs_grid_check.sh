@@ -7,7 +7,8 @@
 # and then every file A's report wrote must be in B, equal byte for byte, except: the timings are cut
 # first (CSV columns named `seconds` or `tokens_per_second`, rows of the metric tokens_per_second,
 # the summary line "Training time of the jobs" and summary lines that say tokens/s), and
-# config.json (it records the command and the start time), the plots' PNGs and the points/ folder
+# config.json (it records the command and the start time), the plots' PNGs, the points/ folder
+# and the lock files (.lock, .config.lock, .locks/: tasks/common/run_lock.h)
 # are not compared. A second mode=list
 # in B must list nothing. Run by ctest as jobs_grid_matches_all:
 #   sh tests/jobs_grid_check.sh build/moelab
@@ -49,7 +50,7 @@ check() {
   [ -s "B-$name.again" ] && fail "$name: mode=list still lists points after they ran"
   "$moelab" "$@" --threads 1 --out "B-$name" --set mode=report >>"B-$name.log" 2>&1 || { fail "$name mode=report"; return; }
   compared=0
-  for f in $(cd "A-$name" && find . -type f ! -path './points/*' ! -name config.json ! -name '*.png' | sort); do
+  for f in $(cd "A-$name" && find . -type f ! -path './points/*' ! -path './.locks/*' ! -name config.json ! -name '*.png' ! -name '.lock' ! -name '.config.lock' | sort); do
     if [ ! -f "B-$name/$f" ]; then fail "$name: $f is missing in the jobs run"; continue; fi
     strip_seconds "A-$name/$f" >a.txt
     strip_seconds "B-$name/$f" >b.txt

@@ -106,5 +106,56 @@ else
   echo "FAIL: phonebook with router=top-p failed"; cat err.txt; failures=$((failures + 1))
 fi
 
+# --- No shell anywhere: run folders named like shell injections train and report, nothing runs.
+for name in "bob's run" "x'; touch INJECTED1; echo '" 'y $(touch INJECTED2) `touch INJECTED3`' "new
+line; touch INJECTED4"; do
+  if $moelab $l2 --out "$name" >out.txt 2>err.txt && [ -s "$name/summary.md" ]; then
+    echo "ok: a run folder named $(printf '%s' "$name" | head -n 1)..."
+  else
+    echo "FAIL: the run in the folder '$name' failed"; cat err.txt; failures=$((failures + 1))
+  fi
+done
+if find . -name 'INJECTED*' | grep -q .; then
+  echo "FAIL: a folder name ran a command: $(find . -name 'INJECTED*')"; failures=$((failures + 1))
+fi
+
+# --- One writer per folder (tasks/common/run_lock.h): a held folder refuses a second run at once,
+# naming the holder, and writes nothing.
+if command -v flock >/dev/null; then
+  mkdir -p L
+  printf 'pid 4242 (mode=all): moelab the-first-run\n' >L/.lock
+  flock -x -o L/.lock sleep 20 >/dev/null 2>&1 &
+  holder=$!
+  sleep 1
+  expect 2 "is in use by pid 4242 (mode=all): moelab the-first-run" L $moelab $l2 --out L
+  expect 2 "is in use by" L $moelab $l2 --out L --set mode=point --set point=5x2-n1-seed0
+  kill $holder 2>/dev/null; wait $holder 2>/dev/null
+  expect 0 "" - $moelab $l2 --out L  # released when the holder ended
+fi
+# Two jobs of one grid started together with different settings: the config lock lets exactly one
+# of them write config.json; the other is refused (before: both ran, config.json said one thing and
+# the points held another).
+$moelab $l2 --out J --set mode=point --set point=5x2-n1-seed0 --set steps=4 >j1.txt 2>&1 &
+first=$!
+$moelab $l2 --out J --set mode=point --set point=5x2-n10-seed0 --set steps=6 >j2.txt 2>&1
+second_status=$?
+wait $first
+first_status=$?
+if [ "$((first_status + second_status))" = 2 ] && grep -q "other settings" j1.txt j2.txt; then
+  echo "ok: two jobs with different settings on one folder: one ran, one was refused"
+else
+  echo "FAIL: two jobs with different settings exited $first_status and $second_status"; cat j1.txt j2.txt
+  failures=$((failures + 1))
+fi
+# mode=point without a point, or a point name that is a path, writes nothing.
+expect 2 "mode=point needs --set point=NAME" Q $moelab $l2 --out Q --set mode=point
+expect 2 "holds only letters, digits" Q $moelab $l2 --out Q --set mode=point --set point=../../escape
+# A value twice in a list would run its jobs twice.
+expect 2 "listed twice" Q $moelab $l2 --out Q --set seeds=0,0
+# An unknown experiment is named.
+expect 2 "no experiment 'nosuch-experiment'" - $moelab nosuch-experiment
+# A model too large for this machine's memory is refused before anything is written.
+expect 2 "more than this machine's" Q $moelab phonebook --preset demo --set dense_widths=65536 --out Q
+
 [ "$failures" = 0 ] && echo "all checks passed"
 exit "$failures"

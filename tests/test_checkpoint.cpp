@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 
 #include <cerrno>
+#include <cmath>
+#include <limits>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -389,9 +391,9 @@ TEST_CASE("a checkpoint save that fails on a full disk says so and keeps the ear
   // Train on, then save again where every write fails with ENOSPC (the temporary file links to
   // /dev/full): the error names the file and the reason, and the step-1 checkpoint is intact.
   train(model, *opt, data, 1, 3);
-  std::filesystem::create_symlink("/dev/full", path + ".tmp");
+  std::filesystem::create_symlink("/dev/full", temporary_path(path));
   const std::string message = error_of([&] { save_checkpoint(path, model, opt.get(), 3, &data); });
-  CHECK(has(message, "cannot write '" + path + ".tmp'"));
+  CHECK(has(message, "cannot write '" + temporary_path(path) + "'"));
   CHECK(has(message, std::strerror(ENOSPC)));
   CHECK(dir.entries() == std::vector<std::string>{"ckpt.safetensors"});
   Net restored({3, 4, 2}, true, 2);
@@ -401,4 +403,30 @@ TEST_CASE("a checkpoint save that fails on a full disk says so and keeps the ear
   save_checkpoint(path, model, opt.get(), 3, &data);
   CHECK(load_checkpoint(path, restored, nullptr, nullptr) == 3);
   CHECK(same_parameters(restored, model));
+}
+
+TEST_CASE("weights holding NaN or inf are refused on load, naming them, unless allow_non_finite") {
+  TempDir dir;
+  const std::string path = dir.file("diverged.safetensors");
+  Net saved({3, 4, 2}, true, 1);
+  Tensor w = saved.named_parameters()[2].second.data();  // fc2.weight [4, 2]
+  w.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  Tensor b = saved.named_parameters()[1].second.data();  // fc1.bias [4]
+  b.data<float>()[0] = -std::numeric_limits<float>::infinity();
+  save_checkpoint(path, saved, nullptr, 5, nullptr);
+
+  Net loaded({3, 4, 2}, true, 2);
+  const auto before = snapshot(loaded);
+  const std::string message = error_of([&] { load_checkpoint(path, loaded, nullptr, nullptr); });
+  CAPTURE(message);
+  CHECK(has(message, "fc2.weight: holds NaN or infinite values"));
+  CHECK(has(message, "fc1.bias: holds NaN or infinite values"));
+  CHECK(!has(message, "fc1.weight"));
+  CHECK(unchanged(loaded, before));  // nothing copied
+  // Asked for (to look at a diverged run), it loads as it is.
+  CHECK(load_checkpoint(path, loaded, nullptr, nullptr, nullptr, /*allow_non_finite=*/true) == 5);
+  CHECK(std::isnan(loaded.named_parameters()[2].second.data().data<float>()[3]));
+  save_parameters(dir.file("plain.safetensors"), saved);
+  CHECK(has(error_of([&] { load_parameters(dir.file("plain.safetensors"), loaded); }), "holds NaN or infinite"));
+  CHECK_NOTHROW(load_parameters(dir.file("plain.safetensors"), loaded, /*allow_non_finite=*/true));
 }

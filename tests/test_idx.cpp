@@ -5,6 +5,7 @@
 // payloads, trailing bytes, damaged gzip, a missing file), for mismatched image/label pairs, and
 // for missing or half-present data directories.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -246,6 +247,23 @@ TEST_CASE("read_idx: a missing file and a directory name the path") {
   TempDir dir;
   CHECK_THROWS_WITH_AS(read_idx(dir.file("nothing-here")), doctest::Contains((dir.file("nothing-here") + ": no such file").c_str()), Error);
   CHECK_THROWS_WITH_AS(read_idx(dir.path().string()), doctest::Contains("is a directory"), Error);
+}
+
+TEST_CASE("read_idx: a FIFO is refused at once (it would block forever), and a lying gzip header before inflating") {
+  TempDir dir;
+  REQUIRE(::mkfifo(dir.file("fifo").c_str(), 0644) == 0);
+  CHECK_THROWS_WITH_AS(read_idx(dir.file("fifo")), doctest::Contains("is not a regular file"), Error);
+  // A few hundred bytes of gzip whose header promises 1000 x 1000 x 1000 bytes: deflate cannot
+  // hold that much in so few bytes, so the header is refused before any data is inflated (a
+  // 4.2 MB file that did hold 2^32 zeros once cost 125 s and 4.2 GB).
+  write_gz(dir.file("bomb.gz"), concat(header(0x08, {1000, 1000, 1000}), Bytes(4096, 0)));
+  CHECK_THROWS_WITH_AS(read_idx(dir.file("bomb.gz")), doctest::Contains("more than a gzip file of"), Error);
+  // A plain file shorter than its header says: refused from its length, before reading.
+  write_bytes(dir.file("short"), concat(header(0x08, {1000, 1000}), Bytes(10, 0)));
+  CHECK_THROWS_WITH_AS(read_idx(dir.file("short")), doctest::Contains("truncated: expected 1000000 bytes"), Error);
+  // More than 2^30 elements: damaged, whatever the file holds.
+  write_bytes(dir.file("huge2"), header(0x08, {65536, 256, 256}));
+  CHECK_THROWS_WITH_AS(read_idx(dir.file("huge2")), doctest::Contains("the header is damaged"), Error);
 }
 
 TEST_CASE("load_idx_dataset: images [N, rows, cols] with N labels in 0..9") {

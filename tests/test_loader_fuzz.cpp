@@ -54,6 +54,12 @@ TEST_CASE("loader fuzz: mutated safetensors, checkpoint and IDX files load or th
       CAPTURE(file);
       CHECK(harness.run(loader, bytes).error == "");
     }
+    for (const auto& [file, bytes] : hostile_files(loader)) {  // refused with moelab::Error, no crash
+      CAPTURE(file);
+      const Outcome outcome = harness.run(loader, bytes);
+      CHECK(!outcome.loaded);
+      CHECK(outcome.error.find("nested deeper than") != std::string::npos);
+    }
 
     std::int64_t loaded = 0, rejected = 0, breaches = 0;
     for (std::int64_t c = only >= 0 ? only : 0; c < (only >= 0 ? only + 1 : cases); ++c) {

@@ -4,11 +4,16 @@
 // and allowed when only threads, device or keys declared with may_change_on_resume differ; a key
 // the folder's record lacks (added to the code later) counts as its default.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
+#include "tasks/common/run_lock.h"
 #include "tasks/common/run_start.h"
 #include "temp_dir.h"
 
@@ -136,4 +141,110 @@ TEST_CASE("a setting the folder's record lacks (added to the code later) counts 
   // Keys the record has are compared as before.
   CHECK_THROWS_WITH_AS(check_resume(dir, config_of(with({"steps=7"})), with({"steps=7"})),
                        doctest::Contains("steps = 100 there, 7 now"), UsageError);
+}
+
+TEST_CASE("config.json names the kernels and the build: compiler, Eigen, type and flags") {
+  const nlohmann::ordered_json config = config_of(example_settings());
+  const std::string kernels = config.at("kernels").get<std::string>();
+  CHECK((kernels == "generic" || kernels == "avx2" || kernels == "avx512"));
+  for (const char* key : {"compiler", "eigen", "type", "flags"}) {
+    INFO(key);
+    CHECK(!config.at("build").at(key).get<std::string>().empty());
+    CHECK(config.at("build").at(key).get<std::string>() != "unknown");
+  }
+  CHECK(config.at("build").at("flags").get<std::string>().find("EIGEN_FAST_MATH=0") != std::string::npos);
+}
+
+TEST_CASE("a folder with results but no config.json is refused: whose settings made them is unknown") {
+  moelab::testing::TempDir tmp;
+  const RunDir dir = open_run_folder(tmp.file("run"));
+  std::filesystem::create_directories(dir.file("points"));
+  const Settings s = example_settings();
+  CHECK_THROWS_WITH_AS(begin_run(dir, config_of(s), s), doctest::Contains("no config.json"), UsageError);
+  CHECK(!std::filesystem::exists(dir.file("config.json")));
+  std::filesystem::remove(dir.file("points"));
+  CHECK_NOTHROW(begin_run(dir, config_of(s), s));  // empty: a new run
+}
+
+TEST_CASE("a damaged config.json is refused with a message naming it: a folder, a FIFO, 100,000 levels deep") {
+  moelab::testing::TempDir tmp;
+  const Settings s = example_settings();
+  {
+    const RunDir dir = open_run_folder(tmp.file("folder"));
+    std::filesystem::create_directories(dir.file("config.json"));
+    CHECK_THROWS_WITH_AS(begin_run(dir, config_of(s), s), doctest::Contains("is a folder"), UsageError);
+  }
+  {
+    const RunDir dir = open_run_folder(tmp.file("fifo"));
+    REQUIRE(::mkfifo(dir.file("config.json").c_str(), 0644) == 0);
+    CHECK_THROWS_WITH_AS(begin_run(dir, config_of(s), s), doctest::Contains("not a regular file"), UsageError);
+  }
+  {
+    // A stack overflow before (the DOM's copy recursed once per level): refused before parsing.
+    const RunDir dir = open_run_folder(tmp.file("deep"));
+    std::ofstream(dir.file("config.json")) << "{\"settings\": {\"steps\": " << std::string(100000, '[')
+                                           << std::string(100000, ']') << "}}";
+    CHECK_THROWS_WITH_AS(begin_run(dir, config_of(s), s), doctest::Contains("nested deeper than"), UsageError);
+  }
+  {
+    // A huge value in the record: the message names its size, not its 5,000,000 elements.
+    const RunDir dir = open_run_folder(tmp.file("huge"));
+    std::string values;
+    for (int i = 0; i < 5000000; ++i) values += i ? ",7" : "7";
+    std::ofstream(dir.file("config.json")) << "{\"experiment\": \"example\", \"seed\": 0, \"settings\": {\"steps\": ["
+                                           << values << "]}}";
+    try {
+      begin_run(dir, config_of(s), s);
+      FAIL("a record with other settings was accepted");
+    } catch (const UsageError& e) {
+      const std::string message = e.what();
+      CHECK(message.find("an array of 5000000 elements") != std::string::npos);
+      CHECK(message.size() < 2000);
+    }
+  }
+}
+
+TEST_CASE("one writer per run folder: a second run is refused naming the first; jobs of a grid share it") {
+  moelab::testing::TempDir tmp;
+  const RunDir dir = open_run_folder(tmp.file("run"));
+  {
+    const RunLock all = lock_run_folder(dir, "all", "", "moelab example --out run");
+    // flock locks belong to an open file: a second open in this process conflicts as another
+    // process would.
+    CHECK_THROWS_WITH_AS(lock_run_folder(dir, "all", "", "second"), doctest::Contains("moelab example --out run"),
+                         UsageError);
+    CHECK_THROWS_WITH_AS(lock_run_folder(dir, "point", "p1", "job"), doctest::Contains("is in use by pid"),
+                         UsageError);
+    CHECK_THROWS_AS(lock_run_folder(dir, "report", "", "report"), UsageError);
+  }
+  {
+    const RunLock p1 = lock_run_folder(dir, "point", "p1", "moelab example --set point=p1");
+    const RunLock p2 = lock_run_folder(dir, "point", "p2", "moelab example --set point=p2");  // shared: fine
+    const RunLock list = lock_run_folder(dir, "list", "", "moelab example --set mode=list");
+    CHECK_THROWS_WITH_AS(lock_run_folder(dir, "point", "p1", "again"), doctest::Contains("point=p1"), UsageError);
+    // A run of the whole grid waits for nothing and names the running jobs.
+    CHECK_THROWS_WITH_AS(lock_run_folder(dir, "all", "", "all"), doctest::Contains("jobs of its grid"), UsageError);
+  }
+  CHECK_NOTHROW(lock_run_folder(dir, "all", "", "after the jobs"));  // released with the RunLocks
+
+  // Killed with SIGKILL, a holder leaves no lock behind: the kernel releases it.
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    try {
+      const RunLock held = lock_run_folder(dir, "all", "", "the child");
+      [[maybe_unused]] const ssize_t n = ::write(ready[1], "x", 1);
+      ::pause();
+    } catch (...) {
+    }
+    ::_exit(1);
+  }
+  char byte;
+  REQUIRE(::read(ready[0], &byte, 1) == 1);
+  CHECK_THROWS_WITH_AS(lock_run_folder(dir, "all", "", "parent"), doctest::Contains("the child"), UsageError);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  CHECK_NOTHROW(lock_run_folder(dir, "all", "", "parent"));
 }

@@ -212,14 +212,14 @@ TEST_CASE("a failed write (full disk, rename refused) throws naming the file and
   if (std::filesystem::exists("/dev/full")) {
     for (const std::int64_t n : {std::int64_t{3}, std::int64_t{1} << 20}) {
       CAPTURE(n);
-      std::filesystem::create_symlink("/dev/full", path + ".tmp");
+      std::filesystem::create_symlink("/dev/full", temporary_path(path));
       try {
         write_safetensors(path, {{"x", zeros({n})}});
         FAIL("write_safetensors reported success on a full disk");
       } catch (const Error& e) {
         const std::string message = e.what();
         CAPTURE(message);
-        CHECK(has(message, "write_safetensors: cannot write '" + path + ".tmp'"));
+        CHECK(has(message, "write_safetensors: cannot write '" + temporary_path(path) + "'"));
         CHECK(has(message, "the temporary file for '" + path + "'"));
         CHECK(has(message, std::strerror(ENOSPC)));
       }
@@ -238,7 +238,7 @@ TEST_CASE("a failed write (full disk, rename refused) throws naming the file and
   } catch (const Error& e) {
     const std::string message = e.what();
     CAPTURE(message);
-    CHECK(has(message, "cannot rename '" + dir_path + ".tmp'"));
+    CHECK(has(message, "cannot rename '" + temporary_path(dir_path) + "'"));
     CHECK(has(message, std::strerror(EISDIR)));
   }
   CHECK(std::filesystem::is_directory(dir_path + "/inside"));
@@ -317,4 +317,26 @@ TEST_CASE("corrupt headers are rejected, each with its own message") {
   check_rejected(dir, file(R"({"__metadata__":{"step":9}})", {}), "__metadata__ 'step' must be a string");
   check_rejected(dir, file(R"({"__metadata__":[]})", {}), "__metadata__ must be an object");
   check_rejected(dir, file("{\"\xff\":1}", {}), "not valid JSON");  // not UTF-8
+
+  // Nested 100,000 deep (200 KB): a stack overflow in the DOM before; refused before parsing now.
+  check_rejected(dir, file("{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}", {}),
+                 "nested deeper than 32 levels");
+  check_rejected(dir, file("{\"__metadata__\": {\"x\": " + std::string(50, '{') + std::string(50, '}') + "}}", {}),
+                 "nested deeper than");
+  // Brackets inside strings are text, not nesting.
+  check_rejected(dir, file("{\"__metadata__\": {\"x\": \"" + std::string(1000, '[') + "\\\"\"}, \"a\": 1}", {}),
+                 "expected an object");
+  // A huge value is described by its size, not printed: 5,000,000 elements gave a 10 MB message.
+  std::string values;
+  for (int i = 0; i < 5000000; ++i) values += i ? ",-1" : "-1";
+  try {
+    write_bytes(dir.file("huge.safetensors"),
+                file("{\"a\":{\"dtype\":\"F32\",\"shape\":[" + values + "],\"data_offsets\":[0,8]}}", eight));
+    (void)read_safetensors(dir.file("huge.safetensors"));
+    FAIL("a shape of 5,000,000 negative sizes was accepted");
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    CHECK(has(message, "an array of 5000000 elements"));
+    CHECK(message.size() < 1000);
+  }
 }

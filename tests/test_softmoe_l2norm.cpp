@@ -177,6 +177,9 @@ TEST_CASE("softmoe-l2norm command: files, a rerun trains nothing, bad settings a
   }
 
   const Settings s = settings({});
+  // As the command line does: the folder's record first (a folder with results and no record is
+  // refused later).
+  begin_run(dir, run_config(e.name, "test", 0, 1, "cpu", "moelab softmoe-l2norm", s), s);
   REQUIRE(e.run(RunContext{s, dir, "test", 0, 1, Device::cpu()}) == 0);
   const auto results = read_csv(dir.file("results.csv"));
   CHECK(results.size() == 2 * 2 * 2);  // 2 tokenisations x 2 n x 2 seeds

@@ -4,6 +4,7 @@
 #include "nn/io/checkpoint.h"
 
 #include <charconv>
+#include <cmath>
 #include <set>
 #include <sstream>
 
@@ -55,8 +56,22 @@ struct Copy {
 
 // Matches the file's tensors named prefix + <parameter name> against the model's parameters and
 // returns the copies to make, or throws one error listing every mismatch.
+// True when every element of a float tensor (on the host) is finite; integer tensors always are.
+bool all_finite(const Tensor& t) {
+  if (t.dtype() == DType::Float32) {
+    const float* v = t.data<float>();
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+      if (!std::isfinite(v[i])) return false;
+  } else if (t.dtype() == DType::Float64) {
+    const double* v = t.data<double>();
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+      if (!std::isfinite(v[i])) return false;
+  }
+  return true;
+}
+
 std::vector<Copy> match_parameters(const SafetensorsFile& file, const Module& model, const std::string& prefix,
-                                   bool strict, const char* op) {
+                                   bool strict, const char* op, bool allow_non_finite) {
   std::map<std::string, const Tensor*> stored;  // parameter name -> tensor in the file
   for (const auto& [name, t] : file.tensors)
     if (starts_with(name, prefix)) stored[name.substr(prefix.size())] = &t;
@@ -78,7 +93,12 @@ std::vector<Copy> match_parameters(const SafetensorsFile& file, const Module& mo
     if (!same_dtype)
       mismatched.push_back(name + ": dtype " + dtype_name(src.dtype()) + " in the file, " + dtype_name(p.dtype()) +
                            " in the model");
-    if (same_shape && same_dtype) copies.push_back({p, src});
+    // A NaN or inf weight would make every later loss NaN, far from its cause.
+    if (same_shape && same_dtype && !allow_non_finite && !all_finite(src))
+      mismatched.push_back(name + ": holds NaN or infinite values (saved from a run that diverged?); load it with "
+                                  "allow_non_finite to inspect it anyway");
+    else if (same_shape && same_dtype)
+      copies.push_back({p, src});
   }
   std::vector<std::string> unexpected;
   if (strict)
@@ -134,7 +154,7 @@ void save_checkpoint(const std::string& path, const Module& model, const Optimiz
 }
 
 std::int64_t load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer, Generator* generator,
-                             std::map<std::string, std::string>* metadata) {
+                             std::map<std::string, std::string>* metadata, bool allow_non_finite) {
   const char* op = "load_checkpoint";
   const SafetensorsFile file = read_safetensors(path);
 
@@ -168,7 +188,7 @@ std::int64_t load_checkpoint(const std::string& path, Module& model, Optimizer* 
     seed = metadata_integer<std::uint64_t>(file, "generator.seed", op, hint);
     counter = metadata_integer<std::uint64_t>(file, "generator.counter", op, hint);
   }
-  std::vector<Copy> copies = match_parameters(file, model, kModelPrefix, /*strict=*/true, op);
+  std::vector<Copy> copies = match_parameters(file, model, kModelPrefix, /*strict=*/true, op, allow_non_finite);
 
   // 2. The optimizer checks its own state (names, shapes, dtypes) before it restores it.
   if (optimizer) {
@@ -190,10 +210,13 @@ void save_parameters(const std::string& path, const Module& model, const std::ma
   write_safetensors(path, parameter_tensors(model, ""), metadata);
 }
 
-void load_parameters(const std::string& path, Module& model) { load_parameters(read_safetensors(path), model); }
+void load_parameters(const std::string& path, Module& model, bool allow_non_finite) {
+  load_parameters(read_safetensors(path), model, "", true, allow_non_finite);
+}
 
-void load_parameters(const SafetensorsFile& file, Module& model, const std::string& prefix, bool strict) {
-  std::vector<Copy> copies = match_parameters(file, model, prefix, strict, "load_parameters");
+void load_parameters(const SafetensorsFile& file, Module& model, const std::string& prefix, bool strict,
+                     bool allow_non_finite) {
+  std::vector<Copy> copies = match_parameters(file, model, prefix, strict, "load_parameters", allow_non_finite);
   apply(copies);
 }
 

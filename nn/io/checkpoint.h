@@ -53,18 +53,22 @@ void save_checkpoint(const std::string& path, const Module& model, const Optimiz
 // Restores a checkpoint into `model` and, when not null, `optimizer` and `generator` (which the
 // file must then contain); returns the saved step. With `metadata` not null, it receives the
 // file's whole metadata (extras included). A null optimizer or generator skips that part.
+// A parameter or buffer holding NaN or inf is refused (listed with the other mismatches) unless
+// allow_non_finite: such weights come from a run that diverged, and would make every loss NaN.
 std::int64_t load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer, Generator* generator,
-                             std::map<std::string, std::string>* metadata = nullptr);
+                             std::map<std::string, std::string>* metadata = nullptr, bool allow_non_finite = false);
 
 // Writes just the module's parameters under their plain dotted names.
 void save_parameters(const std::string& path, const Module& model, const std::map<std::string, std::string>& metadata = {});
 // Loads parameters saved by save_parameters (or by PyTorch's safetensors.torch.save_file of a
 // state_dict with the same names); the file must hold exactly the module's parameters.
-void load_parameters(const std::string& path, Module& model);
+// Non-finite values are refused unless allow_non_finite, as in load_checkpoint.
+void load_parameters(const std::string& path, Module& model, bool allow_non_finite = false);
 // Loads the parameters from an already read file, from the tensors named prefix + <dotted name>.
 // Tensors whose names do not start with `prefix` are ignored; with strict, a tensor under the
 // prefix that is not a parameter is an error, without it it is ignored too (useful for a fixture
 // file that also holds inputs and expected outputs). Missing parameters are always an error.
-void load_parameters(const SafetensorsFile& file, Module& model, const std::string& prefix = "", bool strict = true);
+void load_parameters(const SafetensorsFile& file, Module& model, const std::string& prefix = "", bool strict = true,
+                     bool allow_non_finite = false);
 
 }  // namespace moelab

@@ -17,6 +17,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json_guard.h"
 
 namespace moelab {
 
@@ -137,6 +138,7 @@ ordered_json parse_header(const std::string& text, const std::string& path) {
       duplicate = parsed.get<std::string>();
     return true;
   };
+  check_json_depth(text, "read_safetensors: '" + path + "': the header");  // before any DOM (core/json_guard.h)
   ordered_json header;
   try {
     header = ordered_json::parse(text, watch);
@@ -153,14 +155,14 @@ ordered_json parse_header(const std::string& text, const std::string& path) {
 std::uint64_t get_offset(const ordered_json& v, const std::string& path, const std::string& name) {
   MOELAB_CHECK(v.is_number_unsigned() && v.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT64_MAX),
                "read_safetensors", "'", path, "': tensor '", name,
-               "': data_offsets must hold non-negative integers, got ", v.dump());
+               "': data_offsets must hold non-negative integers, got ", json_summary(v));
   return v.get<std::uint64_t>();
 }
 
 Entry parse_entry(const std::string& name, const ordered_json& v, std::uint64_t data_bytes, const std::string& path) {
   const char* op = "read_safetensors";
   MOELAB_CHECK(!name.empty(), op, "'", path, "': a tensor has an empty name");
-  MOELAB_CHECK(v.is_object(), op, "'", path, "': tensor '", name, "': expected an object, got ", v.dump());
+  MOELAB_CHECK(v.is_object(), op, "'", path, "': tensor '", name, "': expected an object, got ", json_summary(v));
   for (const auto& [key, value] : v.items())
     MOELAB_CHECK(key == "dtype" || key == "shape" || key == "data_offsets", op, "'", path, "': tensor '", name,
                  "': unexpected field '", key, "'");
@@ -169,19 +171,19 @@ Entry parse_entry(const std::string& name, const ordered_json& v, std::uint64_t 
 
   Entry e{name, nullptr, {}, 0, 0};
   const auto& dtype = v["dtype"];
-  MOELAB_CHECK(dtype.is_string(), op, "'", path, "': tensor '", name, "': dtype must be a string, got ", dtype.dump());
+  MOELAB_CHECK(dtype.is_string(), op, "'", path, "': tensor '", name, "': dtype must be a string, got ", json_summary(dtype));
   e.dtype = find_file_dtype(dtype.get<std::string>());
   MOELAB_CHECK(e.dtype != nullptr, op, "'", path, "': tensor '", name, "': unknown dtype '", dtype.get<std::string>(),
                "' (moelab reads F32, F64, I32 and I64)");
 
   const auto& shape = v["shape"];
-  MOELAB_CHECK(shape.is_array(), op, "'", path, "': tensor '", name, "': shape must be an array, got ", shape.dump());
+  MOELAB_CHECK(shape.is_array(), op, "'", path, "': tensor '", name, "': shape must be an array, got ", json_summary(shape));
   std::vector<std::int64_t> sizes;
   std::uint64_t bytes = e.dtype->bytes;  // numel * element size, checked against overflow
   bool overflow = false;
   for (const auto& s : shape) {
     MOELAB_CHECK(s.is_number_unsigned() && s.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT64_MAX), op, "'",
-                 path, "': tensor '", name, "': shape must hold non-negative integers, got ", shape.dump());
+                 path, "': tensor '", name, "': shape must hold non-negative integers, got ", json_summary(shape));
     sizes.push_back(s.get<std::int64_t>());
     overflow = overflow || __builtin_mul_overflow(bytes, s.get<std::uint64_t>(), &bytes);
   }
@@ -189,7 +191,7 @@ Entry parse_entry(const std::string& name, const ordered_json& v, std::uint64_t 
 
   const auto& offsets = v["data_offsets"];
   MOELAB_CHECK(offsets.is_array() && offsets.size() == 2, op, "'", path, "': tensor '", name,
-               "': data_offsets must be [begin, end], got ", offsets.dump());
+               "': data_offsets must be [begin, end], got ", json_summary(offsets));
   e.begin = get_offset(offsets[0], path, name);
   e.end = get_offset(offsets[1], path, name);
   MOELAB_CHECK(e.begin <= e.end, op, "'", path, "': tensor '", name, "': data_offsets [", e.begin, ", ", e.end,
@@ -206,11 +208,11 @@ Entry parse_entry(const std::string& name, const ordered_json& v, std::uint64_t 
 
 std::map<std::string, std::string> parse_metadata(const ordered_json& v, const std::string& path) {
   MOELAB_CHECK(v.is_object(), "read_safetensors", "'", path, "': __metadata__ must be an object of strings, got ",
-               v.dump());
+               json_summary(v));
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : v.items()) {
     MOELAB_CHECK(value.is_string(), "read_safetensors", "'", path, "': __metadata__ '", key,
-                 "' must be a string, got ", value.dump());
+                 "' must be a string, got ", json_summary(value));
     out[key] = value.get<std::string>();
   }
   return out;
@@ -280,6 +282,8 @@ const Tensor& SafetensorsFile::at(const std::string& name) const {
   fail("SafetensorsFile::at", "'", path, "' has no tensor named '", name, "'");
 }
 
+std::string temporary_path(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
+
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   std::set<std::string> seen;
@@ -296,7 +300,10 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   // Every step is checked; on any failure the temporary file is removed and `path` keeps
   // whatever it held before (a full disk fails in write or, on some file systems, only in fsync
   // or close, which is why both are checked too).
-  const std::string tmp = path + ".tmp";
+  // One temporary name per process: two processes saving the same path at once each write their
+  // own file, and the last rename wins whole (one shared "<path>.tmp" made 237 of 600 concurrent
+  // saves fail).
+  const std::string tmp = temporary_path(path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail_errno("cannot create", tmp, path);
   try {

@@ -28,6 +28,8 @@
 #include "core/backend.h"
 #include "core/parallel.h"
 #include "tasks/common/experiment.h"
+#include "tasks/common/job_grid.h"
+#include "tasks/common/run_lock.h"
 #include "tasks/common/run_start.h"
 #include "tasks/phonebook/phonebook_experiment.h"
 #include "tasks/shortest_path/shortest_path_experiment.h"
@@ -96,9 +98,17 @@ int run_experiment(const Experiment& e, const Common& c, const std::string& comm
     device = Device::cuda();
   }
   if (e.check_inputs) e.check_inputs(settings);
+  // mode and point agree before anything is written (some experiments check the point's name
+  // against their grid only once it is built, after config.json); a point's name also names its
+  // lock file, so it holds only letters, digits, '.', '_', '-' (as every grid's names do).
+  if (settings.has("mode") && settings.has("point")) check_job_point(settings);
 
   // Only now the run folder: usable, and holding no run with other settings; then config.json.
   const RunDir dir = open_run_folder(c.out_given ? c.out : "runs/" + e.name + "/" + preset_name);
+  // One writer at a time (tasks/common/run_lock.h): held until this function returns, or by the
+  // kernel until the process ends however it ends.
+  const RunLock lock = lock_run_folder(dir, settings.has("mode") ? settings.text("mode") : "",
+                                       settings.has("point") ? settings.text("point") : "", command_line);
   begin_run(dir, run_config(e.name, preset_name, seed, c.threads, c.device, command_line, settings), settings);
   set_num_threads(c.threads);
   const RunContext ctx{settings, dir, preset_name, seed, c.threads, device, c.program};
@@ -135,6 +145,21 @@ int moelab_main(int argc, char** argv) {
         ->capture_default_str();
     sub->footer(e.details + "\n\nSettings (--set key=value; the defaults before any preset):\n" + e.settings().describe() +
                 "\nPresets (--preset NAME; each sets the values listed):\n" + presets_text(e));
+  }
+  // An unknown experiment name is named (CLI11 alone says "A subcommand is required").
+  if (argc > 1 && argv[1] != nullptr && argv[1][0] != '-') {
+    const std::string wanted = argv[1];
+    std::string names;
+    bool known = false;
+    for (const Experiment& e : all) {
+      known = known || e.name == wanted;
+      names += (names.empty() ? "" : ", ") + e.name;
+    }
+    if (!known) {
+      std::fprintf(stderr, "moelab: no experiment '%s' (the experiments: %s; moelab --help lists them)\n",
+                   wanted.c_str(), names.c_str());
+      return 2;
+    }
   }
   try {
     app.parse(argc, argv);

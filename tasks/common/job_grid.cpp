@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 
 #include "core/error.h"
+#include "tasks/common/json_file.h"
 
 namespace moelab {
 
@@ -21,13 +23,23 @@ void add_job_settings(Settings& s, const std::string& example_point) {
   s.may_change_on_resume({"mode", "point"});
 }
 
-void validate_job_settings(const Settings& s, const std::vector<std::string>& points) {
+void check_job_point(const Settings& s) {
   const std::string mode = s.text("mode"), point = s.text("point");
   if (mode != "point") {
     if (point != "none") throw UsageError("point is only used with mode=point (this is mode=" + mode + ")");
     return;
   }
   if (point == "none") throw UsageError("mode=point needs --set point=NAME (mode=list prints the names)");
+  for (char c : point)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'))
+      throw UsageError("point '" + point + "': a point's name holds only letters, digits, '.', '_' and '-'");
+  if (point.front() == '.') throw UsageError("point '" + point + "': a point's name does not start with '.'");
+}
+
+void validate_job_settings(const Settings& s, const std::vector<std::string>& points) {
+  check_job_point(s);
+  if (s.text("mode") != "point") return;
+  const std::string point = s.text("point");
   std::string names;
   for (const std::string& p : points) {
     if (p == point) return;
@@ -55,14 +67,9 @@ void write_point(const RunDir& dir, const std::string& name, const nlohmann::ord
 
 std::optional<nlohmann::json> read_point(const RunDir& dir, const std::string& name) {
   const std::filesystem::path path = dir.file(point_file(name));
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    throw Error("cannot read the point result '" + path.string() + "': " + e.what() +
-                " (remove it to run the point again)");
-  }
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return std::nullopt;
+  return nlohmann::json(read_json_file(path, "the point result", "remove it to run the point again"));
 }
 
 std::string gather_curves(const RunDir& dir, const std::vector<std::string>& names) {
@@ -91,6 +98,62 @@ std::string shell_word(const std::string& w) {
 }
 
 namespace {
+
+// The JSON type of every field of a point result, two levels deep ("a.b" for nested objects).
+void field_types(const nlohmann::json& j, const std::string& prefix, int depth,
+                 std::map<std::string, std::string>& out) {
+  if (!j.is_object()) return;
+  for (const auto& [key, value] : j.items()) {
+    const std::string name = prefix.empty() ? key : prefix + "." + key;
+    out[name] = value.is_number() ? "number" : value.type_name();
+    if (depth > 1) field_types(value, name, depth - 1, out);
+  }
+}
+
+// "points/x.json: 'exact_match' is a string where 12 others have a number; ..." for the points whose
+// fields differ from most others', or that cannot be read at all; "" when none stands out.
+std::string damaged_points(const RunDir& dir, const std::vector<std::string>& names) {
+  std::vector<std::pair<std::string, std::map<std::string, std::string>>> fields;
+  std::string out;
+  int listed = 0;
+  for (const std::string& name : names) {
+    if (!point_done(dir, name)) continue;
+    try {
+      std::map<std::string, std::string> f;
+      field_types(nlohmann::json(read_json_file(dir.file(point_file(name)), "the point result", "remove it to run the point again")), "", 2, f);
+      fields.emplace_back(name, std::move(f));
+    } catch (const std::exception& e) {
+      if (listed++ < 5) out += std::string(out.empty() ? "" : "; ") + e.what();
+    }
+  }
+  // For each field, how many points hold it with each type.
+  std::map<std::string, std::map<std::string, int>> votes;
+  for (const auto& [name, f] : fields)
+    for (const auto& [key, type] : f) ++votes[key][type];
+  const int total = static_cast<int>(fields.size());
+  for (const auto& [name, f] : fields) {
+    std::string odd;
+    for (const auto& [key, by_type] : votes) {
+      std::string common;
+      int most = 0, holders = 0;
+      for (const auto& [type, n] : by_type) {
+        holders += n;
+        if (n > most) most = n, common = type;
+      }
+      if (2 * holders <= total || 2 * most <= total) continue;  // not a field most points share alike
+      const auto it = f.find(key);
+      if (it == f.end())
+        odd += std::string(odd.empty() ? "" : ", ") + "lacks '" + key + "' (" + std::to_string(most) + " others have a " +
+               common + ")";
+      else if (it->second != common)
+        odd += std::string(odd.empty() ? "" : ", ") + "'" + key + "' is a " + it->second + " where " +
+               std::to_string(most) + " others have a " + common;
+    }
+    if (!odd.empty() && listed++ < 5) out += std::string(out.empty() ? "" : "; ") + point_file(name) + ": " + odd;
+  }
+  return out.empty() ? std::string("No point result differs from the others in its fields' types. ")
+                     : "Likely damaged: " + out + ". ";
+}
 
 // The --set options that reproduce ctx.settings on top of ctx.preset's (mode and point left out).
 std::string differing_sets(const RunContext& ctx, const JobGrid& grid) {
@@ -179,7 +242,19 @@ int run_job_grid(const RunContext& ctx, const JobGrid& grid) {
     }
     if (mode == "train") return 0;
   }
-  grid.report();
+  // A damaged point result (a number turned into text, a field missing) would otherwise surface as
+  // the JSON library's "type_error.304: cannot use at() with number", or "stod", or "map::at",
+  // naming nothing. The message names the run folder, the library's reason, and the points whose
+  // fields differ from most others' (the likely damaged ones), with what they hold instead.
+  try {
+    grid.report();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(grid.experiment + ": the report could not read the point results in '" +
+                ctx.dir.file("points").string() + "' (" + e.what() + "). " + damaged_points(ctx.dir, grid.points) +
+                "Remove a damaged points/<name>.json to run that point again.");
+  }
   return 0;
 }
 

@@ -59,6 +59,11 @@ namespace moelab {
 // marks both as settings a resumed run may change (they choose what to run, not what a point gives).
 void add_job_settings(Settings& s, const std::string& example_point);
 
+// UsageError unless mode and point agree (a point with mode=point only, and then one), and the
+// point's name is a plain file name (letters, digits, '.', '_', '-'; it names a lock file). Needs
+// no grid: the command line checks it before anything is written.
+void check_job_point(const Settings& s);
+
 // UsageError unless mode=point names one of `points` (listing some of them), or another mode comes
 // without a point.
 void validate_job_settings(const Settings& s, const std::vector<std::string>& points);

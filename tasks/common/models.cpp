@@ -1,6 +1,10 @@
 // tasks/common/models.cpp — see models.h.
 #include "tasks/common/models.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+
 #include "core/error.h"
 #include "nn/moe/moe_decoder.h"
 #include "tasks/common/router_settings.h"
@@ -40,6 +44,33 @@ ModelSize model_size(const Decoder& model) {
   return {c.non_embedding, c.active};
 }
 
+namespace {
+
+// A setting in range can still ask for more memory than the machine has (d = 65536: 2e11
+// parameters). Training holds each parameter four times in float32 (the weight, its gradient and
+// Adam's two moments): 16 bytes per parameter, before any activation. A model whose parameters
+// alone need more than the machine's memory is refused before anything is written.
+void check_fits_in_memory(const ModelSpec& m) {
+  const double d = static_cast<double>(m.d), f = static_cast<double>(m.ffn > 0 ? m.ffn : m.d);
+  const double experts = m.moe() ? static_cast<double>(m.experts) : 1.0;
+  const double per_layer = 4.0 * d * d + experts * 2.0 * d * f + (m.moe() ? experts * d : 0.0);
+  const double parameters = static_cast<double>(m.layers) * per_layer;
+  const double bytes = 16.0 * parameters;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+  if (memory > 0.0 && bytes > memory) {
+    char text[256];
+    std::snprintf(text, sizeof text, "%.3g parameters need %.3g GB to train (weight, gradient and Adam's two moments "
+                  "in float32), more than this machine's %.3g GB", parameters, bytes / 1e9, memory / 1e9);
+    throw UsageError(m.name() + ": d = " + std::to_string(m.d) + ", " + std::to_string(m.layers) + " layers" +
+                     (m.moe() ? ", " + std::to_string(m.experts) + " experts of width " + std::to_string(static_cast<std::int64_t>(f))
+                              : std::string()) +
+                     ": " + text);
+  }
+}
+
+}  // namespace
+
 void check_model_grid(const std::vector<ModelSpec>& models) {
   if (models.empty()) throw UsageError("no models: dense_widths and moe_widths are both empty");
   for (const ModelSpec& m : models) {
@@ -50,6 +81,7 @@ void check_model_grid(const std::vector<ModelSpec>& models) {
       throw UsageError(m.name() + ": k = " + std::to_string(m.k) + " must be in [1, " + std::to_string(m.experts) +
                        "] (its experts)");
     if (m.moe()) check_router(m.router, m.router_options, m.d, m.experts, m.k);
+    check_fits_in_memory(m);
   }
 }
 

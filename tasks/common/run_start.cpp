@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "core/cpu/cpu_features.h"
+#include "core/json_guard.h"
+#include "tasks/common/json_file.h"
+#include "tasks/common/run_lock.h"
 #include "moelab_build_info.h"  // generated: MOELAB_GIT_COMMIT, MOELAB_COMPILER, ... (cmake/build_info.cmake)
 
 namespace moelab {
@@ -21,7 +24,7 @@ namespace {
 
 // A value as the message shows it: JSON text, "(none)" when the key is not there.
 std::string shown(const nlohmann::ordered_json& j, const std::string& key) {
-  return j.is_object() && j.contains(key) ? j.at(key).dump() : "(none)";
+  return j.is_object() && j.contains(key) ? json_summary(j.at(key)) : "(none)";
 }
 
 void compare(const nlohmann::ordered_json& before, const nlohmann::ordered_json& now, const std::string& key,
@@ -95,15 +98,22 @@ nlohmann::ordered_json run_config(const std::string& experiment, const std::stri
 void check_resume(const RunDir& dir, const nlohmann::ordered_json& config, const Settings& settings) {
   const std::filesystem::path path = dir.file("config.json");
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
+    // No record, but results: whose settings made them is unknown, so nothing may be added to them.
+    for (const char* result : {"points", "results.csv", "metrics.csv", "summary.md"})
+      if (std::filesystem::exists(dir.file(result), ec))
+        throw UsageError("'" + dir.path().string() + "' holds results (" + result +
+                         ") but no config.json, so it is unknown which settings made them and a resume could mix "
+                         "them with other settings: use another --out folder, or delete the folder");
+    return;
+  }
   nlohmann::ordered_json before;
   try {
-    std::ifstream in(path);
-    before = nlohmann::ordered_json::parse(in);
-  } catch (const nlohmann::json::exception& err) {
-    throw UsageError("'" + path.string() + "' cannot be read (" + err.what() +
-                     "), so it is unknown which settings the folder's results have: use another --out folder, or "
-                     "delete the folder");
+    before = read_json_file(path, "the run's record",
+                            "so it is unknown which settings the folder's results have: use another --out folder, or "
+                            "delete the folder");
+  } catch (const Error& err) {
+    throw UsageError(err.what());
   }
   if (!before.is_object())
     throw UsageError("'" + path.string() + "' is not a run's record: use another --out folder, or delete the folder");
@@ -146,6 +156,9 @@ void check_resume(const RunDir& dir, const nlohmann::ordered_json& config, const
 }
 
 void begin_run(const RunDir& dir, const nlohmann::ordered_json& config, const Settings& settings) {
+  // Compared and written under the config lock (tasks/common/run_lock.h): two jobs of one grid
+  // started together with different settings cannot both pass the check.
+  const RunLock config_lock = lock_run_config(dir);
   check_resume(dir, config, settings);
   dir.write_json("config.json", config);
 }

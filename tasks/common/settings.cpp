@@ -1,6 +1,8 @@
 // tasks/common/settings.cpp — see settings.h.
 #include "tasks/common/settings.h"
 
+#include <algorithm>
+
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -125,6 +127,10 @@ void Settings::parse_into(Entry& e, const std::string& value) {
                 list ? " (expected " + std::string(kind_name(e.kind)) + ")" : "");
         if (v < e.min || v > e.max)
           usage("setting '", e.key, "': ", item, " is out of range (must be ", limits_text(e.min, e.max, integral), ")");
+        // Every list here names jobs or grid axes (seeds, sizes, widths, rates): a value twice would
+        // run the same jobs twice and count them twice in the report.
+        if (list && std::find(numbers.begin(), numbers.end(), v) != numbers.end())
+          usage("setting '", e.key, "': ", item, " is listed twice in '", value, "' (each value once)");
         numbers.push_back(v);
         text += (text.empty() ? "" : ",") + number_text(v, integral);
       }

@@ -213,15 +213,31 @@ void write_report(const RunContext& ctx, double wall_seconds) {
        << "| n | hidden h | expert params | seeds | first loss | final loss | final / constant |\n"
        << "|---|---|---|---|---|---|---|\n";
     std::vector<std::tuple<std::int64_t, double, double>> finals;  // (n, mean, std of the final loss)
+    std::string diverged;  // "n = 5 (1 of 3 seeds)": runs whose loss is NaN or inf, never compared
     for (std::int64_t n : s.ints("experts")) {
       std::vector<double> first, final_loss;
+      std::int64_t seeds_diverged = 0, seeds_run = 0;
       for (const auto& row : results)
         if (row.at("tokenisation") == tok && row.at("experts") == std::to_string(n) && wanted_seed(row)) {
+          ++seeds_run;
+          job_seconds += row.real("seconds");
+          if (!std::isfinite(row.real("final_loss")) || !std::isfinite(row.real("first_loss"))) {
+            ++seeds_diverged;
+            continue;
+          }
           first.push_back(row.real("first_loss"));
           final_loss.push_back(row.real("final_loss"));
-          job_seconds += row.real("seconds");
         }
+      if (seeds_diverged > 0)
+        diverged += (diverged.empty() ? "" : ", ") + ("n = " + std::to_string(n) + " (" +
+                                                      std::to_string(seeds_diverged) + " of " +
+                                                      std::to_string(seeds_run) + " seeds)");
       const l2norm::ModelSpec spec = spec_for(s, d, n);
+      if (final_loss.empty() && seeds_diverged > 0) {
+        md << "| " << n << " | " << spec.hidden() << " | " << spec.expert_parameters() << " | 0 | diverged | diverged"
+           << " | - |\n";
+        continue;
+      }
       if (final_loss.empty()) {
         md << "| " << n << " | " << spec.hidden() << " | " << spec.expert_parameters() << " | 0 | - | - | - |\n";
         complete = false;
@@ -234,6 +250,13 @@ void write_report(const RunContext& ctx, double wall_seconds) {
          << fmt(f.mean / constant, "%.3f") << " |\n";
     }
     md << "\n";
+    if (!diverged.empty()) {
+      // A diverged run has no loss to compare: it is said so, left out of every mean, and the
+      // claim is not called held for this tokenisation.
+      md << "Diverged (the loss became NaN or infinite; left out of the means above): " << diverged << ".\n\n";
+      verdicts << "- " << tok << ": DIVERGED runs, " << diverged << ", not compared; the claim is not judged held.\n";
+      all_hold = false;
+    }
     if (finals.empty()) continue;
     std::sort(finals.begin(), finals.end());  // by n
     // The claim in numbers: n = 1 does not lower the loss; every n >= 2 does; more experts do better.

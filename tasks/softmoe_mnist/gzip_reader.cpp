@@ -24,6 +24,8 @@ GzipReader::GzipReader(const std::string& path, const char* op) : path_(path), o
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail(op_, path, ": no such file");
   if (std::filesystem::is_directory(path, ec)) fail(op_, path, ": is a directory, not an IDX file");
+  // A FIFO or a device would block or never end: only regular files are read.
+  if (!std::filesystem::is_regular_file(path, ec)) fail(op_, path, ": is not a regular file (a FIFO, a device?)");
   errno = 0;
   file_ = std::fopen(path.c_str(), "rb");
   if (file_ == nullptr) fail(op_, path, ": cannot open: ", errno ? std::strerror(errno) : "unknown reason");

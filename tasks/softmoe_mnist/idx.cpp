@@ -20,8 +20,14 @@ namespace {
 
 constexpr int kTypeUnsignedByte = 0x08;
 constexpr int kMaxDims = 4;
-// No IDX file of this project comes near 4 GiB of elements; a header that claims more is damaged.
-constexpr std::int64_t kMaxElements = std::int64_t{1} << 32;
+// No IDX file of this project comes near 1 GiB of elements (MNIST's training images are 47 MB); a
+// header that claims more is damaged. (A 4.2 MB gzip file whose header said 65536 x 256 x 256,
+// 2^32 bytes, decompressed and allocated all of them: 125 s and 4.2 GB.)
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 30;
+// deflate cannot compress better than about 1032:1, so a gzip file of c bytes holds at most this
+// many times c bytes of content: a header promising more than that lies, and is refused before a
+// byte of data is inflated.
+constexpr std::int64_t kMaxDeflateRatio = 1032;
 // Payload is read in pieces of this size, so that a damaged header that promises gigabytes costs
 // no more memory than the file really holds.
 constexpr std::int64_t kReadChunk = std::int64_t{1} << 24;
@@ -124,6 +130,18 @@ IdxArray read_idx(const std::string& path) {
   IdxArray out;
   for (int i = 0; i < ndims; ++i) out.dims.push_back(big_endian_u32(size_bytes + 4 * i));
   const std::int64_t count = element_count(out.dims, "read_idx", path);
+  // The header against the file's length, before any data is read or allocated.
+  std::error_code size_error;
+  const auto file_bytes = static_cast<std::int64_t>(std::filesystem::file_size(path, size_error));
+  if (!size_error) {
+    const std::int64_t header_bytes = 4 + 4 * static_cast<std::int64_t>(ndims);
+    if (!in.gzipped() && count > file_bytes - header_bytes)
+      fail("read_idx", path, ": truncated: expected ", count, " bytes of data for sizes ", dims_string(out.dims), ", found ",
+           file_bytes - header_bytes);
+    if (in.gzipped() && count > kMaxDeflateRatio * file_bytes)
+      fail("read_idx", path, ": sizes ", dims_string(out.dims), " need ", count, " bytes of data, more than a gzip file of ",
+           file_bytes, " bytes can hold (deflate compresses at most about ", kMaxDeflateRatio, ":1); the header is damaged");
+  }
 
   // The elements, grown piece by piece (a lying header must not allocate gigabytes).
   std::int64_t have = 0;

@@ -143,8 +143,13 @@ MnistSplit load_data(const Settings& s) {
 const std::vector<std::string> kModelsHeader = {"experts", "seed", "hidden", "expert_parameters", "total_parameters",
                                                 "steps", "epochs", "test_accuracy", "seconds", "checkpoint"};
 
+// Where a network's checkpoint lives, relative to the run folder (what models.csv records, so that a
+// copied or moved folder names its own files), and the full path of that file in `dir`.
+std::string checkpoint_name(std::int64_t n, std::int64_t seed) {
+  return "checkpoints/n" + std::to_string(n) + "-seed" + std::to_string(seed) + ".safetensors";
+}
 std::string checkpoint_path(const RunDir& dir, std::int64_t n, std::int64_t seed) {
-  return dir.file("checkpoints/n" + std::to_string(n) + "-seed" + std::to_string(seed) + ".safetensors").string();
+  return dir.file(checkpoint_name(n, seed)).string();
 }
 
 // Trains one network and saves it; its curve goes to points/<name>.csv, its models.csv row (as
@@ -174,7 +179,7 @@ void train_point(const RunContext& ctx, const MnistSplit& data, const Point& p) 
                                         std::to_string(model.moe().experts().num_parameters()),
                                         std::to_string(model.num_parameters()), std::to_string(o.steps),
                                         cell(r.evals.back().epoch), cell(r.evals.back().test_accuracy), cell(r.seconds),
-                                        path};
+                                        checkpoint_name(n, seed)};
   nlohmann::ordered_json j;
   j["point"] = p.name;
   for (std::size_t c = 0; c < row.size(); ++c) j["row"][kModelsHeader[c]] = row[c];
@@ -204,7 +209,9 @@ void report(const RunContext& ctx, const MnistSplit& data, const std::vector<Poi
     m.experts = integer("experts"), m.seed = integer("seed"), m.hidden = integer("hidden");
     m.expert_parameters = integer("expert_parameters"), m.total_parameters = integer("total_parameters");
     m.steps = integer("steps"), m.epochs = real("epochs"), m.test_accuracy = real("test_accuracy");
-    m.seconds = real("seconds"), m.checkpoint = row.at("checkpoint").get<std::string>();
+    // The checkpoint in THIS folder, whatever path an older record wrote (a copied folder once
+    // evaluated the original's checkpoints, and a moved one failed).
+    m.seconds = real("seconds"), m.checkpoint = checkpoint_path(ctx.dir, m.experts, m.seed);
     chosen.push_back(m);
   }
   ctx.dir.write_text("models.csv", models);

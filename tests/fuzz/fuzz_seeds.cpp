@@ -20,7 +20,9 @@ int main(int argc, char** argv) {
     for (const moelab::fuzz::Loader loader : moelab::fuzz::kLoaders) {
       const std::filesystem::path dir = std::filesystem::path(argv[1]) / moelab::fuzz::loader_name(loader);
       std::filesystem::create_directories(dir);
-      for (const auto& [name, bytes] : moelab::fuzz::seed_files(loader)) {
+      auto files = moelab::fuzz::seed_files(loader);
+      for (auto& named : moelab::fuzz::hostile_files(loader)) files.push_back(std::move(named));
+      for (const auto& [name, bytes] : files) {
         std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
         out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
         if (!out) throw std::runtime_error("cannot write " + (dir / name).string());

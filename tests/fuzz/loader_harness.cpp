@@ -192,6 +192,24 @@ LoaderHarness::~LoaderHarness() {
   std::filesystem::remove_all(dir_->path, ec);
 }
 
+std::vector<std::pair<std::string, Bytes>> hostile_files(Loader loader) {
+  // A safetensors file from its header text alone (no data).
+  const auto raw = [](const std::string& header) {
+    Bytes out;
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(header.size() >> (8 * i)));
+    out.insert(out.end(), header.begin(), header.end());
+    return out;
+  };
+  // Nested 100,000 deep (200 KB): a stack overflow in the JSON DOM once (core/json_guard.h).
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  switch (loader) {
+    case Loader::Safetensors: return {{"deep-tensor", raw("{\"a\":" + deep + "}")}};
+    case Loader::Checkpoint: return {{"deep-metadata", raw("{\"__metadata__\":{\"format\":" + deep + "}}")}};
+    case Loader::Idx: return {};
+  }
+  return {};
+}
+
 std::vector<std::pair<std::string, Bytes>> seed_files(Loader loader) {
   const LoaderHarness scratch;  // for its temporary directory, removed however this returns
   const std::filesystem::path dir = scratch.dir_->path;

@@ -51,6 +51,9 @@ Loader loader_from_name(const std::string& name);
 // Valid files for the loader, named: the starting points of the mutations and libFuzzer's seed
 // corpus. Every one of them loads.
 std::vector<std::pair<std::string, Bytes>> seed_files(Loader loader);
+// Files that must be refused with a moelab::Error, never crash (a header nested 100,000 deep
+// overflowed the stack once): part of libFuzzer's seed corpus and of test_loader_fuzz.
+std::vector<std::pair<std::string, Bytes>> hostile_files(Loader loader);
 
 class ContractViolation : public std::logic_error {
  public:
