@@ -152,6 +152,16 @@ expect 2 "mode=point needs --set point=NAME" Q $moelab $l2 --out Q --set mode=po
 expect 2 "holds only letters, digits" Q $moelab $l2 --out Q --set mode=point --set point=../../escape
 # A value twice in a list would run its jobs twice.
 expect 2 "listed twice" Q $moelab $l2 --out Q --set seeds=0,0
+# A damaged point result (a number where the others hold text) fails the report with a message that
+# names the point's file and the field, not the JSON library's "type_error.304".
+if $moelab $l2 --set seeds=0,1,2 --out D >/dev/null 2>&1; then
+  first_point=$(ls D/points/*.json | head -n 1)
+  sed -E 's/"final_loss": ?"[^"]*"/"final_loss": 12/' "$first_point" >damaged.json && mv damaged.json "$first_point"
+  expect 1 "$(basename "$first_point"): 'row.final_loss' is a number where 5 others have a string" - \
+    $moelab $l2 --set seeds=0,1,2 --out D --set mode=report
+else
+  echo "FAIL: the run to damage failed"; failures=$((failures + 1))
+fi
 # An unknown experiment is named.
 expect 2 "no experiment 'nosuch-experiment'" - $moelab nosuch-experiment
 # A model too large for this machine's memory is refused before anything is written.

@@ -120,7 +120,9 @@ std::string damaged_points(const RunDir& dir, const std::vector<std::string>& na
     if (!point_done(dir, name)) continue;
     try {
       std::map<std::string, std::string> f;
-      field_types(nlohmann::json(read_json_file(dir.file(point_file(name)), "the point result", "remove it to run the point again")), "", 2, f);
+      const nlohmann::ordered_json j =
+          read_json_file(dir.file(point_file(name)), "the point result", "remove it to run the point again");
+      field_types(nlohmann::json(j), "", 2, f);
       fields.emplace_back(name, std::move(f));
     } catch (const std::exception& e) {
       if (listed++ < 5) out += std::string(out.empty() ? "" : "; ") + e.what();
