@@ -19,7 +19,7 @@
 // full, rows separated by |). The output is deterministic (fixed seed, one thread), so
 // docs/TOUR.md pastes it and tests/tour_check.sh checks the paste is still what this prints.
 //
-//   build/trace_step            # the whole trace (90 lines)
+//   build/trace_step            # the whole trace (96 lines); --heads 1 or 4, --seed N to vary it
 //   build/trace_step --seed 3   # another draw of the weights and tokens
 #include <algorithm>
 #include <CLI/CLI.hpp>
@@ -199,17 +199,20 @@ Variable trace_attention(const Attention& attn, const Variable& a) {
     if (rotate) h = rope(h, 0, attn.rope_theta());
     return permute(h, {0, 2, 1, 3});
   };
-  const Variable q_lin = wq.forward(a) * (1.0 / std::sqrt(static_cast<double>(hd)));
-  line("attn.q", q_lin, "a Wq^T / sqrt(hd): queries, scaled");
+  // As the fused kernel (core/cpu/attention.cpp): q unscaled, the scale applied to each score after
+  // the product. (Scaling q first matched it only when 1 / sqrt(hd) is a power of two.)
+  const Variable q_lin = wq.forward(a);
+  line("attn.q", q_lin, "a Wq^T: queries");
   const Variable q = split_heads(q_lin, true);
   line("attn.q (heads, rope)", q, "split into H heads, rotated by position (RoPE)");
   const Variable k = split_heads(wk.forward(a), true);
   line("attn.k (heads, rope)", k, "a Wk^T, split and rotated: keys");
   const Variable v = split_heads(wv.forward(a), false);
   line("attn.v (heads)", v, "a Wv^T, split (no rotation): values");
-  Variable scores = matmul(reshape(q, {B * H, T, hd}), reshape(k, {B * H, T, hd}), false, true);
+  Variable scores = matmul(reshape(q, {B * H, T, hd}), reshape(k, {B * H, T, hd}), false, true) *
+                    (1.0 / std::sqrt(static_cast<double>(hd)));
   scores = causal_mask(scores, -std::numeric_limits<double>::infinity());
-  line("attn.scores", scores, "q k^T per (sequence, head), future = -inf", 4);
+  line("attn.scores", scores, "q k^T / sqrt(hd) per (seq, head), future -inf", 4);
   const Variable probs = probed("attn.probs", softmax(scores));
   line("attn.probs", probs, "softmax over keys: each row sums to 1", 8);
   std::printf("  probs of sequence 0, head 0 (row = query t, column = key s):\n");
@@ -285,13 +288,17 @@ Variable trace_moe(MoELayer& moe, const Variable& n, AuxLosses& aux) {
 int main(int argc, char** argv) {
   CLI::App app{"One training step of a tiny MoE decoder, every tensor printed (see docs/TOUR.md)."};
   std::uint64_t seed = 0;
+  std::int64_t heads = 2;
   app.add_option("--seed", seed, "seed of the weights and the tokens");
+  app.add_option("--heads", heads, "attention heads (d = 8: 1, 2 or 4, so that each head's width is even for RoPE)")
+      ->check(CLI::IsMember({1, 2, 4}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     set_num_threads(1);
     const std::int64_t B = 2, T = 4, V = 16, E = 4, k = 2;
     Generator gen(seed);
-    DecoderConfig config{.vocab = V, .d = 8, .layers = 1, .heads = 2, .ffn = 16, .max_seq = T};
+    DecoderConfig config{.vocab = V, .d = 8, .layers = 1, .heads = heads, .ffn = 16, .max_seq = T};
     MoEConfig moe_config{.experts = E, .k = k, .router_options = {{"load_balance", "0.01"}}};
     Decoder model(config, gen, moe_feed_forward(moe_config));
 

@@ -7,7 +7,8 @@
 # trace: the program exits 0 and prints the tensors of the tiny configuration with their shapes
 #   (B 2, T 4, d 8, vocab 16, E 4, k 2, f 16: ids [2, 4], attn.probs [4, 4, 4], plan.experts [8, 2],
 #   groups.offsets [5], experts.h [16, 16], logits [2, 4, 16], ...) and every "matches X: yes" line,
-#   none with "no"; two runs print the same bytes; and with --seed 1 every piece still matches.
+#   none with "no"; two runs print the same bytes; and with --seed 1, --heads 1 and --heads 4 every
+#   piece still matches.
 # docs: three checks of SOURCE_DIR/docs/TOUR.md against the program and the sources:
 #   1. the trace: the fenced blocks that follow a line "<!-- trace_step output -->", joined in
 #      order, must equal what TRACE_STEP prints now. A number may differ by one unit of its last
@@ -93,6 +94,14 @@ MATCHES
   out3=$("$bin" --seed 1) || report "trace_step --seed 1 exited with status $?"
   [ "$(grep -c '^matches .*: yes$' <<<"$out3")" -eq 9 ] ||
     report "with --seed 1 not every piece matches"
+  # A learner's first edit is a size: with 1 head (hd = 8, 1/sqrt(hd) not a power of two) and 4
+  # heads (hd = 2) every piece must still match bitwise.
+  local heads
+  for heads in 1 4; do
+    out3=$("$bin" --heads "$heads") || report "trace_step --heads $heads exited with status $?"
+    [ "$(grep -c '^matches .*: yes$' <<<"$out3")" -eq 9 ] ||
+      report "with --heads $heads not every piece matches: $(grep '^matches .*: no$' <<<"$out3" | head -n 3)"
+  done
 }
 
 # ---------------------------------------------------------------- mode docs

@@ -73,7 +73,7 @@ struct MoEConfig {
   std::int64_t k = 1;        // assignments per token
   std::int64_t ffn = 0;      // expert hidden width f (0 means f = d)
   std::string router = "topk";
-  std::map<std::string, std::string> router_options;  // passed to the router's factory
+  std::map<std::string, std::string> router_options{};  // passed to the router's factory
   bool bias = false;                                  // expert biases b_in, b_out
   DType dtype = DType::Float32;
   std::int64_t shared_experts = 0;  // DeepSeekMoE's always-active experts (0: none), see above
