@@ -54,7 +54,9 @@ RunDir open_run_folder(const std::string& path) {
   if (ec || !std::filesystem::is_directory(path))
     throw UsageError("--out '" + path + "': cannot create the folder" + (ec ? ": " + ec.message() : std::string()));
   // A byte written and removed again: a folder that is read-only, or on a full disk, shows now.
-  const std::string probe = (std::filesystem::path(path) / ".moelab-write-test").string();
+  // One name per process, so that two processes starting on one folder never share the probe.
+  const std::string probe =
+      (std::filesystem::path(path) / (".moelab-write-test." + std::to_string(::getpid()))).string();
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   bool written = fd >= 0 && ::write(fd, "x", 1) == 1;
   int error = errno;
