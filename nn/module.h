@@ -104,4 +104,19 @@ class Module {
   bool training_ = true;
 };
 
+// Evaluation mode for a scope: the module's mode is set to evaluation now and restored to what it
+// was when the guard goes away, also when an exception leaves the scope.
+//   { EvalModeGuard eval(model); NoGradGuard no_grad; ... generate ... }  // model back in its mode
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(Module& module) : module_(module), was_training_(module.is_training()) { module_.eval(); }
+  ~EvalModeGuard() { module_.train(was_training_); }
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  Module& module_;
+  bool was_training_;
+};
+
 }  // namespace moelab

@@ -1,6 +1,6 @@
 // tests/test_subprocess.cpp — programs run with no shell (tasks/common/subprocess.h): arguments
 // and folder names reach the program as they are, whatever characters they hold, and nothing in
-// them is ever executed. The plot writer, which ran gnuplot through std::system before, draws in a
+// them is ever executed. The plot writer, which once ran gnuplot through a shell, draws in a
 // folder named like a shell injection and nothing is injected.
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // tasks/common/subprocess.h — run another program with no shell in between.
 //
-// A shell command built from text (`std::system("cd '" + dir + "' && gnuplot ...")`) runs whatever
-// that text says: a run folder named `x'; touch INJECTED; echo '` ran `touch INJECTED`, and one
+// A shell command line built from text (gnuplot was once started as "cd '<dir>' && gnuplot ...")
+// runs whatever that text says: a run folder named `x'; touch INJECTED; echo '` ran `touch INJECTED`, and one
 // named "bob's run" could never be reported. Here the program and its arguments are a vector
 // handed to execv as they are, the working folder is set with chdir in the child, and stderr goes
 // to a file opened by name: no character of any of them means anything to anyone.

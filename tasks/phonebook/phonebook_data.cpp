@@ -167,14 +167,9 @@ RecallResult recall(Decoder& model, const std::vector<Entry>& book, const std::v
     MOELAB_CHECK(i >= 0 && i < static_cast<std::int64_t>(book.size()), "phonebook::recall", "index ", i,
                  " is outside the book of ", book.size(), " entries");
 
-  // Restores the mode the model was in, even when generation throws.
-  struct ModeRestore {
-    Decoder& m;
-    bool was_training;
-    ~ModeRestore() { m.train(was_training); }
-  } restore{model, model.is_training()};
+  // Evaluation mode, restored to the model's own mode even when generation throws.
+  EvalModeGuard eval(model);
   NoGradGuard no_grad;
-  model.eval();
 
   std::int64_t exact = 0, digits_right = 0;
   const auto total = static_cast<std::int64_t>(indices.size());

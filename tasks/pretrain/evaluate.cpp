@@ -16,23 +16,6 @@
 
 namespace moelab::pretrain {
 
-namespace {
-
-// Puts the model in evaluation mode for a scope and restores its mode after.
-class EvalMode {
- public:
-  explicit EvalMode(Decoder& model) : model_(model), was_training_(model.is_training()) { model_.eval(); }
-  ~EvalMode() { model_.train(was_training_); }
-  EvalMode(const EvalMode&) = delete;
-  EvalMode& operator=(const EvalMode&) = delete;
-
- private:
-  Decoder& model_;
-  bool was_training_;
-};
-
-}  // namespace
-
 std::vector<std::string> complete_greedy(Decoder& model, const std::vector<std::string>& prompts,
                                          std::int64_t new_tokens, std::int64_t batch) {
   MOELAB_CHECK(batch >= 1 && new_tokens >= 1, "pretrain::complete_greedy", "batch and new_tokens must be >= 1, got ",
@@ -48,7 +31,7 @@ std::vector<std::string> complete_greedy(Decoder& model, const std::vector<std::
                  " new tokens exceed the model's max_seq ", model.config().max_seq, ": '", prompts[i], "'");
     by_length[tokens[i].size()].push_back(i);
   }
-  EvalMode eval(model);
+  const EvalModeGuard eval(model);
   NoGradGuard no_grad;
   std::vector<std::string> out(prompts.size());
   for (const auto& [length, rows] : by_length) {
@@ -113,7 +96,7 @@ Perplexity validation_perplexity(Decoder& model, const std::vector<std::string>&
   MOELAB_CHECK(seq - 1 <= model.config().max_seq, "pretrain::validation_perplexity", "windows of ", seq,
                " tokens need max_seq >= ", seq - 1, ", the model has ", model.config().max_seq);
   const std::vector<std::vector<std::int32_t>> windows = pack_documents(documents, seq);
-  EvalMode eval(model);
+  const EvalModeGuard eval(model);
   NoGradGuard no_grad;
   double total_loss = 0.0;
   std::int64_t total_tokens = 0;

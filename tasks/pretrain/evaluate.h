@@ -17,7 +17,7 @@
 // Generation is batched: generate_greedy (nn/generate.h) needs one prompt length per batch, so
 // prompts are grouped by length and each group is cut into batches of at most `batch`; results
 // come back in the order of the input. Nothing here trains: the model runs in evaluation mode and
-// without a graph (NoGradGuard), and is left in the mode it was in.
+// without a graph (NoGradGuard), and is left in the mode it was in (EvalModeGuard, nn/module.h).
 //
 //   Accuracy k = knowledge_accuracy(model, corpus.qa_test, 64);      // k.value() in [0, 1]
 //   Accuracy m = math_accuracy(model, corpus.math_test, 64);

@@ -186,8 +186,7 @@ PathResult evaluate(Decoder& model, const TestSet& test, std::int64_t batch) {
                model.config().max_seq, " leaves no room for an answer");
 
   NoGradGuard no_grad;
-  const bool was_training = model.is_training();
-  model.eval();
+  const EvalModeGuard eval(model);  // the model's own mode comes back, also if generation throws
   std::int64_t exact = 0, valid = 0;
   for (const auto& [P, indices] : by_length) {
     const std::int64_t N = std::min<std::int64_t>(test.n + 1, model.config().max_seq - P);
@@ -209,7 +208,6 @@ PathResult evaluate(Decoder& model, const TestSet& test, std::int64_t batch) {
       }
     }
   }
-  model.train(was_training);
   PathResult result;
   result.tested = static_cast<std::int64_t>(test.examples.size());
   result.exact_match = static_cast<double>(exact) / static_cast<double>(result.tested);
