@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   int threads = 2, steps = 30;
   std::int64_t vocab = 64, seq = 64, batch = 32, d = 128, heads = 4, layers = 4, experts = 0, k = 2;
   std::string out_path = "bench-results/train_step_moelab.json", device_name = "cpu", preset = "cpu";
+  std::string precision = "fp32";
   double peak_tflops = 67.0;
   app.add_option("--device", device_name, "where to run the step")
       ->check(CLI::IsMember({"cpu", "cuda"}))
@@ -65,6 +66,11 @@ int main(int argc, char** argv) {
                  "model scale: cpu (the defaults below) or gpu (seq 256, batch 64, d 512, 8 heads, 8 layers); "
                  "options given explicitly win")
       ->check(CLI::IsMember({"cpu", "gpu"}))
+      ->capture_default_str();
+  app.add_option("--precision", precision,
+                 "float32 products on the GPU: fp32 (full float32, the default) or tf32 (cuBLAS's tensor cores, "
+                 "10-bit mantissas; moelab's grouped expert products stay float32)")
+      ->check(CLI::IsMember({"fp32", "tf32"}))
       ->capture_default_str();
   app.add_option("--peak-tflops", peak_tflops,
                  "the device's peak in TFLOPS for fraction_of_peak (default: H100 SXM / H200 float32 without "
@@ -102,14 +108,14 @@ int main(int argc, char** argv) {
     Device device = Device::cpu();
     if (device_name == "cuda") {
       if (!cuda_available()) {
-#ifdef MOELAB_HAVE_CUDA
-        std::fprintf(stderr, "train_step_bench: --device cuda: no GPU found (the CUDA driver reports none)\n");
-#else
-        std::fprintf(stderr, "train_step_bench: --device cuda: this build has no CUDA backend (-DMOELAB_CUDA=ON)\n");
-#endif
+        std::fprintf(stderr, "train_step_bench: --device cuda: %s\n", cuda_probe().description.c_str());
         return 2;
       }
       device = Device::cuda();
+      if (precision == "tf32") set_cuda_tf32(true);
+    } else if (precision != "fp32") {
+      std::fprintf(stderr, "train_step_bench: --precision %s is for --device cuda\n", precision.c_str());
+      return 2;
     }
     DecoderConfig config;
     config.vocab = vocab;
@@ -170,6 +176,7 @@ int main(int argc, char** argv) {
     nlohmann::json report = {{"engine", "moelab"},
                              {"device", device_name},
                              {"preset", preset},
+                             {"precision", precision},
                              {"threads", threads},
                              {"cpu", moelab::cpu::cpu_description()},
                              {"config", {{"vocab", vocab}, {"d", d}, {"heads", heads}, {"layers", layers}, {"ffn", d}, {"experts", experts}, {"k", k}}},

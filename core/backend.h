@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/broadcast.h"
@@ -152,6 +153,21 @@ Backend& cpu_backend();
 Backend& cuda_backend();
 // Whether a usable CUDA device is present (false in builds without CUDA). Never throws.
 bool cuda_available();
+// Why cuda_available() answers as it does. `no_gpu` is true when the reason is only that there is
+// nothing to use (a build without CUDA, no NVIDIA driver installed, a driver that sees no device);
+// it is false when a GPU should be usable but is not (a driver older than the CUDA runtime, a
+// device that failed to initialise...): a GPU test must then fail, not skip. `description` says
+// what was found in words: the GPU, its driver and runtime versions, or the error string.
+struct CudaProbe {
+  bool available = false;
+  bool no_gpu = true;
+  std::string description;
+};
+CudaProbe cuda_probe();
+// Opt-in TF32 for float32 matrix products on the GPU (cuBLAS's tensor-op math: inputs rounded to
+// 10 mantissa bits, about 1e-3 relative error): off by default, which keeps full float32 and the
+// CPU/GPU parity tolerances. No effect on the CPU or in builds without CUDA.
+void set_cuda_tf32(bool on);
 
 // TEST-ONLY. While one is alive, backend(device) returns `stand_in` for every device of `type`.
 // tests/counting_backend.h uses it to run "CUDA" tensors through a transfer-counting wrapper of

@@ -1,6 +1,8 @@
 // cuda/context.cu — the one CUDA stream, the cuBLAS and cuRAND handles, and the error checks
 // every CUDA file uses (declared in cuda/context.h).
 //
+// cuBLAS and cuRAND are opened on first use too (cuda/libraries.h), not linked.
+//
 // Lifetime. Each handle is created on first use (so a program that never touches a GPU never
 // initialises CUDA) by a function-local static, which C++ guarantees to initialise exactly once
 // even when several threads ask at the same time. The handles are deliberately never destroyed:
@@ -22,10 +24,16 @@
 // moelab's random fills (cuda/random_fill.cu) evaluate Philox themselves so that they reproduce
 // the Generator's word stream exactly; the handle is here for code that wants cuRAND's own
 // distributions on the shared stream.
-#include <sstream>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
+#include "core/backend.h"
 #include "core/error.h"
 #include "cuda/context.h"
+#include "cuda/device_errors.cuh"
+#include "cuda/libraries.h"
 
 namespace moelab::cuda {
 namespace {
@@ -62,12 +70,52 @@ void check(cudaError_t status, const char* what, const char* file, int line) {
 
 void check(cublasStatus_t status, const char* what, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  raise(what, file, line, cublasGetStatusString(status), static_cast<int>(status));
+  raise(what, file, line, cublas_library().status_string(status), static_cast<int>(status));
 }
 
 void check(curandStatus_t status, const char* what, const char* file, int line) {
   if (status == CURAND_STATUS_SUCCESS) return;
   raise(what, file, line, curand_status_string(status), static_cast<int>(status));
+}
+
+namespace {
+
+std::atomic<bool>& sync_flag() {
+  static std::atomic<bool> flag{[] {
+    const char* value = std::getenv("MOELAB_CUDA_SYNC");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }()};
+  return flag;
+}
+
+// "void moelab::CudaBackend::rmsnorm(const Tensor&, ...)::<lambda()> [with T = float]" ->
+// "CudaBackend::rmsnorm": the op, without its parameters, template arguments and lambdas.
+std::string op_of(const char* function) {
+  std::string name(function);
+  const std::size_t paren = name.find('(');
+  if (paren != std::string::npos) name.resize(paren);
+  const std::size_t space = name.rfind(' ');
+  if (space != std::string::npos) name = name.substr(space + 1);
+  if (name.rfind("moelab::", 0) == 0) name = name.substr(8);
+  return name;
+}
+
+}  // namespace
+
+bool sync_each_launch() { return sync_flag().load(std::memory_order_relaxed); }
+void set_sync_each_launch(bool on) { sync_flag().store(on, std::memory_order_relaxed); }
+
+void check_launch(const char* function, const char* file, int line) {
+  const cudaError_t launched = cudaGetLastError();
+  if (launched != cudaSuccess)
+    fail("cuda", "kernel launch in ", op_of(function), " failed at ", file, ":", line, ": ",
+         cudaGetErrorString(launched), " (code ", static_cast<int>(launched), ")");
+  if (!sync_each_launch()) return;
+  const cudaError_t ran = cudaStreamSynchronize(stream());
+  if (ran != cudaSuccess)
+    fail("cuda", "a kernel launched by ", op_of(function), " at ", file, ":", line, " failed: ",
+         cudaGetErrorString(ran), " (code ", static_cast<int>(ran), "; MOELAB_CUDA_SYNC=1 checks after every launch)");
+  raise_device_error();
 }
 
 cudaStream_t stream() {
@@ -82,10 +130,10 @@ cudaStream_t stream() {
 cublasHandle_t cublas() {
   static cublasHandle_t handle = [] {
     cublasHandle_t h = nullptr;
-    MOELAB_CUDA_CHECK(cublasCreate(&h));
-    MOELAB_CUDA_CHECK(cublasSetStream(h, stream()));
-    MOELAB_CUDA_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));        // full float32, no TF32
-    MOELAB_CUDA_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));  // alpha, beta from the host
+    MOELAB_CUDA_CHECK(cublas_library().create(&h));
+    MOELAB_CUDA_CHECK(cublas_library().set_stream(h, stream()));
+    MOELAB_CUDA_CHECK(cublas_library().set_math_mode(h, CUBLAS_DEFAULT_MATH));        // full float32, no TF32
+    MOELAB_CUDA_CHECK(cublas_library().set_pointer_mode(h, CUBLAS_POINTER_MODE_HOST));  // alpha, beta from the host
     return h;
   }();
   return handle;
@@ -94,8 +142,8 @@ cublasHandle_t cublas() {
 curandGenerator_t curand() {
   static curandGenerator_t generator = [] {
     curandGenerator_t g = nullptr;
-    MOELAB_CUDA_CHECK(curandCreateGenerator(&g, CURAND_RNG_PSEUDO_PHILOX4_32_10));
-    MOELAB_CUDA_CHECK(curandSetStream(g, stream()));
+    MOELAB_CUDA_CHECK(curand_library().create_generator(&g, CURAND_RNG_PSEUDO_PHILOX4_32_10));
+    MOELAB_CUDA_CHECK(curand_library().set_stream(g, stream()));
     return g;
   }();
   return generator;
@@ -104,3 +152,14 @@ curandGenerator_t curand() {
 void synchronize() { MOELAB_CUDA_CHECK(cudaStreamSynchronize(stream())); }
 
 }  // namespace moelab::cuda
+
+namespace moelab {
+
+// core/backend.h. Only cuBLAS's products change: the grouped expert products (cuda/grouped_matmul.cu)
+// are moelab's own float32 kernel either way.
+void set_cuda_tf32(bool on) {
+  MOELAB_CUDA_CHECK(
+      cuda::cublas_library().set_math_mode(cuda::cublas(), on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
+
+}  // namespace moelab

@@ -8,6 +8,12 @@
 //
 // Every CUDA, cuBLAS and cuRAND call goes through MOELAB_CUDA_CHECK, which turns a failure into
 // moelab::Error naming the call, the file and line, and the library's own error string.
+//
+// Debugging a fault. Kernels run asynchronously, so a fault inside one (an illegal address, say)
+// normally surfaces at the next synchronisation, usually the read of the loss, with no hint of
+// which op caused it. With the environment variable MOELAB_CUDA_SYNC=1 every launch (and every
+// cuBLAS product) is followed by a stream synchronisation and a check, so the error names the op
+// that launched the failing kernel, its file and line. Slow: for finding bugs, not for training.
 #pragma once
 
 #include <cublas_v2.h>
@@ -23,8 +29,14 @@ void check(cudaError_t status, const char* what, const char* file, int line);
 void check(cublasStatus_t status, const char* what, const char* file, int line);
 void check(curandStatus_t status, const char* what, const char* file, int line);
 #define MOELAB_CUDA_CHECK(expr) ::moelab::cuda::check((expr), #expr, __FILE__, __LINE__)
-// After a <<<...>>> launch: reports bad launch configurations at the launch site.
-#define MOELAB_CUDA_CHECK_LAUNCH() ::moelab::cuda::check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+// After a <<<...>>> launch (or a cuBLAS call): reports a bad launch configuration at the launch
+// site and, under MOELAB_CUDA_SYNC=1, waits for the kernel and reports its fault or the index
+// error it recorded (cuda/device_errors.cuh), naming the function that launched it.
+void check_launch(const char* function, const char* file, int line);
+#define MOELAB_CUDA_CHECK_LAUNCH() ::moelab::cuda::check_launch(__PRETTY_FUNCTION__, __FILE__, __LINE__)
+// Whether every launch synchronises (MOELAB_CUDA_SYNC=1 when the process started; tests set it).
+bool sync_each_launch();
+void set_sync_each_launch(bool on);
 
 cudaStream_t stream();          // the one stream everything runs on
 cublasHandle_t cublas();        // bound to stream()

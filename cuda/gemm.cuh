@@ -22,6 +22,7 @@
 
 #include "core/error.h"
 #include "cuda/context.h"
+#include "cuda/libraries.h"
 
 namespace moelab::cuda {
 
@@ -45,19 +46,21 @@ void gemm_row_major(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, 
   const int ld_out = N;
   const T alpha = T(1), beta = T(0);
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "cuBLAS GEMMs are float or double");
+  const CublasLibrary& blas = cublas_library();
   if constexpr (std::is_same_v<T, float>) {
     if (B == 1)
-      MOELAB_CUDA_CHECK(cublasSgemm(cublas(), op_b, op_a, N, M, K, &alpha, b, ld_b, a, ld_a, &beta, out, ld_out));
+      MOELAB_CUDA_CHECK(blas.sgemm(cublas(), op_b, op_a, N, M, K, &alpha, b, ld_b, a, ld_a, &beta, out, ld_out));
     else
-      MOELAB_CUDA_CHECK(cublasSgemmStridedBatched(cublas(), op_b, op_a, N, M, K, &alpha, b, ld_b, stride_b, a, ld_a,
-                                                  stride_a, &beta, out, ld_out, stride_out, B));
+      MOELAB_CUDA_CHECK(blas.sgemm_strided_batched(cublas(), op_b, op_a, N, M, K, &alpha, b, ld_b, stride_b, a, ld_a,
+                                                   stride_a, &beta, out, ld_out, stride_out, B));
   } else {
     if (B == 1)
-      MOELAB_CUDA_CHECK(cublasDgemm(cublas(), op_b, op_a, N, M, K, &alpha, b, ld_b, a, ld_a, &beta, out, ld_out));
+      MOELAB_CUDA_CHECK(blas.dgemm(cublas(), op_b, op_a, N, M, K, &alpha, b, ld_b, a, ld_a, &beta, out, ld_out));
     else
-      MOELAB_CUDA_CHECK(cublasDgemmStridedBatched(cublas(), op_b, op_a, N, M, K, &alpha, b, ld_b, stride_b, a, ld_a,
-                                                  stride_a, &beta, out, ld_out, stride_out, B));
+      MOELAB_CUDA_CHECK(blas.dgemm_strided_batched(cublas(), op_b, op_a, N, M, K, &alpha, b, ld_b, stride_b, a, ld_a,
+                                                   stride_a, &beta, out, ld_out, stride_out, B));
   }
+  MOELAB_CUDA_CHECK_LAUNCH();  // under MOELAB_CUDA_SYNC=1: wait for cuBLAS's kernels and check them
 }
 
 }  // namespace moelab::cuda

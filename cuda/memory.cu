@@ -2,6 +2,7 @@
 //
 //   cuda_backend()     the one CudaBackend; throws moelab::Error when no GPU is usable
 //   cuda_available()   whether a GPU is usable; never throws
+//   cuda_probe()       why: the GPU, driver and runtime versions, or the error, in words
 //   allocate/deallocate  through the caching allocator (cuda/caching_allocator.h)
 //   copy_from_host     host -> device, enqueued on the stream, then the stream is synchronised
 //   copy_to_host       device -> host, enqueued on the stream, then the stream is synchronised
@@ -22,6 +23,8 @@
 // Device index: everything runs on the CUDA runtime's current device (device 0 unless the program
 // calls cudaSetDevice before the first CUDA tensor). Device::cuda(i)'s index is not used to pick
 // a GPU yet.
+#include <string>
+
 #include "core/error.h"
 #include "cuda/caching_allocator.h"
 #include "cuda/context.h"
@@ -30,22 +33,65 @@
 
 namespace moelab {
 
-bool cuda_available() {
-  static const bool available = [] {
-    int count = 0;
-    const cudaError_t status = cudaGetDeviceCount(&count);
-    if (status != cudaSuccess) {
-      (void)cudaGetLastError();  // no driver or no device: clear the error, answer false
-      return false;
-    }
-    return count > 0;
-  }();
-  return available;
+namespace {
+
+// "13.0" from CUDA's 13000 (1000 * major + 10 * minor).
+std::string cuda_version_string(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
 }
+
+CudaProbe probe_once() {
+  CudaProbe probe;
+  int driver = 0, runtime = 0;
+  (void)cudaDriverGetVersion(&driver);  // 0 when no driver is installed
+  (void)cudaRuntimeGetVersion(&runtime);
+  const std::string versions = "driver " + (driver == 0 ? std::string("none") : cuda_version_string(driver)) +
+                               ", runtime " + cuda_version_string(runtime);
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky error
+    // No driver, or a driver that sees no device: nothing to use. Anything else (the classic: a
+    // driver older than the runtime, cudaErrorInsufficientDriver with a driver present) is a fault.
+    probe.no_gpu = driver == 0 || status == cudaErrorNoDevice;
+    probe.description = std::string(probe.no_gpu ? "no usable CUDA device" : "the CUDA runtime cannot use the GPU") +
+                        ": cudaGetDeviceCount: " + cudaGetErrorString(status) + " (code " +
+                        std::to_string(static_cast<int>(status)) + "; " + versions + ")";
+    return probe;
+  }
+  if (count == 0) {
+    probe.description = "no CUDA device (" + versions + ")";
+    return probe;
+  }
+  cudaDeviceProp props{};
+  const cudaError_t queried = cudaGetDeviceProperties(&props, 0);
+  if (queried != cudaSuccess) {
+    (void)cudaGetLastError();
+    probe.no_gpu = false;
+    probe.description = std::string("cudaGetDeviceProperties(0): ") + cudaGetErrorString(queried) + " (" + versions + ")";
+    return probe;
+  }
+  probe.available = true;
+  probe.no_gpu = false;
+  probe.description = std::string(props.name) + " (sm_" + std::to_string(props.major) + std::to_string(props.minor) +
+                      ", " + std::to_string(props.multiProcessorCount) + " SMs, " +
+                      std::to_string(props.totalGlobalMem >> 20) + " MiB; " + std::to_string(count) +
+                      " device(s)), " + versions;
+  return probe;
+}
+
+}  // namespace
+
+CudaProbe cuda_probe() {
+  static const CudaProbe probe = probe_once();
+  return probe;
+}
+
+bool cuda_available() { return cuda_probe().available; }
 
 Backend& cuda_backend() {
   if (!cuda_available())
-    fail("cuda", "no usable CUDA device (cudaGetDeviceCount found none, or the driver is missing); use the CPU");
+    fail("cuda", cuda_probe().description, "; use the CPU");
   // Never destroyed: tensors in static variables release their memory through it during static
   // destruction, possibly after a function-local static backend would already be gone.
   static CudaBackend* instance = new CudaBackend();

@@ -12,4 +12,8 @@ Backend& cuda_backend() {
 
 bool cuda_available() { return false; }
 
+CudaProbe cuda_probe() { return CudaProbe{false, true, "this build of moelab has no CUDA backend"}; }
+
+void set_cuda_tf32(bool) {}
+
 }  // namespace moelab

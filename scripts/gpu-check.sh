@@ -1,83 +1,229 @@
 #!/usr/bin/env bash
-# scripts/gpu-check.sh — what the CUDA issue asks to see on a GPU, in stages that each fit in one
-# 10-minute command on a borrowed GPU machine (nvcc, CMake, g++ and PyTorch, but no Debian
-# packages: run scripts/device-kit.sh here first and carry .device/kit along).
+# scripts/gpu-check.sh — what the CUDA issue asks to see on a GPU, in stages sized for a borrowed
+# GPU machine (nvcc, CMake, g++ and PyTorch, but no Debian packages: run scripts/device-kit.sh here
+# first and carry .device/kit along; carry data/mnist too for the `paper` stage).
 #
-#   scripts/gpu-check.sh build     configure with CUDA against the kit, build everything (build-gpu/)
-#   scripts/gpu-check.sh test      the whole ctest suite, CUDA tests included (none may be Skipped)
-#   scripts/gpu-check.sh demo      moelab phonebook --preset demo on the GPU, then on the CPU, tables side by side
-#   scripts/gpu-check.sh bench     bench/compare_gpu.sh: the three GPU-scale models, moelab vs PyTorch eager
-#   scripts/gpu-check.sh all       the four in order (about 15-25 minutes: split it across calls)
+#   scripts/gpu-check.sh STAGE...     the stages in the order given, e.g. `build test sync sanitize demo`
 #
-# Everything is written under runs/gpu-check/ (git-ignored); when $OUT is set (the device tool's
-# folder that comes back, at most 8 files) each stage also copies its few essential files there:
-# build.log, ctest.log, demo-cuda.md + demo-cpu.md, bench.log + gpu_comparison.json. Every stage
-# prints its verdict line last. The build folder stays on the machine between calls while it is
-# warm, so `build` runs once per machine.
+#   build     configure with CUDA against the kit (no alt-isa copy: the GPU machine runs the GPU
+#             checks), build everything into build-gpu/ (kept while the machine stays warm)
+#   test      the whole ctest suite with MOELAB_REQUIRE_CUDA=1: a GPU test that would skip fails
+#   sync      the GPU tests again with MOELAB_CUDA_SYNC=1 (a check after every launch)
+#   sanitize  compute-sanitizer memcheck on every GPU test, racecheck on the cases whose kernels use
+#             shared memory (refused on some machines: the stage then says so)
+#   demo      moelab phonebook --preset demo on the GPU (DEMO_CPU=1: on the CPU too)
+#   l2norm    moelab softmoe-l2norm --preset cpu on the GPU
+#   bench     bench/compare_gpu.sh: the three GPU-scale models, moelab vs PyTorch (eager, compile, tf32)
+#   paper     one grid point of each paper preset on the GPU, a few dozen steps: time per step
+#
+# Everything is written under runs/gpu-check/ (git-ignored). When $OUT is set (the device tool's
+# folder that comes back: at most 8 files) two files are written there as each stage ends:
+# summary.txt (one line per stage) and gpu-check.tgz (each stage's log and result files). The
+# last lines printed are the summary table. DEADLINE=N (seconds) makes the sanitizer and paper
+# stages stop starting runs that would pass it, so a call's limit cuts nothing mid-file;
+# SANITIZE_BUDGET=N caps the sanitizer stage alone.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=runs/gpu-check
 kit=$PWD/.device/kit
-build=build-gpu
+build=${GPU_BUILD:-build-gpu}  # GPU_BUILD: another build folder (a dry run of the script elsewhere)
+jobs=$(nproc)
+export PATH=$PATH:/usr/local/cuda/bin  # nvcc, compute-sanitizer
 mkdir -p "$out"
-keep() {  # keep FILE [NAME]: copy into $OUT when the device tool set it
-  [[ -n ${OUT:-} && -f $1 ]] && cp "$1" "$OUT/${2:-$(basename "$1")}"
+keep() {  # keep FILE [NAME]: one of the files that come back (runs/gpu-check/keep/, packed into $OUT)
+  mkdir -p "$out/keep"
+  [[ -f $1 ]] && cp "$1" "$out/keep/${2:-$(basename "$1")}"
   return 0
 }
+pack() {  # $OUT/summary.txt and $OUT/gpu-check.tgz (the kept files): the tool returns at most 8 files
+  [[ -n ${OUT:-} ]] || return 0
+  cp "$out/summary.txt" "$OUT/summary.txt" 2>/dev/null
+  tar czf "$OUT/gpu-check.tgz" -C "$out" keep 2>/dev/null
+  return 0
+}
+note() {  # note STAGE RESULT SECONDS: one summary line
+  printf '%-9s %-60s %5ss\n' "$1" "$2" "$3" >> "$out/summary.txt"
+  keep "$out/summary.txt"
+  pack
+}
+# The seconds left before DEADLINE (the environment's, in seconds of this script's run; default a day).
+left() { echo $(( ${DEADLINE:-86400} - SECONDS )); }
 
 stage_build() {
-  [[ -d $kit ]] || { echo "gpu-check: $kit is missing: run scripts/device-kit.sh and carry .device/kit" >&2; return 1; }
-  nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || echo "gpu-check: nvidia-smi failed (see $out/nvidia-smi.txt)"
-  cmake -S . -B "$build" -DMOELAB_CUDA=ON -DCMAKE_PREFIX_PATH="$kit" -DZLIB_ROOT="$kit" > "$out/configure.log" 2>&1 ||
-    { tail -30 "$out/configure.log"; echo "gpu-check build: configure FAILED"; return 1; }
-  cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1 ||
-    { keep "$out/build.log"; grep -E "error" -A5 "$out/build.log" | head -60; echo "gpu-check build: FAILED"; return 1; }
-  keep "$out/build.log"
-  echo "gpu-check build: ok ($build)"
+  [[ -d $kit ]] || { echo "$kit is missing: run scripts/device-kit.sh and carry .device/kit"; return 1; }
+  { nvidia-smi; nvcc --version; g++ --version | head -1; cmake --version | head -1; lscpu | grep -E "Model name|^CPU\(s\)"; } \
+    > "$out/machine.txt" 2>&1
+  keep "$out/machine.txt"
+  cmake -S . -B "$build" -DMOELAB_CUDA=ON -DMOELAB_ALT_ISA=OFF -DCMAKE_PREFIX_PATH="$kit" -DZLIB_ROOT="$kit" \
+    > "$out/build.log" 2>&1 || { keep "$out/build.log"; tail -30 "$out/build.log"; echo "configure FAILED"; return 1; }
+  cmake --build "$build" -j "$jobs" >> "$out/build.log" 2>&1 ||
+    { keep "$out/build.log"; grep -E "error" -A5 "$out/build.log" | head -60; echo "build FAILED"; return 1; }
+  grep -E "warning" "$out/build.log" | head -20
+  echo "ok, $(grep -c 'warning' "$out/build.log") warning lines"
+}
+
+# The result line of a ctest log: "ok, N tests" or what failed / was skipped.
+ctest_verdict() {
+  local log=$1 rc=$2 skipped
+  skipped=$(grep -E "\*\*\*Skipped|Not Run" "$log" | grep -oE "test_cuda_[a-z_0-9]+|[a-z_0-9@-]+ \.+" | tr -d ' .' | tr '\n' ' ')
+  if [[ $rc != 0 ]]; then
+    echo "FAILED: $(grep -E '^[[:space:]]+[0-9]+ - ' "$log" | sed -E 's/^[[:space:]]+[0-9]+ - //' | tr '\n' ' ')"
+  else
+    echo "ok, $(grep -oE '[0-9]+ tests passed|tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | head -1)${skipped:+; skipped: $skipped}"
+  fi
 }
 
 stage_test() {
-  MOELAB_FASHION_MNIST="$kit/fashion-mnist" ctest --test-dir "$build" -j 8 --output-on-failure > "$out/ctest.log" 2>&1
+  MOELAB_REQUIRE_CUDA=1 MOELAB_FASHION_MNIST="$kit/fashion-mnist" \
+    ctest --test-dir "$build" -j "$jobs" --timeout 300 --output-on-failure > "$out/ctest.log" 2>&1
   local rc=$?
   keep "$out/ctest.log"
-  tail -25 "$out/ctest.log"
-  if grep -q "Skipped" "$out/ctest.log"; then
-    echo "gpu-check test: some tests were SKIPPED on a GPU machine (see $out/ctest.log)"; return 1
-  fi
-  [[ $rc == 0 ]] && echo "gpu-check test: ok, every test passed, CUDA included" || echo "gpu-check test: FAILED (rc $rc)"
+  grep -h "test_cuda_[a-z_0-9]*: on " "$build"/Testing/Temporary/LastTest.log | head -1
+  ctest_verdict "$out/ctest.log" $rc
   return $rc
 }
 
+stage_sync() {
+  MOELAB_CUDA_SYNC=1 MOELAB_REQUIRE_CUDA=1 ctest --test-dir "$build" -j 4 --timeout 300 --output-on-failure \
+    -R "cuda|test_tensor|test_module_to" > "$out/sync.log" 2>&1
+  local rc=$?
+  keep "$out/sync.log"
+  ctest_verdict "$out/sync.log" $rc
+  return $rc
+}
+
+stage_sanitize() {
+  local log=$out/sanitizer.log rc=0 t limit stop=$((SECONDS + ${SANITIZE_BUDGET:-100000}))
+  : > "$log"
+  # run_sanitized LABEL COMMAND...: within what is left of the deadline and of SANITIZE_BUDGET
+  # (seconds for the whole stage), at most 150 s each
+  run_sanitized() {
+    local label=$1
+    shift
+    limit=$(left); (( limit > stop - SECONDS )) && limit=$((stop - SECONDS)); (( limit > 150 )) && limit=150
+    if (( limit < 20 )); then echo "== $label: not run (deadline)" >> "$log"; rc=1; return; fi
+    echo "== $label" >> "$log"
+    timeout "$limit" compute-sanitizer "$@" >> "$log" 2>&1 || { echo "   exit $? (limit ${limit} s)" >> "$log"; rc=1; }
+  }
+  for t in "$build"/test_cuda_*; do
+    run_sanitized "memcheck $(basename "$t")" --tool memcheck --error-exitcode 9 --print-limit 20 "$t"
+  done
+  # Racecheck: the cases whose kernels share memory (grouped products, reductions, softmax,
+  # cross-entropy, sorts and top-k, routing).
+  local cases='*grouped_matmul*,*sum*,*softmax*,*cross_entropy*,*topk*,*argsort*,*group_by_expert*'
+  for t in "$build"/test_cuda_parity "$build"/test_cuda_parity_2; do
+    run_sanitized "racecheck $(basename "$t")" --tool racecheck --racecheck-report all --error-exitcode 9 "$t" -tc="$cases"
+  done
+  keep "$log"
+  grep -E "^== |ERROR SUMMARY|RACECHECK SUMMARY|not supported|exit [0-9]+" "$log" | head -24
+  [[ $rc == 0 ]] && echo "ok: $(grep -c 'ERROR SUMMARY: 0 errors' "$log") memcheck runs clean" ||
+    echo "FAILED, refused or cut short (see sanitizer.log)"
+  return $rc
+}
+
+# timed SECONDS_VAR COMMAND...: runs COMMAND, puts its wall time in seconds into SECONDS_VAR
+timed() {
+  local -n elapsed=$1
+  shift
+  local start=$SECONDS
+  "$@"
+  local rc=$?
+  elapsed=$((SECONDS - start))
+  return $rc
+}
+
+# The GPU run of the demo; the CPU record it is compared with is docs/results/phonebook-demo
+# (DEMO_CPU=1 runs the CPU here too, on every core).
 stage_demo() {
-  local rc=0
-  for device in cuda cpu; do
-    "$build/moelab" phonebook --preset demo --device "$device" --threads "$(nproc)" --out "$out/demo-$device" \
-      > "$out/demo-$device.log" 2>&1 || { echo "gpu-check demo: --device $device FAILED (see $out/demo-$device.log)"; rc=1; }
-  done
-  for device in cuda cpu; do
-    echo "== $device"; sed -n '/^| model/,/^$/p' "$out/demo-$device/summary.md" 2>/dev/null
+  local rc=0 device devices=(cuda) took
+  [[ ${DEMO_CPU:-0} == 1 ]] && devices+=(cpu)
+  for device in "${devices[@]}"; do
+    rm -rf "$out/demo-$device"
+    timed took timeout 240 "$build/moelab" phonebook --preset demo --device "$device" --threads "$jobs" \
+      --out "$out/demo-$device" > "$out/demo-$device.log" 2>&1 || { echo "--device $device FAILED"; rc=1; }
+    echo "demo --device $device: $took s"
     keep "$out/demo-$device/summary.md" "demo-$device.md"
+    keep "$out/demo-$device/results.csv" "demo-$device.csv"
+    keep "$out/demo-$device/config.json" "demo-$device.json"
+    sed -n '/^| model/,/^$/p' "$out/demo-$device/summary.md" 2>/dev/null | head -12
   done
-  [[ $rc == 0 ]] && echo "gpu-check demo: ok (compare the two tables above)"
+  [[ $rc == 0 ]] && echo "ok ($took s)"
+  return $rc
+}
+
+stage_l2norm() {
+  local took
+  rm -rf "$out/l2norm-cuda"
+  timed took timeout 200 "$build/moelab" softmoe-l2norm --preset cpu --device cuda --out "$out/l2norm-cuda" \
+    > "$out/l2norm-cuda.log" 2>&1
+  local rc=$?
+  keep "$out/l2norm-cuda/summary.md" "l2norm-cuda.md"
+  keep "$out/l2norm-cuda/results.csv" "l2norm-cuda.csv"
+  keep "$out/l2norm-cuda/config.json" "l2norm-cuda.json"
+  grep -A3 "^## Verdict" "$out/l2norm-cuda/summary.md" 2>/dev/null
+  [[ $rc == 0 ]] && echo "ok ($took s)" || echo "FAILED (see l2norm-cuda.log)"
   return $rc
 }
 
 stage_bench() {
-  MOELAB_BUILD=$build PYTHON=${PYTHON:-python3} bench/compare_gpu.sh > "$out/bench.log" 2>&1
+  MOELAB_BUILD=$build PYTHON=${PYTHON:-python3} COMPILE_TIMEOUT=${COMPILE_TIMEOUT:-90} bench/compare_gpu.sh --steps 20 \
+    > "$out/bench.log" 2>&1
   local rc=$?
-  cp bench-results/gpu_*.json "$out/" 2>/dev/null
   keep "$out/bench.log"
-  keep bench-results/gpu_comparison.json
-  tail -20 "$out/bench.log"
-  [[ $rc == 0 ]] && echo "gpu-check bench: ok" || echo "gpu-check bench: FAILED (rc $rc)"
+  local f
+  for f in bench-results/gpu_*.json; do keep "$f"; done
+  tail -8 "$out/bench.log"
+  [[ $rc == 0 ]] && echo "ok" || echo "FAILED (rc $rc)"
   return $rc
 }
 
-case "${1:-}" in
-  build) stage_build ;;
-  test) stage_test ;;
-  demo) stage_demo ;;
-  bench) stage_bench ;;
-  all) stage_build && stage_test; stage_demo; stage_bench ;;
-  *) sed -n '2,16p' "$0"; exit 2 ;;
-esac
+# One point of each paper preset, the largest model, a few dozen steps; the time per step is read
+# from the progress line "trained N steps in M:SS".
+stage_paper() {
+  local log=$out/paper.log rc=0
+  : > "$log"
+  run_point() {  # run_point NAME ARGS...
+    local name=$1
+    shift
+    echo "== $name: moelab $*" >> "$log"
+    local limit
+    limit=$(left); (( limit > ${PAPER_TIMEOUT:-60} )) && limit=${PAPER_TIMEOUT:-60}
+    (( limit < 15 )) && { echo "   not run (deadline)" >> "$log"; rc=1; return; }
+    timeout "$limit" "$build/moelab" "$@" --device cuda --out "$out/paper-$name" --set mode=point >> "$log" 2>&1 ||
+      { echo "   exit $?" >> "$log"; rc=1; }
+  }
+  run_point phonebook phonebook --preset paper --set point=moe-d512-64e-N3000000-seed0 --set epochs=0 \
+    --set steps=40 --set eval_every=1000000 --set test_names=200 --set lrs=0.001
+  run_point phonebook-dense phonebook --preset paper --set point=dense-d1024-N3000000-seed0 --set epochs=0 \
+    --set steps=40 --set eval_every=1000000 --set test_names=200 --set lrs=0.001
+  run_point shortest-path shortest-path --preset paper --set point=moe-d512-64e-seed0 --set steps=40 \
+    --set eval_every=1000000
+  run_point teacher-student teacher-student --preset fig2 --set point=t32e16a-s32e16a-seed0 --set epochs=1 \
+    --set samples_per_epoch=81920 --set lrs=0.001
+  run_point softmoe-mnist softmoe-mnist --preset paper --set point=n512-seed0 --set steps=100 --set eval_every=1000000
+  keep "$log"
+  grep -E "^== |trained [0-9]+ steps|exit [0-9]+|rror" "$log" | cut -c1-200
+  [[ $rc == 0 ]] && echo "ok" || echo "some points FAILED (see paper.log)"
+  return $rc
+}
+
+[[ $# -gt 0 ]] || { sed -n '2,24p' "$0"; exit 2; }
+for stage in "$@"; do
+  declare -F "stage_$stage" > /dev/null || { echo "gpu-check: unknown stage '$stage'"; sed -n '2,24p' "$0"; exit 2; }
+done
+status=0
+for stage in "$@"; do
+  echo "======== $stage"
+  start=$SECONDS
+  "stage_$stage" > "$out/stage-$stage.txt" 2>&1
+  rc=$?
+  cat "$out/stage-$stage.txt"
+  note "$stage" "$(tail -1 "$out/stage-$stage.txt" | cut -c1-60)" $((SECONDS - start))
+  if [[ $rc != 0 ]]; then
+    status=1
+    [[ $stage == build ]] && break  # nothing else can run
+  fi
+done
+echo "======== summary"
+cat "$out/summary.txt"
+exit $status

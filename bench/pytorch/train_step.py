@@ -14,7 +14,9 @@ torch.cuda.synchronize(). The fixture's rope() and attention build their tables 
 with torch.arange / torch.ones, which default to the CPU; here they are rebuilt on the input's
 device (same values), since PyTorch cannot mix a CUDA tensor with a CPU one in these ops.
 --preset gpu is train_step_bench's: seq 256, batch 64, d 512, 8 heads, 8 layers (options given
-explicitly win).
+explicitly win). --precision tf32 lets cuBLAS use TF32 tensor cores (as train_step_bench's
+option); --compile runs the model through torch.compile (its compile time is the warm-up's,
+reported apart as warmup_seconds, not in the median).
 
 Debian's python3-torch uses the system BLAS: install libopenblas0-pthread, or its matrix
 products run on the slow reference BLAS and the comparison means nothing.
@@ -106,6 +108,10 @@ def main():
     ap.add_argument("--layers", type=int, default=None)
     ap.add_argument("--experts", type=int, default=0, help="MoE experts per layer (0: dense FFN)")
     ap.add_argument("--k", type=int, default=2, help="experts per token (with --experts)")
+    ap.add_argument("--precision", choices=["fp32", "tf32"], default="fp32",
+                    help="float32 products on the GPU: full float32 (default) or TF32 tensor cores")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile the model (default mode; the MoE's data-dependent loop runs with graph breaks)")
     ap.add_argument("--out", default="bench-results/train_step_pytorch.json")
     a = ap.parse_args()
     preset = dict(cpu=dict(seq=64, batch=32, d=128, heads=4, layers=4),
@@ -116,8 +122,11 @@ def main():
     if a.device == "cuda":
         if not torch.cuda.is_available():
             sys.exit("train_step.py: --device cuda: torch.cuda.is_available() is False")
-        torch.backends.cuda.matmul.allow_tf32 = False  # full float32 products, as moelab's cuBLAS calls
-        torch.backends.cudnn.allow_tf32 = False
+        tf32 = a.precision == "tf32"  # default: full float32 products, as moelab's cuBLAS calls
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+    elif a.precision != "fp32":
+        sys.exit("train_step.py: --precision tf32 is for --device cuda")
     device = torch.device(a.device)
 
     def sync():
@@ -134,18 +143,21 @@ def main():
         cfg.update(experts=a.experts, k=a.k)
     model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
+    forward = torch.compile(model) if a.compile else model
     tokens = torch.randint(0, a.vocab, (a.batch, a.seq)).to(device)
     targets = torch.randint(0, a.vocab, (a.batch, a.seq)).to(device)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(tokens), targets)
+        loss = loss_fn(forward(tokens), targets)
         loss.backward()
         opt.step()
         return loss.item()
 
-    for _ in range(5):
+    warm_start = time.perf_counter()
+    for _ in range(5):  # with --compile, the first steps compile (timed apart, below)
         step()
+    warmup_seconds = time.perf_counter() - warm_start
     times = []
     for _ in range(a.steps):
         sync()
@@ -155,9 +167,10 @@ def main():
         times.append(time.perf_counter() - t0)
     median = statistics.median(times)
     config_text = torch.__config__.show()
-    result = dict(engine="pytorch-eager", torch_version=torch.__version__, device=a.device, preset=a.preset,
+    result = dict(engine="pytorch-compile" if a.compile else "pytorch-eager", precision=a.precision,
+                  torch_version=torch.__version__, device=a.device, preset=a.preset,
                   threads=a.threads, config=cfg, batch=a.batch, seq=a.seq, steps=a.steps,
-                  median_step_seconds=median, tokens_per_second=a.batch * a.seq / median,
+                  median_step_seconds=median, warmup_seconds=warmup_seconds, tokens_per_second=a.batch * a.seq / median,
                   blas=config_text.split("BLAS_INFO=")[1].split(",")[0] if "BLAS_INFO=" in config_text else "unknown")
     if device.type == "cuda":
         result.update(gpu=torch.cuda.get_device_name(device), cuda_version=torch.version.cuda,

@@ -89,8 +89,7 @@ int run_experiment(const Experiment& e, const Common& c, const std::string& comm
   if (c.device == "cuda") {
 #ifdef MOELAB_HAVE_CUDA
     if (!cuda_available())
-      throw UsageError("--device cuda: no GPU found (this build has the CUDA backend, but the CUDA driver reports "
-                       "no usable device); use --device cpu");
+      throw UsageError("--device cuda: " + cuda_probe().description + "; use --device cpu");
 #else
     throw UsageError("--device cuda: this build of moelab has no CUDA backend (reconfigure with nvcc present, "
                      "or -DMOELAB_CUDA=ON, and rebuild); use --device cpu");
