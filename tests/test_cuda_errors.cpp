@@ -78,7 +78,10 @@ TEST_CASE("cuda errors: a cross-entropy target outside the classes names the row
 
 TEST_CASE("cuda errors: an expert id outside [-1, E) in group_by_expert is reported, that assignment dropped") {
   const std::string message =
-      error_of([&] { (void)k::group_by_expert(gpu_ints({0, 3, 7, 1}), 4).offsets.to(Device::cpu()); });
+      error_of([&] {  // ids [T = 2, k = 2]
+        const Tensor ids = from_vector(std::vector<std::int32_t>{0, 3, 7, 1}, {2, 2}, Device::cuda());
+        (void)k::group_by_expert(ids, 4).offsets.to(Device::cpu());
+      });
   INFO(message);
   CHECK(has(message, "group_by_expert"));
   CHECK(has(message, "= 7"));

@@ -41,8 +41,10 @@ PlotResult render(const std::filesystem::path& dir, const std::string& stem, con
   const std::filesystem::path gp = dir / (stem + ".gp"), log = dir / (stem + ".gnuplot.log");
   write_file_atomic(gp, script);
   if (!have_gnuplot()) {
-    r.message = "gnuplot is not installed (Debian: apt-get install gnuplot-nox); the data and script are in " +
-                gp.string() + ", run `gnuplot " + gp.filename().string() + "` there to draw it";
+    // Written into the run's summary, so it names the script by its file name alone: the summary
+    // stays the same wherever the run folder is (or is moved to), as the jobs tests require.
+    r.message = "gnuplot is not installed (Debian: apt-get install gnuplot-nox); the data and script are in the run "
+                "folder: run `gnuplot " + gp.filename().string() + "` there to draw it";
     return r;
   }
   // gnuplot runs in the run folder, so the script names its files without a path. It exits with
