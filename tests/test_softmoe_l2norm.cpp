@@ -225,6 +225,53 @@ TEST_CASE("softmoe-l2norm command: files, a rerun trains nothing, bad settings a
   CHECK_NOTHROW(check_resume(dir, run_config(e.name, "test", 0, 1, "cpu", "", wider), wider));
 }
 
+TEST_CASE("softmoe-l2norm report: a run whose loss is not finite is reported as diverged, never compared") {
+  set_num_threads(1);
+  const Experiment e = softmoe_l2norm_experiment();
+  testing::TempDir tmp;
+  const RunDir dir(tmp.path() / "l2");
+  Settings s = e.settings();
+  for (const char* kv : {"experts=1,2", "steps=6", "batch=32", "seeds=0,1", "token_dims=5", "log_every=2"})
+    s.set_assignment(kv);
+  begin_run(dir, run_config(e.name, "test", 0, 1, "cpu", "moelab softmoe-l2norm", s), s);
+  REQUIRE(e.run(RunContext{s, dir, "test", 0, 1, Device::cpu()}) == 0);
+  // What a run that blew up leaves: its point result with a NaN or infinite loss (the losses are
+  // written as the numbers they are; here two points of n = 2 are edited to say so).
+  auto diverge = [&](const std::string& point, const std::string& key, const std::string& value) {
+    const std::filesystem::path path = dir.file("points/" + point + ".json");
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(std::ifstream(path));
+    j["row"][key] = value;
+    std::ofstream(path) << j.dump(2);
+  };
+  auto report = [&] {
+    Settings r = s;
+    r.set_assignment("mode=report");
+    REQUIRE(e.run(RunContext{r, dir, "test", 0, 1, Device::cpu()}) == 0);
+    std::ifstream in(dir.file("summary.md"));
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  auto has = [](const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; };
+
+  diverge("2x5-n2-seed1", "final_loss", "nan");
+  std::string summary = report();
+  INFO(summary);
+  CHECK(has(summary, "Diverged (the loss became NaN or infinite; left out of the means above): n = 2 (1 of 2 seeds)"));
+  CHECK(has(summary, "| 2 | 25 | 500 | 1 |"));  // the mean of n = 2 is over the one finite seed
+  CHECK(has(summary, "2x5: DIVERGED runs, n = 2 (1 of 2 seeds), not compared; the claim is not judged held"));
+  CHECK_FALSE(has(summary, "**shows**"));
+  CHECK_FALSE(has(summary, "nan"));  // no NaN reaches a mean, a ratio or the verdict
+
+  diverge("2x5-n2-seed0", "first_loss", "inf");
+  summary = report();
+  CHECK(has(summary, "| 2 | 25 | 500 | 0 | diverged | diverged | - |"));
+  CHECK(has(summary, "n = 2 (2 of 2 seeds)"));
+  CHECK(has(summary, "no n >= 2 has a finite loss to compare"));  // not a vacuous "every n >= 2 lowers it"
+  CHECK_FALSE(has(summary, "every n >= 2 lowers it"));
+  CHECK_FALSE(has(summary, "**shows**"));
+  CHECK_FALSE(has(summary, "nan"));
+  CHECK_FALSE(has(summary, "| inf"));
+}
+
 TEST_CASE("softmoe-l2norm command: a disk that fills up mid-run fails loudly; the same run with room completes it") {
   set_num_threads(1);
   const Experiment e = softmoe_l2norm_experiment();

@@ -277,4 +277,18 @@ TEST_CASE("moelab softmoe-mnist end to end at toy size: files, no retraining, mo
     CHECK(row.at("train_loss") != "99");
   }
   CHECK(points.size() == curve.size());
+
+  // A run folder can be moved or copied: everything it records is relative to itself. The moved
+  // folder reports from its own checkpoints; a copy with a damaged checkpoint fails on the copy's
+  // file (it never reads the original's), and models.csv names no absolute path.
+  for (const auto& row : read_csv(dir.file("models.csv")))
+    for (const auto& [key, value] : row) CHECK_MESSAGE(value.find(tmp.path().string()) == std::string::npos, key);
+  const RunDir moved(tmp.path() / "moved"), copied(tmp.path() / "copied");
+  std::filesystem::copy(dir.path(), copied.path(), std::filesystem::copy_options::recursive);
+  std::filesystem::rename(dir.path(), moved.path());
+  REQUIRE(e.run(RunContext{settings({"mode=report"}), moved, "toy", 0, 1, Device::cpu()}) == 0);
+  CHECK(read_csv(moved.file("table1.csv")).size() == 2);
+  std::filesystem::resize_file(copied.file("checkpoints/n4-seed0.safetensors"), 100);
+  CHECK_THROWS_WITH_AS(e.run(RunContext{settings({"mode=report"}), copied, "toy", 0, 1, Device::cpu()}),
+                       doctest::Contains("copied"), Error);
 }

@@ -272,9 +272,17 @@ void write_report(const RunContext& ctx, double wall_seconds) {
       }
     }
     std::string above;
-    for (const auto& [n, f, sd] : finals)
+    bool any_larger = false;  // an n >= 2 with a finite loss (all of them may have diverged)
+    for (const auto& [n, f, sd] : finals) {
+      any_larger = any_larger || n >= 2;
       if (n >= 2 && !(f < kClearlyBelow * constant)) above += (above.empty() ? "" : ", ") + std::to_string(n);
-    line << (above.empty() ? " every n >= 2 lowers it;" : " n = " + above + " does not lower it;");
+    }
+    if (!any_larger) {
+      line << " no n >= 2 has a finite loss to compare;";
+      holds = false;
+    } else {
+      line << (above.empty() ? " every n >= 2 lowers it;" : " n = " + above + " does not lower it;");
+    }
     // The largest n must go clearly below the constant's loss.
     if (finals.size() >= 2 && !(std::get<1>(finals.back()) < kClearlyBelow * constant)) holds = false;
     // More experts, lower loss: a step from one n to the next "rises" when its mean grows by more

@@ -40,6 +40,9 @@ struct SubsetRow {
   double stds_above() const { return random.std > 0 ? (algorithm1 - random.mean) / random.std : NAN; }
 };
 
+// A z-score for the tables: "-" where it is undefined (every random subset scored the same).
+std::string stds_text(double z) { return std::isfinite(z) ? format_number(z, "%.2f") : "-"; }
+
 struct Table1Row {
   std::int64_t experts = 0, seed = 0, k = 0, distinct = 0;
   double all = 0, best = 0, algorithm1 = 0;
@@ -136,7 +139,7 @@ void evaluate_and_report(const RunContext& ctx, const MnistSplit& data, const st
       std::printf("  k = n/%lld = %lld: Algorithm 1 %s%%, random %s +- %s%% (%s std above)\n",
                   static_cast<long long>(divisor), static_cast<long long>(row.k), pct(row.algorithm1).c_str(),
                   pct(row.random.mean).c_str(), pct(row.random.std).c_str(),
-                  format_number(row.stds_above(), "%.2f").c_str());
+                  stds_text(row.stds_above()).c_str());
       subset_rows.push_back(row);
     }
     if (contains(table1_n, m.experts)) {
@@ -267,7 +270,7 @@ void evaluate_and_report(const RunContext& ctx, const MnistSplit& data, const st
       paper = format_number(kPaperTable10Half.at(r.experts), "%.2f");
     md << "| " << r.experts << " | " << r.seed << " | n/" << r.divisor << " = " << r.k << " | " << pct(r.all) << " | "
        << pct(r.algorithm1) << " | " << pct(r.random.mean) << " ± " << pct(r.random.std) << " | "
-       << format_number(r.stds_above(), "%.2f") << " | " << paper << " |\n";
+       << stds_text(r.stds_above()) << " | " << paper << " |\n";
   }
   md << "\nAlgorithm 1 beats the mean random subset in " << wins << " of " << subset_rows.size() << " (n, k, seed) "
      << "cells. Plot: " << (fig2.drawn ? fig2.png.filename().string() : "not drawn (" + fig2.message + ")") << ".\n";
