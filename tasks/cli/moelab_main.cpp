@@ -32,6 +32,7 @@
 #include "tasks/common/run_lock.h"
 #include "tasks/common/run_start.h"
 #include "tasks/phonebook/phonebook_experiment.h"
+#include "tasks/pretrain/pretrain_experiment.h"
 #include "tasks/shortest_path/shortest_path_experiment.h"
 #include "tasks/routers/routers_experiment.h"
 #include "tasks/softmoe_l2norm/l2norm_experiment.h"
@@ -44,7 +45,7 @@ namespace {
 
 std::vector<Experiment> experiments() {
   return {phonebook_experiment(), shortest_path_experiment(), teacher_student_experiment(), softmoe_mnist_experiment(),
-          softmoe_l2norm_experiment(), routers_experiment()};
+          softmoe_l2norm_experiment(), routers_experiment(), pretrain_experiment()};
 }
 
 struct Common {

@@ -1,0 +1,267 @@
+// tasks/pretrain/pretrain_experiment.cpp — settings, presets and the sweep of `moelab pretrain`
+// (see the header). The report (tables, plots, verdict) is in pretrain_report.cpp.
+#include "tasks/pretrain/pretrain_experiment.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+
+#include "tasks/common/batch.h"
+#include "tasks/common/job_grid.h"
+#include "tasks/common/models.h"
+#include "tasks/common/router_settings.h"
+#include "tasks/common/train.h"
+#include "tasks/pretrain/corpus.h"
+#include "tasks/pretrain/evaluate.h"
+#include "tasks/pretrain/pretrain_report.h"
+#include "tasks/pretrain/tokenizer.h"
+
+namespace moelab {
+
+namespace {
+
+using pretrain::CorpusConfig;
+
+Settings pretrain_settings() {
+  Settings s;
+  const CorpusConfig c;  // the corpus's own defaults, except where the CPU scale needs less
+  // The corpus (tasks/pretrain/corpus.h).
+  s.add_int("people", 400, "synthetic people; the first half are trained on their questions, the other half are "
+            "held out (their bios are in training, their questions are the knowledge test)", 0, 1e9);
+  s.add_int("bios_per_person", c.bios_per_person, "different biographies of every person in the training text", 0,
+            1e9);
+  s.add_int("templates_per_sentence", c.templates_per_sentence,
+            "paraphrase templates per biography sentence (the first N of the built-in ones)", 0, 1e9);
+  s.add_int("qa_test_questions", 600, "knowledge test: questions about held-out people (at most held-out x 6)", 0,
+            1e9);
+  s.add_int("qa_train_eval_questions", 300, "knowledge train score: questions that were in the training text", 0,
+            1e9);
+  s.add_int("math_train_problems", 4000, "math word problems in the training text", 0, 1e9);
+  s.add_int("min_ops", c.min_ops, "fewest operations of a problem", 0, 1e9);
+  s.add_int("max_ops", 4, "most operations of a problem (at most 5)", 0, 1e9);
+  s.add_int("math_test_problems", 300, "math test: fresh problems, in no training text", 0, 1e9);
+  s.add_int("math_train_eval_problems", 300, "math train score: problems that were in the training text", 0, 1e9);
+  s.add_real("math_fraction", c.math_fraction, "share of the training tokens that are math", 0, 1);
+  s.add_int("validation_documents", 400, "held-out documents (fresh bios and problems) for the validation perplexity",
+            0, 1e9);
+  // The models.
+  s.add_int("layers", 2, "decoder blocks", 1, 256);
+  s.add_int("heads", 4, "attention heads (d / heads must be even)", 1, 256);
+  s.add_int_list("dense_widths", {32, 48, 64}, "widths d of the dense models", 2, 1 << 16);
+  s.add_int_list("dense_ffn_factors", {1}, "FFN widths of the dense models in units of d (the paper: 1)", 1, 64);
+  s.add_int_list("moe_widths", {32}, "widths d of the MoE models (FFN width of each expert = d)", 2, 1 << 16);
+  s.add_int_list("experts", {4, 8, 16, 32}, "expert counts E of the MoE models", 1, 4096);
+  s.add_int("k", 2, "experts per token (router topk: Mixtral gates, no dropping)", 1, 4096);
+  add_router_settings(s, "every MoE model");
+  // Training.
+  s.add_int("seq", 128, "tokens per training window (documents run across windows)", 2, 1 << 16);
+  s.add_int("steps", 3000, "optimizer steps per model", 1, 1e9);
+  s.add_int("batch", 32, "windows per optimizer step", 1, 1 << 20);
+  s.add_real("lr", 3e-3, "peak learning rate", 1e-9, 10);
+  s.add_real("weight_decay", 0.1, "AdamW weight decay on matrices (the paper: 0.1)", 0, 10);
+  s.add_real("warmup_fraction", 0.2, "share of the steps with a linear warmup (then linear decay to 0)", 0, 1);
+  s.add_real("clip", 1.0, "gradient clipping: max global norm (0: none)", 0, 1e9);
+  s.add_int("eval_every", 0, "evaluate every N steps as well (0: only after the last step; generation is slow)", 0,
+            1e9);
+  s.add_int("eval_batch", 64, "prompts generated at once in the evaluation", 1, 1 << 20);
+  s.add_int_list("seeds", {0, 1, 2}, "seeds: each draws its own corpus (shared by every model of that seed), initial "
+                 "weights and document order; the report gives mean +- std over them", 0, 1e9);
+  add_job_settings(s, "moe-d32-8e-seed0");
+  // A point depends on its model and seed only: more seeds, widths or expert counts add points.
+  s.may_change_on_resume({"seeds", "dense_widths", "moe_widths", "experts"});
+  return s;
+}
+
+std::vector<Preset> pretrain_presets() {
+  return {
+      {"demo",
+       "a few minutes on 2 cores: 200 people, a dense d 32 against MoE d 32 with 8 experts, 1200 steps, one seed",
+       {{"people", "200"}, {"qa_test_questions", "300"}, {"qa_train_eval_questions", "150"},
+        {"math_train_problems", "2000"}, {"math_test_problems", "150"}, {"math_train_eval_problems", "150"},
+        {"validation_documents", "200"}, {"dense_widths", "32"}, {"experts", "8"}, {"steps", "1200"},
+        {"seeds", "0"}}},
+      {"cpu",
+       "docs/EXPERIMENTS.md's CPU setting: 400 people, 4000 problems, dense d 32/48/64, MoE d 32 with 4/8/16/32 "
+       "experts, 3000 steps of 32 windows of 128 tokens, seeds 0, 1, 2 (21 points; run as jobs, two at a time)",
+       {}},
+      {"paper",
+       "a GPU-scale grid in the spirit of the paper's Section 5 (its 63B tokens are out of reach): 5,000 people, "
+       "50,000 problems, 8 layers, dense d 256/384/512/768, MoE d 256/384 with 4/8/16/32 experts, 30,000 steps of "
+       "64 windows of 256 tokens, three seeds (docs/EXPERIMENTS.md gives the estimated GPU-hours)",
+       {{"people", "5000"}, {"qa_test_questions", "3000"}, {"qa_train_eval_questions", "1000"},
+        {"math_train_problems", "50000"}, {"max_ops", "5"}, {"math_test_problems", "1000"},
+        {"math_train_eval_problems", "1000"}, {"validation_documents", "2000"}, {"layers", "8"}, {"heads", "8"},
+        {"dense_widths", "256,384,512,768"}, {"moe_widths", "256,384"}, {"seq", "256"}, {"steps", "30000"},
+        {"batch", "64"}, {"lr", "1e-3"}}},
+  };
+}
+
+CorpusConfig corpus_config(const Settings& s) {
+  CorpusConfig c;
+  c.people = s.integer("people");
+  c.bios_per_person = s.integer("bios_per_person");
+  c.templates_per_sentence = s.integer("templates_per_sentence");
+  c.qa_test_questions = s.integer("qa_test_questions");
+  c.qa_train_eval_questions = s.integer("qa_train_eval_questions");
+  c.math_train_problems = s.integer("math_train_problems");
+  c.min_ops = s.integer("min_ops");
+  c.max_ops = s.integer("max_ops");
+  c.math_test_problems = s.integer("math_test_problems");
+  c.math_train_eval_problems = s.integer("math_train_eval_problems");
+  c.math_fraction = s.real("math_fraction");
+  c.validation_documents = s.integer("validation_documents");
+  return c;
+}
+
+std::vector<ModelSpec> pretrain_models(const Settings& s) {
+  std::vector<ModelSpec> models = model_grid(s.ints("dense_widths"), s.ints("moe_widths"), s.ints("experts"),
+                                             s.integer("k"), s.integer("layers"), s.integer("heads"),
+                                             s.ints("dense_ffn_factors"));
+  apply_router_settings(s, models);
+  return models;
+}
+
+std::vector<PretrainPoint> grid_of(const Settings& s) {
+  std::vector<PretrainPoint> out;
+  const std::vector<ModelSpec> models = pretrain_models(s);
+  for (std::size_t m = 0; m < models.size(); ++m)
+    for (std::int64_t seed : s.ints("seeds")) out.push_back({m, seed, models[m].name() + "-seed" + std::to_string(seed)});
+  return out;
+}
+
+// Settings that are each in range but cannot work together (UsageError naming the key, before
+// anything is written).
+void validate_pretrain(const Settings& s) {
+  corpus_config(s).validate();  // "setting 'max_ops' = 6: must be in [1, 5] ..."
+  check_model_grid(pretrain_models(s));
+  if (s.ints("seeds").empty()) throw UsageError("seeds: give at least one value");
+  if (s.integer("eval_every") > s.integer("steps"))
+    throw UsageError("eval_every = " + std::to_string(s.integer("eval_every")) + " is more than steps = " +
+                     std::to_string(s.integer("steps")) + " (0: evaluate after the last step only)");
+  std::vector<std::string> names;
+  for (const PretrainPoint& p : grid_of(s)) names.push_back(p.name);
+  validate_job_settings(s, names);
+}
+
+// The positions a model needs: a training window, and each evaluation's prompt (BOS + text) plus
+// what it generates plus one (evaluate.h).
+std::int64_t max_positions(const pretrain::Corpus& corpus, std::int64_t seq) {
+  std::int64_t need = seq;
+  auto fit = [&](std::int64_t prompt_chars, std::int64_t new_tokens) {
+    need = std::max(need, 1 + prompt_chars + new_tokens + 1);
+  };
+  for (const auto* pairs : {&corpus.qa_test, &corpus.qa_train_eval})
+    for (const pretrain::QaPair& qa : *pairs)
+      fit(static_cast<std::int64_t>(qa.prompt.size()), static_cast<std::int64_t>(qa.answer.size()) + 1);
+  for (const auto* problems : {&corpus.math_test, &corpus.math_train_eval})
+    for (const pretrain::MathProblem& m : *problems)
+      fit(static_cast<std::int64_t>(m.prompt().size()), pretrain::kMaxSolutionLength + 1);
+  return need;
+}
+
+const std::vector<std::string> kResultsHeader = {
+    "model", "family", "d", "experts", "k", "total_params", "active_params", "seed", "steps", "tokens",
+    "knowledge_test", "knowledge_train", "math_test", "math_train", "math_gap", "validation_loss", "perplexity",
+    "final_loss", "seconds"};
+
+// One point: the corpus of the seed, the model trained on its stream, then the five measurements.
+void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, const PretrainPoint& p) {
+  const Settings& s = ctx.settings;
+  // Replicate 0 is the run's seed itself; every model of a seed gets the same corpus.
+  const std::uint64_t seed = replicate_seed(ctx.seed, p.seed);
+  const pretrain::Corpus corpus = pretrain::make_corpus(corpus_config(s), seed);
+  const std::int64_t seq = s.integer("seq"), batch = s.integer("batch"), eval_batch = s.integer("eval_batch");
+  pretrain::TrainingStream stream(corpus, seq);
+  Generator init_gen(seed * 7919 + mi), data_gen(seed * 104729 + 1);
+  std::unique_ptr<Decoder> model = build_decoder(spec, pretrain::kVocab, max_positions(corpus, seq), init_gen);
+  model->to(ctx.device);  // before train_decoder builds its optimizer
+  const ModelSize size = model_size(*model);
+  CsvFile metrics = ctx.dir.csv(point_curve_file(p.name), {"job", "step", "metric", "value"});
+
+  TrainConfig tc;
+  tc.steps = s.integer("steps"), tc.lr = s.real("lr"), tc.weight_decay = s.real("weight_decay");
+  tc.warmup_fraction = s.real("warmup_fraction"), tc.clip = s.real("clip"), tc.eval_every = s.integer("eval_every");
+  std::map<std::string, double> last;
+  const TrainReport report = train_decoder(
+      *model, tc,
+      [&](Generator& g) {
+        std::vector<std::vector<std::int32_t>> windows;
+        for (std::int64_t b = 0; b < batch; ++b) windows.push_back(stream.next_sequence(g));
+        return make_lm_batch(windows, pretrain::kPad);
+      },
+      data_gen,
+      [&](Decoder& m) {
+        const pretrain::Perplexity v = pretrain::validation_perplexity(m, corpus.validation_documents, seq, batch);
+        const double k_test = pretrain::knowledge_accuracy(m, corpus.qa_test, eval_batch).value();
+        const double k_train = pretrain::knowledge_accuracy(m, corpus.qa_train_eval, eval_batch).value();
+        const double m_test = pretrain::math_accuracy(m, corpus.math_test, eval_batch).value();
+        const double m_train = pretrain::math_accuracy(m, corpus.math_train_eval, eval_batch).value();
+        last = {{"knowledge_test", k_test}, {"knowledge_train", k_train}, {"math_test", m_test},
+                {"math_train", m_train},    {"validation_loss", v.mean_loss}, {"perplexity", v.perplexity}};
+        return last;
+      },
+      spec.name() + " seed " + std::to_string(p.seed), &metrics);
+  const std::vector<std::string> row = {
+      spec.name(), spec.family(), cell(spec.d), cell(spec.experts), cell(spec.moe() ? spec.k : 0),
+      cell(size.non_embedding), cell(size.active), cell(p.seed), cell(report.steps_done),
+      cell(static_cast<double>(report.steps_done * batch * (seq - 1))), cell(last.at("knowledge_test")),
+      cell(last.at("knowledge_train")), cell(last.at("math_test")), cell(last.at("math_train")),
+      cell(last.at("math_train") - last.at("math_test")), cell(last.at("validation_loss")),
+      cell(last.at("perplexity")), cell(report.final_loss), cell(report.seconds)};
+  nlohmann::ordered_json j;
+  j["point"] = p.name;
+  for (std::size_t c = 0; c < row.size(); ++c) j["row"][kResultsHeader[c]] = row[c];
+  write_point(ctx.dir, p.name, j);  // last: its presence marks the point done
+}
+
+int run_pretrain(const RunContext& ctx) {
+  const Settings& s = ctx.settings;
+  validate_pretrain(s);
+  const std::vector<ModelSpec> models = pretrain_models(s);
+  const std::vector<PretrainPoint> points = grid_of(s);
+  JobGrid g = job_grid_for(pretrain_experiment());
+  for (const PretrainPoint& p : points) g.points.push_back(p.name);
+  g.run_point = [&](std::size_t i) { run_point(ctx, models[points[i].model], points[i].model, points[i]); };
+  g.report = [&] {
+    // results.csv and metrics.csv from the finished points, in grid order.
+    std::string csv;
+    for (const std::string& h : kResultsHeader) csv += (csv.empty() ? "" : ",") + h;
+    csv += "\n";
+    for (const PretrainPoint& p : points)
+      if (const std::optional<nlohmann::json> j = read_point(ctx.dir, p.name)) {
+        std::string line;
+        for (const std::string& h : kResultsHeader) line += (line.empty() ? "" : ",") + j->at("row").at(h).get<std::string>();
+        csv += line + "\n";
+      }
+    ctx.dir.write_text("results.csv", csv);
+    ctx.dir.write_text("metrics.csv", gather_curves(ctx.dir, g.points));
+    write_pretrain_report(ctx, models);
+  };
+  return run_job_grid(ctx, g);
+}
+
+}  // namespace
+
+Experiment pretrain_experiment() {
+  Experiment e;
+  e.name = "pretrain";
+  e.summary = "Mixture of Parrots Sec. 5 (Figs. 1, 5, 6): pre-training on synthetic knowledge and math";
+  e.details =
+      "Generates a corpus from the seed (synthetic people's biographies with the questions of half of them, and "
+      "multi-step arithmetic word problems with solutions), trains each model of the grid (dense widths; MoE widths x "
+      "expert counts, top-k or the `router` setting's scheme, FFN width d) on its packed token stream, and measures "
+      "knowledge accuracy on the held-out people's questions, math accuracy on fresh problems and on training ones "
+      "(the train-test gap), and the validation perplexity; the report sets them against total and active "
+      "parameters and against perplexity, with mean +- std over `seeds`. Every (model, seed) is an independent job: "
+      "--set mode=list prints one command line per missing point (docs/jobs.md), mode=point runs one, mode=report "
+      "gathers them, mode=all (default) runs the missing ones and reports.";
+  e.settings = pretrain_settings;
+  e.presets = pretrain_presets();
+  e.default_preset = "cpu";
+  e.validate = validate_pretrain;
+  e.run = run_pretrain;
+  return e;
+}
+
+}  // namespace moelab
