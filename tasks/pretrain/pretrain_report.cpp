@@ -225,7 +225,11 @@ void write_pretrain_report(const RunContext& ctx, const std::vector<ModelSpec>& 
              "sample std over seeds.\n\n"
           << table.str() << "\n## Verdict\n\n"
           << "The paper's claims, each judged on the means over seeds; a difference is beyond the seeds' spread when "
-             "it is larger than the two standard deviations added together.\n\n"
+             "it is larger than the two standard deviations added together"
+          << (s.ints("seeds").size() < 2 ? " (with one seed there is no spread: every difference counts as beyond it, "
+                                           "so decide nothing on this run alone)"
+                                         : "")
+          << ".\n\n"
           << verdict.str() << details.str() << "\n## Plots\n\n";
   for (const std::string& note : notes) summary << "- " << note << "\n";
   ctx.dir.write_text("summary.md", summary.str());
