@@ -21,6 +21,7 @@
 #include "core/kernels.h"
 #include "core/parallel.h"
 #include "tests/test_util.h"
+#include "tests/unary_reference.h"
 
 using namespace moelab;
 using moelab::testing::max_error;
@@ -35,23 +36,8 @@ double tolerance(DType dtype) { return dtype == DType::Float32 ? 2e-6 : 1e-14; }
 
 // The references name every op by hand, with no default: built with -Werror=switch, a new op of
 // the list without its reference here does not compile.
-double unary_ref(UnaryOp op, double x) {
-  switch (op) {
-    case UnaryOp::Neg: return -x;
-    case UnaryOp::Exp: return std::exp(x);
-    case UnaryOp::Log: return std::log(x);
-    case UnaryOp::Sqrt: return std::sqrt(x);
-    case UnaryOp::Abs: return std::abs(x);
-    case UnaryOp::Square: return x * x;
-    case UnaryOp::Relu: return x > 0 ? x : 0.0;
-    case UnaryOp::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case UnaryOp::Tanh: return std::tanh(x);
-    case UnaryOp::Sin: return std::sin(x);
-    case UnaryOp::Cos: return std::cos(x);
-    case UnaryOp::Reciprocal: return 1.0 / x;
-  }
-  return 0;
-}
+// The references of tests/unary_reference.h (shared with the extremes test), in double.
+double unary_ref(UnaryOp op, double x) { return moelab::testing::unary_reference<double>(op, x); }
 
 double binary_ref(BinaryOp op, double a, double b) {
   switch (op) {

@@ -19,6 +19,7 @@
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "tests/test_util.h"
+#include "tests/unary_reference.h"
 
 using namespace moelab;
 using moelab::testing::to_doubles;
@@ -115,6 +116,50 @@ void check_exp_log_sigmoid_tanh() {
 }
 
 }  // namespace
+
+// Every op of the op table at the ends of the range, against its reference in long double rounded
+// to T: NaN where the reference is NaN, the same infinity where it overflows, the same zero sign
+// where it is zero, and within 8 ulps elsewhere (a few ulps of the vector code, e.g. sin at 1e3).
+// The inputs: +-1e3 (exp and friends overflow there), +-inf, NaN, +-0, the smallest subnormal and
+// normal, the largest finite value, +-1 and +-0.5: the edges of the Real, Positive and NonZero
+// domains and what lies outside them (log(-1) is NaN). A new op in the table is covered here with
+// no line of its own: its reference (tests/unary_reference.h) is required by the build.
+template <class T>
+void check_every_unary_op_at_the_extremes() {
+  using L = long double;
+  using limits = std::numeric_limits<T>;
+  const std::vector<double> inputs{1e3,  -1e3, kInf, -kInf, kNaN, 0.0, -0.0, double(limits::denorm_min()),
+                                   -double(limits::denorm_min()), double(limits::min()), -double(limits::min()),
+                                   double(limits::max()), -double(limits::max()), 1, -1, 0.5, -0.5};
+  const std::vector<double> xs = spread(inputs);
+  const DType dtype = sizeof(T) == 4 ? DType::Float32 : DType::Float64;
+  const Tensor x = from_vector(xs, {static_cast<std::int64_t>(xs.size())}).to(dtype);
+  for (const kernels::UnaryOpInfo& info : kernels::kUnaryOps) {
+    const std::vector<double> got = to_doubles(kernels::unary(info.op, x));
+    for (std::size_t i = 0; i < inputs.size(); ++i) {  // the first copy; the others must equal it
+      const T v = static_cast<T>(xs[i]);
+      const T want = static_cast<T>(moelab::testing::unary_reference<L>(info.op, static_cast<L>(v)));
+      const T g = static_cast<T>(got[i]);
+      INFO(std::string(info.name), " ", std::string(dtype_name(dtype)), " x = ", double(v), ": got ", double(g), ", want ",
+           double(want));
+      if (std::isnan(want) || std::isinf(want) || want == T(0))
+        CHECK(same(g, want));
+      else
+        CHECK(std::abs(double(g) - double(want)) <= 8 * double(limits::epsilon()) * std::abs(double(want)));
+      for (std::size_t c = i + inputs.size(); c < xs.size(); c += inputs.size()) {
+        INFO("copy at ", c, " (another offset modulo the vector width) gave ", got[c]);
+        CHECK(same(static_cast<T>(got[c]), g));
+      }
+    }
+  }
+}
+
+TEST_CASE("every unary op of the op table at the extremes, against long double (float32)") {
+  check_every_unary_op_at_the_extremes<float>();
+}
+TEST_CASE("every unary op of the op table at the extremes, against long double (float64)") {
+  check_every_unary_op_at_the_extremes<double>();
+}
 
 TEST_CASE("exp, log, sigmoid and tanh are exact at the extremes (float32)") { check_exp_log_sigmoid_tanh<float>(); }
 TEST_CASE("exp, log, sigmoid and tanh are exact at the extremes (float64)") { check_exp_log_sigmoid_tanh<double>(); }

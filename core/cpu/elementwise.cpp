@@ -60,7 +60,12 @@ using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 // as an Eigen array expression (x, y: maps of n elements). Binary: the scalar function (T, T) -> T.
 // The dispatch below is generated from the list, so an op without its function here does not compile.
 namespace unary_math {
-template <class X, class Y> void neg(const X& x, Y& y) { y = -x; }
+// Not `-x`: Eigen's vector negation is 0 - x, which gives +0 for +0 (IEEE's -(+0) is -0, as the
+// scalar path, PyTorch and the CUDA kernel give). Times -1 is exact and flips every sign, zeros too.
+template <class X, class Y> void neg(const X& x, Y& y) {
+  using T = typename X::Scalar;
+  y = x * T(-1);
+}
 template <class X, class Y> void exp(const X& x, Y& y) { y = cpu::exact_exp(x); }
 template <class X, class Y> void log(const X& x, Y& y) { y = cpu::exact_log(x); }
 template <class X, class Y> void sqrt(const X& x, Y& y) { y = x.sqrt(); }
