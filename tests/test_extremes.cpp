@@ -1,5 +1,10 @@
-// tests/test_extremes.cpp — exp, log, sigmoid, tanh, softmax, log-softmax and cross-entropy at the
-// ends of the floating-point range, in float32 and float64, exactly as IEEE arithmetic says.
+// tests/test_extremes.cpp — every unary op of the op table, and exp, log, sigmoid, tanh, softmax,
+// log-softmax and cross-entropy in detail, at the ends of the floating-point range, in float32 and
+// float64, exactly as IEEE arithmetic says.
+//
+// The table walk (check_every_unary_op_at_the_extremes) needs no line per op: each op of
+// core/kernels/elementwise_ops.h is checked against its long-double reference
+// (tests/unary_reference.h) at the edges of every domain.
 //
 // The CPU kernels evaluate these on whole vectors (Eigen's SIMD approximations, whose range
 // handling differs between SSE, AVX2 and AVX-512: core/cpu/exact_math.h), and on single elements
