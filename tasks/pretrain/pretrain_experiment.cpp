@@ -25,25 +25,25 @@ using pretrain::CorpusConfig;
 
 Settings pretrain_settings() {
   Settings s;
-  const CorpusConfig c;  // the corpus's own defaults, except where the CPU scale needs less
+  const CorpusConfig c;  // the corpus's own defaults, where the CPU scale does not need less
   // The corpus (tasks/pretrain/corpus.h).
-  s.add_int("people", 400, "synthetic people; the first half are trained on their questions, the other half are "
+  s.add_int("people", 100, "synthetic people; the first half are trained on their questions, the other half are "
             "held out (their bios are in training, their questions are the knowledge test)", 0, 1e9);
   s.add_int("bios_per_person", c.bios_per_person, "different biographies of every person in the training text", 0,
             1e9);
   s.add_int("templates_per_sentence", c.templates_per_sentence,
             "paraphrase templates per biography sentence (the first N of the built-in ones)", 0, 1e9);
-  s.add_int("qa_test_questions", 600, "knowledge test: questions about held-out people (at most held-out x 6)", 0,
+  s.add_int("qa_test_questions", 300, "knowledge test: questions about held-out people (at most held-out x 6)", 0,
             1e9);
   s.add_int("qa_train_eval_questions", 300, "knowledge train score: questions that were in the training text", 0,
             1e9);
-  s.add_int("math_train_problems", 4000, "math word problems in the training text", 0, 1e9);
-  s.add_int("min_ops", c.min_ops, "fewest operations of a problem", 0, 1e9);
-  s.add_int("max_ops", 4, "most operations of a problem (at most 5)", 0, 1e9);
-  s.add_int("math_test_problems", 300, "math test: fresh problems, in no training text", 0, 1e9);
-  s.add_int("math_train_eval_problems", 300, "math train score: problems that were in the training text", 0, 1e9);
+  s.add_int("math_train_problems", 2000, "math word problems in the training text", 0, 1e9);
+  s.add_int("min_ops", 1, "fewest operations of a problem", 0, 1e9);
+  s.add_int("max_ops", 2, "most operations of a problem (at most 5)", 0, 1e9);
+  s.add_int("math_test_problems", 200, "math test: fresh problems, in no training text", 0, 1e9);
+  s.add_int("math_train_eval_problems", 200, "math train score: problems that were in the training text", 0, 1e9);
   s.add_real("math_fraction", c.math_fraction, "share of the training tokens that are math", 0, 1);
-  s.add_int("validation_documents", 400, "held-out documents (fresh bios and problems) for the validation perplexity",
+  s.add_int("validation_documents", 200, "held-out documents (fresh bios and problems) for the validation perplexity",
             0, 1e9);
   // The models.
   s.add_int("layers", 2, "decoder blocks", 1, 256);
@@ -56,8 +56,8 @@ Settings pretrain_settings() {
   add_router_settings(s, "every MoE model");
   // Training.
   s.add_int("seq", 128, "tokens per training window (documents run across windows)", 2, 1 << 16);
-  s.add_int("steps", 3000, "optimizer steps per model", 1, 1e9);
-  s.add_int("batch", 32, "windows per optimizer step", 1, 1 << 20);
+  s.add_int("steps", 8000, "optimizer steps per model", 1, 1e9);
+  s.add_int("batch", 16, "windows per optimizer step", 1, 1 << 20);
   s.add_real("lr", 3e-3, "peak learning rate", 1e-9, 10);
   s.add_real("weight_decay", 0.1, "AdamW weight decay on matrices (the paper: 0.1)", 0, 10);
   s.add_real("warmup_fraction", 0.2, "share of the steps with a linear warmup (then linear decay to 0)", 0, 1);
@@ -76,21 +76,23 @@ Settings pretrain_settings() {
 std::vector<Preset> pretrain_presets() {
   return {
       {"demo",
-       "a few minutes on 2 cores: 200 people, a dense d 32 against MoE d 32 with 8 experts, 1200 steps, one seed",
-       {{"people", "200"}, {"qa_test_questions", "300"}, {"qa_train_eval_questions", "150"},
-        {"math_train_problems", "2000"}, {"math_test_problems", "150"}, {"math_train_eval_problems", "150"},
-        {"validation_documents", "200"}, {"dense_widths", "32"}, {"experts", "8"}, {"steps", "1200"},
+       "about 4 minutes on 2 cores: 50 people, a dense d 32 against MoE d 32 with 16 experts, 4000 steps, one seed "
+       "(shows the pipeline; at this size every score is a few percent at most)",
+       {{"people", "50"}, {"qa_test_questions", "150"}, {"qa_train_eval_questions", "150"},
+        {"math_train_problems", "1000"}, {"math_test_problems", "100"}, {"math_train_eval_problems", "100"},
+        {"validation_documents", "100"}, {"dense_widths", "32"}, {"experts", "16"}, {"steps", "4000"},
         {"seeds", "0"}}},
       {"cpu",
-       "docs/EXPERIMENTS.md's CPU setting: 400 people, 4000 problems, dense d 32/48/64, MoE d 32 with 4/8/16/32 "
-       "experts, 3000 steps of 32 windows of 128 tokens, seeds 0, 1, 2 (21 points; run as jobs, two at a time)",
+       "docs/EXPERIMENTS.md's CPU setting: 100 people, 2000 problems of 1-2 operations, dense d 32/48/64, MoE d 32 "
+       "with 4/8/16/32 experts, 8000 steps of 16 windows of 128 characters, seeds 0, 1, 2 (21 points of 3-6 minutes "
+       "on one core: about 50 minutes as jobs, two at a time)",
        {}},
       {"paper",
        "a GPU-scale grid in the spirit of the paper's Section 5 (its 63B tokens are out of reach): 5,000 people, "
        "50,000 problems, 8 layers, dense d 256/384/512/768, MoE d 256/384 with 4/8/16/32 experts, 30,000 steps of "
        "64 windows of 256 tokens, three seeds (docs/EXPERIMENTS.md gives the estimated GPU-hours)",
        {{"people", "5000"}, {"qa_test_questions", "3000"}, {"qa_train_eval_questions", "1000"},
-        {"math_train_problems", "50000"}, {"max_ops", "5"}, {"math_test_problems", "1000"},
+        {"math_train_problems", "50000"}, {"min_ops", "2"}, {"max_ops", "5"}, {"math_test_problems", "1000"},
         {"math_train_eval_problems", "1000"}, {"validation_documents", "2000"}, {"layers", "8"}, {"heads", "8"},
         {"dense_widths", "256,384,512,768"}, {"moe_widths", "256,384"}, {"seq", "256"}, {"steps", "30000"},
         {"batch", "64"}, {"lr", "1e-3"}}},
