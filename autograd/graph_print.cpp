@@ -77,7 +77,8 @@ std::vector<Entry> walk(const Variable& root, const GraphNames& names) {
       continue;
     }
     const Node& node = *top.node;
-    Entry e = make_entry(node.is_leaf ? Kind::Leaf : Kind::Op, node.name, top.shape, top.dtype);
+    Entry e = make_entry(node.is_leaf ? Kind::Leaf : Kind::Op,
+                         node.detail.empty() ? node.name : node.name + "[" + node.detail + "]", top.shape, top.dtype);
     e.inputs = std::move(top.inputs);
     if (node.is_leaf) {
       const auto named = leaf_names.find(&node);

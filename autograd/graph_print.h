@@ -6,7 +6,9 @@
 // the forward pass could have computed them), the root last. One line per entry:
 //   %0 = const [4, 3] float32                    an input that needs no gradient (one entry per use)
 //   %1 = leaf fc1.weight [5, 3] float32          a leaf that requires grad, with its name if given
-//   %2 = matmul(%0, %1) [4, 5] float32           an op: its inputs, then its output's shape and dtype
+//   %2 = matmul[b^T](%0, %1) [4, 5] float32      an op: its inputs, then its output's shape and dtype;
+//                                                in brackets what else decides it (Node::detail:
+//                                                the transposes of matmul and grouped_matmul)
 // and, where they apply, the marks  retain_grad  hooks=N  freed  (freed: backward() already ran
 // through this op and dropped its inputs; print before backward() to see the graph).
 // A Variable used twice appears once, and its number twice among its users' inputs (x * x is

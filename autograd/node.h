@@ -41,6 +41,7 @@ struct Node {
   };
 
   std::string name;             // the op that made the output ("add", "matmul", ...); "leaf" for leaves
+  std::string detail;           // what a printed graph adds to the name: matmul's transposes ("b^T"), ...
   std::vector<Variable> inputs; // what the op read (empty for leaves and for freed nodes)
   GradFn grad_fn;               // empty for leaves and for freed nodes
   Tensor grad;                  // leaves, and op outputs with retains_grad: the gradient accumulated

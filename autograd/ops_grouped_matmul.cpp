@@ -17,7 +17,7 @@ namespace moelab {
 
 Variable grouped_matmul(const Variable& x, const Variable& w, const Tensor& offsets, bool trans_w) {
   Tensor out = kernels::grouped_matmul(x.data(), w.data(), offsets, trans_w);  // [N, out]
-  return record("grouped_matmul", std::move(out), {x, w},
+  Variable y = record("grouped_matmul", std::move(out), {x, w},
                 [offsets, trans_w](const std::vector<Variable>& in, const Tensor& g) {
                   const Tensor& X = in[0].data();  // [N, in]
                   const Tensor& W = in[1].data();  // [E, in, out] or [E, out, in]
@@ -29,6 +29,8 @@ Variable grouped_matmul(const Variable& x, const Variable& w, const Tensor& offs
                                  : kernels::grouped_matmul_weight_grad(X, g, offsets, groups);   // [E, in, out]
                   return std::vector<Tensor>{dx, dw};
                 });
+  if (y.node() && trans_w) y.node()->detail = "w^T";  // shown by a printed graph (autograd/graph_print.h)
+  return y;
 }
 
 }  // namespace moelab

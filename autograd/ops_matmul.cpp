@@ -23,7 +23,7 @@ namespace moelab {
 
 Variable matmul(const Variable& a, const Variable& b, bool trans_a, bool trans_b) {
   Tensor out = kernels::matmul(a.data(), b.data(), trans_a, trans_b);
-  return record("matmul", std::move(out), {a, b},
+  Variable y = record("matmul", std::move(out), {a, b},
                 [trans_a, trans_b](const std::vector<Variable>& in, const Tensor& g) {
                   const Tensor& A = in[0].data();
                   const Tensor& B = in[1].data();
@@ -34,6 +34,10 @@ Variable matmul(const Variable& a, const Variable& b, bool trans_a, bool trans_b
                     db = trans_b ? kernels::matmul(g, A, true, trans_a) : kernels::matmul(A, g, !trans_a, false);
                   return std::vector<Tensor>{da, db};
                 });
+  // A printed graph (autograd/graph_print.h) shows which product it was: matmul[a^T], [b^T], [a^T, b^T].
+  if (y.node() && (trans_a || trans_b))
+    y.node()->detail = trans_a && trans_b ? "a^T, b^T" : (trans_a ? "a^T" : "b^T");
+  return y;
 }
 
 }  // namespace moelab

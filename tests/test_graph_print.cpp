@@ -78,7 +78,7 @@ TEST_CASE("graph_text of a tiny known graph, line for line") {
   CHECK(graph_text(out) ==
         "%0 = leaf [2, 2] float64\n"
         "%1 = mul(%0, %0) [2, 2] float64 retain_grad hooks=1\n"
-        "%2 = matmul(%1, %0) [2, 2] float64\n"
+        "%2 = matmul[b^T](%1, %0) [2, 2] float64\n"
         "%3 = mean(%2) [] float64\n");
   // After backward() the graph is freed: only the root is left, marked.
   out.backward();
