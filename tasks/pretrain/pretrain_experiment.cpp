@@ -76,7 +76,7 @@ Settings pretrain_settings() {
 std::vector<Preset> pretrain_presets() {
   return {
       {"demo",
-       "about 4 minutes on 2 cores: 50 people, a dense d 32 against MoE d 32 with 16 experts, 4000 steps, one seed "
+       "under 2 minutes on 2 cores: 50 people, a dense d 32 against MoE d 32 with 16 experts, 4000 steps, one seed "
        "(shows the pipeline; at this size every score is a few percent at most)",
        {{"people", "50"}, {"qa_test_questions", "150"}, {"qa_train_eval_questions", "150"},
         {"math_train_problems", "1000"}, {"math_test_problems", "100"}, {"math_train_eval_problems", "100"},
