@@ -100,13 +100,13 @@ template <class T>
 T Tensor::item() const {
   check_defined(*this, "item");
   MOELAB_CHECK(numel() == 1, "item", "needs exactly one element, the tensor has shape ", shape_);
-  return to(Device::cpu()).data<T>()[0];
+  return to(Device::cpu()).to(dtype_of<T>()).data<T>()[0];
 }
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
   check_defined(*this, "to_vector");
-  Tensor host = to(Device::cpu());
+  Tensor host = to(Device::cpu()).to(dtype_of<T>());
   const T* p = host.data<T>();
   return std::vector<T>(p, p + numel());
 }

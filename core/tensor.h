@@ -69,7 +69,9 @@ class Tensor {
   // moelab::Error, changing nothing, when the device is unavailable.
   void move_storage_to(Device device);
 
-  // Reading values back (copies to the host when needed).
+  // Reading values back (copies to the host when needed), as T whatever the dtype: a value of
+  // another dtype is converted as to(dtype_of<T>()) converts it (float64 -> float32 rounds to
+  // nearest; float -> int32 as kernels::cast says), so x.item<double>() reads any loss.
   template <class T>
   T item() const;
   template <class T>

@@ -36,6 +36,19 @@ TEST_CASE("bad reshapes, slices and typed access throw moelab::Error naming the 
   CHECK_THROWS_WITH_AS(undefined.clone(), doctest::Contains("clone"), Error);
 }
 
+TEST_CASE("item and to_vector read any dtype as the type asked for, converting as to(dtype) does") {
+  const Tensor f64 = from_vector(std::vector<double>{0.1, 2.5, -3.0}, {3});
+  CHECK(f64.to_vector<float>() == std::vector<float>{0.1f, 2.5f, -3.0f});  // rounded to nearest float
+  CHECK(f64.to_vector<double>() == std::vector<double>{0.1, 2.5, -3.0});
+  const Tensor f32 = from_vector(std::vector<float>{0.1f}, {});
+  CHECK(f32.item<double>() == static_cast<double>(0.1f));                // exact widening
+  const Tensor ids = from_vector(std::vector<std::int32_t>{7, -2}, {2});
+  CHECK(ids.to_vector<double>() == std::vector<double>{7.0, -2.0});
+  CHECK(ids.to_vector<float>() == std::vector<float>{7.0f, -2.0f});
+  CHECK(from_vector(std::vector<std::int32_t>{42}, {}).item<float>() == 42.0f);
+  CHECK(from_vector(std::vector<float>{3.0f, -4.0f}, {2}).to_vector<std::int32_t>() == std::vector<std::int32_t>{3, -4});
+}
+
 TEST_CASE("factories") {
   CHECK(ones({2, 2}).to_vector<float>() == std::vector<float>{1, 1, 1, 1});
   CHECK(full({3}, 2.5, DType::Float64).to_vector<double>() == std::vector<double>{2.5, 2.5, 2.5});
