@@ -100,7 +100,8 @@ template <class T>
 T Tensor::item() const {
   check_defined(*this, "item");
   MOELAB_CHECK(numel() == 1, "item", "needs exactly one element, the tensor has shape ", shape_);
-  return to(Device::cpu()).to(dtype_of<T>()).data<T>()[0];
+  const Tensor host = to(Device::cpu()).to(dtype_of<T>());
+  return host.data<T>()[0];
 }
 
 template <class T>
