@@ -163,7 +163,7 @@ struct CudaProbe {
   bool no_gpu = true;
   std::string description;
 };
-CudaProbe cuda_probe();
+const CudaProbe& cuda_probe();  // probed once, on the first call
 // Opt-in TF32 for float32 matrix products on the GPU (cuBLAS's tensor-op math: inputs rounded to
 // 10 mantissa bits, about 1e-3 relative error): off by default, which keeps full float32 and the
 // CPU/GPU parity tolerances. No effect on the CPU or in builds without CUDA.

@@ -82,7 +82,7 @@ CudaProbe probe_once() {
 
 }  // namespace
 
-CudaProbe cuda_probe() {
+const CudaProbe& cuda_probe() {
   static const CudaProbe probe = probe_once();
   return probe;
 }

@@ -12,7 +12,10 @@ Backend& cuda_backend() {
 
 bool cuda_available() { return false; }
 
-CudaProbe cuda_probe() { return CudaProbe{false, true, "this build of moelab has no CUDA backend"}; }
+const CudaProbe& cuda_probe() {
+  static const CudaProbe probe{false, true, "this build of moelab has no CUDA backend"};
+  return probe;
+}
 
 void set_cuda_tf32(bool) {}
 

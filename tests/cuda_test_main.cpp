@@ -22,7 +22,7 @@
 int main(int argc, char** argv) {
   std::string name = argc > 0 && argv[0] ? argv[0] : "test_cuda";
   name = name.substr(name.find_last_of('/') + 1);  // npos + 1 == 0: the whole name
-  const moelab::CudaProbe probe = moelab::cuda_probe();
+  const moelab::CudaProbe& probe = moelab::cuda_probe();
   if (!probe.available) {
     const char* require = std::getenv("MOELAB_REQUIRE_CUDA");
     const bool required = require != nullptr && std::strcmp(require, "1") == 0;

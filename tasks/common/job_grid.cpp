@@ -87,6 +87,18 @@ std::string gather_curves(const RunDir& dir, const std::vector<std::string>& nam
   return out;
 }
 
+std::string gather_rows(const RunDir& dir, const std::vector<std::string>& names,
+                        const std::vector<std::string>& header) {
+  std::string out = csv_line(header) + "\n";
+  for (const std::string& name : names)
+    if (const std::optional<nlohmann::json> j = read_point(dir, name)) {
+      std::vector<std::string> cells;
+      for (const std::string& h : header) cells.push_back(j->at("row").at(h).get<std::string>());
+      out += csv_line(cells) + "\n";
+    }
+  return out;
+}
+
 std::string shell_word(const std::string& w) {
   for (char c : w)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string("_./-=,:+").find(c) != std::string::npos)) {

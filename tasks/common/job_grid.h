@@ -84,6 +84,10 @@ std::optional<nlohmann::json> read_point(const RunDir& dir, const std::string& n
 // The curves of the finished points among `names`, in that order, as one CSV: the header line of
 // the first curve file, then every file's rows. Empty when no point has a curve.
 std::string gather_curves(const RunDir& dir, const std::vector<std::string>& names);
+// results.csv's text from the finished points of `names` (in that order): the header line, then
+// each point's "row" object (its cells as strings, written by the point) in the header's order.
+std::string gather_rows(const RunDir& dir, const std::vector<std::string>& names,
+                        const std::vector<std::string>& header);
 
 // A word for the shell: as it is when it holds only safe characters, else in single quotes.
 std::string shell_word(const std::string& word);

@@ -227,16 +227,7 @@ int run_pretrain(const RunContext& ctx) {
   g.run_point = [&](std::size_t i) { run_point(ctx, models[points[i].model], points[i].model, points[i]); };
   g.report = [&] {
     // results.csv and metrics.csv from the finished points, in grid order.
-    std::string csv;
-    for (const std::string& h : kResultsHeader) csv += (csv.empty() ? "" : ",") + h;
-    csv += "\n";
-    for (const PretrainPoint& p : points)
-      if (const std::optional<nlohmann::json> j = read_point(ctx.dir, p.name)) {
-        std::string line;
-        for (const std::string& h : kResultsHeader) line += (line.empty() ? "" : ",") + j->at("row").at(h).get<std::string>();
-        csv += line + "\n";
-      }
-    ctx.dir.write_text("results.csv", csv);
+    ctx.dir.write_text("results.csv", gather_rows(ctx.dir, g.points, kResultsHeader));
     ctx.dir.write_text("metrics.csv", gather_curves(ctx.dir, g.points));
     write_pretrain_report(ctx, models);
   };

@@ -166,16 +166,7 @@ int run_shortest_path(const RunContext& ctx) {
   };
   g.report = [&] {
     // results.csv and metrics.csv from the finished points, in grid order.
-    std::string csv;
-    for (const std::string& h : kResultsHeader) csv += (csv.empty() ? "" : ",") + h;
-    csv += "\n";
-    for (const Point& p : points)
-      if (const std::optional<nlohmann::json> j = read_point(ctx.dir, p.name)) {
-        std::string line;
-        for (const std::string& h : kResultsHeader) line += (line.empty() ? "" : ",") + j->at("row").at(h).get<std::string>();
-        csv += line + "\n";
-      }
-    ctx.dir.write_text("results.csv", csv);
+    ctx.dir.write_text("results.csv", gather_rows(ctx.dir, g.points, kResultsHeader));
     ctx.dir.write_text("metrics.csv", gather_curves(ctx.dir, g.points));
     write_report(ctx, models, prepare().cal, prepare().baseline);
   };

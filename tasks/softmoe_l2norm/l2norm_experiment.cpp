@@ -359,14 +359,7 @@ int run_l2norm(const RunContext& ctx) {
   g.run_point = [&](std::size_t i) { run_job(ctx, points[i]); };
   g.report = [&] {
     // results.csv and metrics.csv from the finished jobs, in grid order.
-    std::string results = csv_line(kResultsHeader) + "\n";
-    for (const Point& p : points)
-      if (const std::optional<nlohmann::json> j = read_point(ctx.dir, p.name)) {
-        std::vector<std::string> cells;
-        for (const std::string& h : kResultsHeader) cells.push_back(j->at("row").at(h).get<std::string>());
-        results += csv_line(cells) + "\n";
-      }
-    ctx.dir.write_text("results.csv", results);
+    ctx.dir.write_text("results.csv", gather_rows(ctx.dir, g.points, kResultsHeader));
     ctx.dir.write_text("metrics.csv", gather_curves(ctx.dir, g.points));
     std::printf("softmoe-l2norm: best constant's loss %.4f\n",
                 l2norm::constant_predictor_loss(s.integer("input_dim"), s.real("variance")));
