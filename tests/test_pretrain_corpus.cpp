@@ -189,6 +189,39 @@ TEST_CASE("math: answers recomputed from the operations, test problems never in 
   for (int i = 0; i < 2000; ++i) check_math_problem(make_math_problem(1, kMaxOperations, gen));
 }
 
+TEST_CASE("MathRange: every number within the range, each operation still drawn; defaults unchanged") {
+  // The default range is the one the recorded corpora were drawn from: the same draws, bit for bit.
+  Generator a(7), b(7);
+  for (int i = 0; i < 200; ++i) CHECK(make_math_problem(1, 5, a).text() == make_math_problem(1, 5, b, MathRange{}).text());
+  // A narrow range: start and addends in [2, 9], every count in [2, 99]; all three operations occur.
+  Generator gen(8);
+  const MathRange easy{9, 99};
+  std::set<Operation> seen;
+  std::int64_t largest = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const MathProblem p = make_math_problem(1, 5, gen, easy);
+    check_math_problem(p);
+    CHECK(p.start >= 2);
+    CHECK(p.start <= 9);
+    std::int64_t v = p.start;
+    for (const MathStep& s : p.steps) {
+      seen.insert(s.operation);
+      CHECK(s.operand >= 2);
+      CHECK(s.operand <= (s.operation == Operation::Multiply ? 5 : 9));
+      v = s.operation == Operation::Add ? v + s.operand : s.operation == Operation::Subtract ? v - s.operand : v * s.operand;
+      CHECK(v >= kMinValue);
+      CHECK(v <= 99);
+      largest = std::max(largest, v);
+    }
+  }
+  CHECK(seen.size() == 3);
+  CHECK(largest > 80);  // the range is used, not just respected
+  // The smallest range that always has a move: counts in [2, 5].
+  for (int i = 0; i < 500; ++i) check_math_problem(make_math_problem(5, 5, gen, MathRange{2, 5}));
+  CHECK_THROWS_AS(make_math_problem(1, 2, gen, MathRange{2, 4}), Error);
+  CHECK_THROWS_AS(make_math_problem(1, 2, gen, MathRange{10, 9}), Error);
+}
+
 TEST_CASE("extract_answer: the first 'The answer is N.', strictly") {
   CHECK(extract_answer("The answer is 42.") == 42);
   CHECK(extract_answer("3 + 4 = 7. The answer is 7. The answer is 9.") == 7);
@@ -313,6 +346,10 @@ TEST_CASE("CorpusConfig::validate: a UsageError naming the key") {
   rejects("qa_train_eval_questions", [](CorpusConfig& c) { c.qa_train_eval_questions = -1; });
   rejects("max_ops", [](CorpusConfig& c) { c.max_ops = kMaxOperations + 1; });
   rejects("min_ops", [](CorpusConfig& c) { c.min_ops = 4; c.max_ops = 3; });
+  rejects("math_max_value", [](CorpusConfig& c) { c.math_range.max_value = 4; });
+  rejects("math_max_value", [](CorpusConfig& c) { c.math_range.max_value = kMaxValue + 1; });
+  rejects("math_max_operand", [](CorpusConfig& c) { c.math_range.max_operand = 1; });
+  rejects("math_max_operand", [](CorpusConfig& c) { c.math_range.max_value = 20; c.math_range.max_operand = 21; });
   rejects("min_ops", [](CorpusConfig& c) { c.min_ops = 0; });
   rejects("math_fraction", [](CorpusConfig& c) { c.math_fraction = 1.5; });
   rejects("math_fraction", [](CorpusConfig& c) { c.math_fraction = -0.1; });

@@ -23,11 +23,25 @@ using namespace moelab::pretrain;
 
 namespace {
 
-std::unique_ptr<Decoder> tiny_decoder(std::uint64_t seed, std::int64_t max_seq = 64) {
+std::unique_ptr<Decoder> tiny_decoder(std::uint64_t seed, std::int64_t max_seq = 64, std::int64_t vocab = kVocab) {
   Generator gen(seed);
   ModelSpec spec;
   spec.d = 32, spec.layers = 1, spec.heads = 2;
-  return build_decoder(spec, kVocab, max_seq, gen);
+  return build_decoder(spec, vocab, max_seq, gen);
+}
+
+// Trains `model` on `docs` (each its own sequence, tokens from `tokenizer`) for `steps` AdamW steps.
+void train_on(Decoder& model, const std::vector<std::string>& docs, const Tokenizer& tokenizer, int steps) {
+  std::vector<std::vector<std::int32_t>> sequences;
+  for (const std::string& d : docs) sequences.push_back(tokenizer.encode_document(d));
+  const TokenBatch batch = make_lm_batch(sequences, kPad);
+  AdamW opt(model.parameters(), AdamOptions{.lr = 1e-2});
+  for (int step = 0; step < steps; ++step) {
+    const Variable loss = nn::cross_entropy(model.forward(batch.inputs), batch.targets);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+  }
 }
 
 QaPair pair(const std::string& prompt, const std::string& answer) {
@@ -96,16 +110,7 @@ TEST_CASE("a tiny decoder that learned two QA pairs answers them exactly; untrai
   CHECK(knowledge_accuracy(*model, pairs, 2).correct == 0);
   const double before = validation_perplexity(*model, docs, 64, 2).mean_loss;
 
-  std::vector<std::vector<std::int32_t>> sequences;
-  for (const std::string& d : docs) sequences.push_back(encode_document(d));
-  const TokenBatch batch = make_lm_batch(sequences, kPad);
-  AdamW opt(model->parameters(), AdamOptions{.lr = 1e-2});
-  for (int step = 0; step < 150; ++step) {
-    const Variable loss = nn::cross_entropy(model->forward(batch.inputs), batch.targets);
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
-  }
+  train_on(*model, docs, character_tokenizer(), 150);
   const Accuracy learned = knowledge_accuracy(*model, pairs, 2);
   CHECK(learned.total == 2);
   CHECK(learned.correct == 2);
@@ -114,4 +119,28 @@ TEST_CASE("a tiny decoder that learned two QA pairs answers them exactly; untrai
   // training, where each had its own sequence), so the loss falls less than on the training rows:
   // 4.7 -> 1.4 nats here.
   CHECK(validation_perplexity(*model, docs, 64, 2).mean_loss < 0.5 * before);
+}
+
+TEST_CASE("word tokens: the prompt's final space is the model's to write, as in training; answers score as with characters") {
+  set_num_threads(1);
+  const std::vector<QaPair> pairs = {pair("What is the birth city of Anya Forger? ", "Kyoto"),
+                                     pair("What is the major of Loid Forger? ", "Marine Biology")};
+  std::vector<std::string> docs;
+  for (const QaPair& qa : pairs) docs.push_back(qa.text());
+  docs.push_back("Mia has 3 cards. How many cards does Mia have now? 3. The answer is 3.");
+  const Tokenizer words = Tokenizer::words(docs);
+  // In training " Kyoto" is one piece; a prompt ending in ' ' would ask for "Kyoto", never seen.
+  CHECK(words.encode(pairs[0].text()).back() == words.encode(" Kyoto").at(0));
+  auto model = tiny_decoder(6, 160, words.vocab_size());  // room for math_accuracy's generation
+  CHECK(knowledge_accuracy(*model, pairs, 2, words).correct == 0);
+  train_on(*model, docs, words, 150);
+  const std::vector<std::string> written = complete_greedy(*model, {pairs[0].prompt, pairs[1].prompt}, 4, 2, words);
+  CHECK(written == std::vector<std::string>{"Kyoto", "Marine Biology"});  // the space written, then dropped
+  CHECK(knowledge_accuracy(*model, pairs, 2, words).correct == 2);
+  MathProblem p;
+  p.question = "Mia has 3 cards. How many cards does Mia have now?";
+  p.answer = 3;
+  CHECK(math_accuracy(*model, {p}, 1, words).correct == 1);
+  // Perplexity counts word tokens: fewer targets than characters.
+  CHECK(validation_perplexity(*model, docs, 64, 2, words).tokens < validation_perplexity(*model, docs, 64, 2).tokens);
 }

@@ -51,6 +51,7 @@ std::string in_range(std::int64_t lo, std::int64_t hi, const std::string& why = 
   return "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" + (why.empty() ? "" : " (" + why + ")");
 }
 
+// Characters + BOS + EOS: the validation mixture is counted in character tokens (either tokenizer).
 std::int64_t document_tokens(const std::string& text) { return static_cast<std::int64_t>(text.size()) + 2; }
 
 }  // namespace
@@ -71,6 +72,11 @@ void CorpusConfig::validate() const {
   require(max_ops >= 1 && max_ops <= kMaxOperations, "max_ops", max_ops,
           in_range(1, kMaxOperations, "the most operations a problem supports"));
   require(min_ops >= 1 && min_ops <= max_ops, "min_ops", min_ops, in_range(1, max_ops, "1 to max_ops"));
+  require(math_range.max_value >= 5 && math_range.max_value <= kMaxValue, "math_max_value", math_range.max_value,
+          in_range(5, kMaxValue, "every count of a problem stays in [2, math_max_value]"));
+  require(math_range.max_operand >= 2 && math_range.max_operand <= math_range.max_value, "math_max_operand",
+          math_range.max_operand, in_range(2, math_range.max_value, "start and added or subtracted numbers, at most "
+                                                                    "math_max_value"));
   require(math_train_problems >= 0 && math_train_problems <= kMaxMathProblems, "math_train_problems",
           math_train_problems, in_range(0, kMaxMathProblems));
   require(math_test_problems >= 0 && math_test_problems <= kMaxMathProblems, "math_test_problems", math_test_problems,
@@ -119,12 +125,14 @@ Corpus make_corpus(const CorpusConfig& config, std::uint64_t seed) {
 
   // Math: training problems, fresh test problems, a sample of the training problems.
   Generator math_gen = part_generator(seed, Part::MathTrain);
-  c.math_train = make_math_problems(config.math_train_problems, config.min_ops, config.max_ops, math_gen);
+  c.math_train = make_math_problems(config.math_train_problems, config.min_ops, config.max_ops, math_gen, nullptr,
+                                    config.math_range);
   for (const MathProblem& p : c.math_train) c.math_documents.push_back(p.text());
   std::set<std::string> used_questions;
   for (const MathProblem& p : c.math_train) used_questions.insert(p.question);
   Generator test_gen = part_generator(seed, Part::MathTest);
-  c.math_test = make_math_problems(config.math_test_problems, config.min_ops, config.max_ops, test_gen, &used_questions);
+  c.math_test = make_math_problems(config.math_test_problems, config.min_ops, config.max_ops, test_gen, &used_questions,
+                                   config.math_range);
   for (const MathProblem& p : c.math_test) used_questions.insert(p.question);
   Generator sample_gen = part_generator(seed, Part::MathSamples);
   for (std::int64_t k : sample_indices(config.math_train_problems, config.math_train_eval_problems, sample_gen))
@@ -139,7 +147,8 @@ Corpus make_corpus(const CorpusConfig& config, std::uint64_t seed) {
     const DocumentKind kind = next_kind(config.math_fraction, math_tokens, total_tokens);
     std::string text;
     if (kind == DocumentKind::Math) {
-      MathProblem p = std::move(make_math_problems(1, config.min_ops, config.max_ops, val_gen, &used_questions)[0]);
+      MathProblem p = std::move(make_math_problems(1, config.min_ops, config.max_ops, val_gen, &used_questions,
+                                                              config.math_range)[0]);
       used_questions.insert(p.question);
       text = p.text();
       math_tokens += document_tokens(text);
@@ -168,11 +177,12 @@ DocumentKind next_kind(double math_fraction, std::int64_t math_tokens, std::int6
                                                                                                : DocumentKind::Knowledge;
 }
 
-std::vector<std::vector<std::int32_t>> pack_documents(const std::vector<std::string>& documents, std::int64_t seq) {
+std::vector<std::vector<std::int32_t>> pack_documents(const std::vector<std::string>& documents, std::int64_t seq,
+                                                      const Tokenizer& tokenizer) {
   MOELAB_CHECK(seq >= 2, "pretrain::pack_documents", "seq must be >= 2 (an input and a target), got ", seq);
   std::vector<std::int32_t> stream;
   for (const std::string& d : documents) {
-    const std::vector<std::int32_t> tokens = encode_document(d);
+    const std::vector<std::int32_t> tokens = tokenizer.encode_document(d);
     stream.insert(stream.end(), tokens.begin(), tokens.end());
   }
   std::vector<std::vector<std::int32_t>> windows;
@@ -182,7 +192,8 @@ std::vector<std::vector<std::int32_t>> pack_documents(const std::vector<std::str
   return windows;
 }
 
-TrainingStream::TrainingStream(const Corpus& corpus, std::int64_t seq) : corpus_(&corpus), seq_(seq) {
+TrainingStream::TrainingStream(const Corpus& corpus, std::int64_t seq, const Tokenizer& tokenizer)
+    : corpus_(&corpus), tokenizer_(&tokenizer), seq_(seq) {
   MOELAB_CHECK(seq >= 2, "pretrain::TrainingStream", "seq must be >= 2 (an input and a target), got ", seq);
   if (!corpus.knowledge_documents.empty())
     knowledge_sampler_.emplace(static_cast<std::int64_t>(corpus.knowledge_documents.size()), 1, Sampling::Epochs);
@@ -200,7 +211,7 @@ TrainingStream::Document TrainingStream::next_document(Generator& gen) {
   const bool math = kind == DocumentKind::Math;
   const std::int64_t index = (math ? *math_sampler_ : *knowledge_sampler_).next(gen)[0];
   const std::string& text = (math ? corpus_->math_documents : corpus_->knowledge_documents)[static_cast<std::size_t>(index)];
-  const std::int64_t tokens = document_tokens(text);
+  const auto tokens = static_cast<std::int64_t>(tokenizer_->encode_document(text).size());
   total_tokens_ += tokens;
   if (math) math_tokens_ += tokens;
   return {kind, &text};
@@ -208,7 +219,7 @@ TrainingStream::Document TrainingStream::next_document(Generator& gen) {
 
 std::vector<std::int32_t> TrainingStream::next_sequence(Generator& gen) {
   while (static_cast<std::int64_t>(pending_.size()) < seq_) {
-    const std::vector<std::int32_t> tokens = encode_document(*next_document(gen).text);
+    const std::vector<std::int32_t> tokens = tokenizer_->encode_document(*next_document(gen).text);
     pending_.insert(pending_.end(), tokens.begin(), tokens.end());
   }
   std::vector<std::int32_t> window(pending_.begin(), pending_.begin() + seq_);

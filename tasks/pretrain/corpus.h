@@ -16,17 +16,18 @@
 //   math_documents       every math_train text (question, space, solution)
 //
 // The mixture (TrainingStream). Documents are drawn one at a time, each pool read in shuffled
-// epochs (tasks/common/epoch_sampler.h, batch 1). Which pool comes next is decided by tokens, with
-// no randomness: math when the math tokens so far are fewer than math_fraction times all tokens so
-// far, else knowledge (next_kind; the first document is knowledge unless math_fraction = 1). So
-// math is math_fraction of the training tokens, up to one document, at every point of training.
-// A document is BOS, its characters, EOS; the documents are laid end to end and cut into windows of
+// epochs (tasks/common/epoch_sampler.h, batch 1). Which pool comes next is decided by tokens (the
+// stream's tokenizer's), with no randomness: math when the math tokens so far are fewer than
+// math_fraction times all tokens so far, else knowledge (next_kind; the first document is knowledge
+// unless math_fraction = 1). So math is math_fraction of the training tokens, up to one document,
+// at every point of training. A document is BOS, its tokens, EOS; the documents are laid end to end and cut into windows of
 // `seq` tokens that overlap by ONE token (window w = stream[w (seq-1), w (seq-1) + seq)), so with
 // make_lm_batch (inputs = first seq-1, targets = last seq-1) every token of the stream after the
 // first is a target exactly once. Documents run across window boundaries, as in GPT pre-training.
 //
-// Validation text (validation_documents): validation_documents documents in the same token mix,
-// never verbatim in training: knowledge ones are fresh bios (new template/order draws, different
+// Validation text (validation_documents): validation_documents documents in the same mix (counted
+// in character tokens whatever the tokenizer, since the corpus does not know it), never verbatim in
+// training: knowledge ones are fresh bios (new template/order draws, different
 // from every training bio and from each other) of people drawn uniformly from ALL people; math ones
 // are fresh problems whose questions are in neither math_train nor math_test. No question-answer
 // pairs: the trained ones are verbatim in training and the held-out ones are the knowledge test.
@@ -67,6 +68,7 @@
 #include "tasks/common/epoch_sampler.h"
 #include "tasks/pretrain/knowledge.h"
 #include "tasks/pretrain/math_problems.h"
+#include "tasks/pretrain/tokenizer.h"
 
 namespace moelab::pretrain {
 
@@ -88,6 +90,7 @@ struct CorpusConfig {
   std::int64_t math_train_problems = 5000;     // [0, kMaxMathProblems]; >= 1 when math_fraction > 0
   std::int64_t min_ops = 2;                    // [1, max_ops]
   std::int64_t max_ops = 5;                    // [1, kMaxOperations]
+  MathRange math_range;                        // the numbers' sizes (math_problems.h)
   std::int64_t math_test_problems = 500;       // >= 0
   std::int64_t math_train_eval_problems = 500; // [0, math_train_problems]
   // Mixture.
@@ -143,7 +146,9 @@ DocumentKind next_kind(double math_fraction, std::int64_t math_tokens, std::int6
 // documents laid end to end as BOS text EOS and cut into windows of `seq` >= 2 tokens overlapping
 // by one (see above); the last window holds what is left (>= 2 tokens). moelab::Error for a
 // character outside the alphabet or seq < 2; no documents -> no windows.
-std::vector<std::vector<std::int32_t>> pack_documents(const std::vector<std::string>& documents, std::int64_t seq);
+// Tokens come from `tokenizer` (tokenizer.h; the character one unless given).
+std::vector<std::vector<std::int32_t>> pack_documents(const std::vector<std::string>& documents, std::int64_t seq,
+                                                      const Tokenizer& tokenizer = character_tokenizer());
 
 // The endless training stream of a corpus (which must outlive it). next_document draws the next
 // document of the mixture; next_sequence packs drawn documents into the next window of `seq`
@@ -151,7 +156,9 @@ std::vector<std::vector<std::int32_t>> pack_documents(const std::vector<std::str
 // the same generator state both see the same documents in the same order.
 class TrainingStream {
  public:
-  TrainingStream(const Corpus& corpus, std::int64_t seq);  // seq >= 2, else moelab::Error
+  // seq >= 2, else moelab::Error. The mixture counts the tokens of `tokenizer`, which (like the
+  // corpus) must outlive the stream.
+  TrainingStream(const Corpus& corpus, std::int64_t seq, const Tokenizer& tokenizer = character_tokenizer());
 
   struct Document {
     DocumentKind kind;
@@ -166,6 +173,7 @@ class TrainingStream {
 
  private:
   const Corpus* corpus_;
+  const Tokenizer* tokenizer_;
   std::int64_t seq_;
   std::optional<EpochSampler> knowledge_sampler_, math_sampler_;  // absent for an empty pool
   std::int64_t math_tokens_ = 0, total_tokens_ = 0;

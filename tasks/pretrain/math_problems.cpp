@@ -32,8 +32,6 @@ const std::vector<std::string> kMultiplyForms = {"{name} ends up with {n} times 
 const std::string kQuestion = "How many {object} does {name} have now?";
 const std::string kAnswerPhrase = "The answer is ";
 
-constexpr std::int64_t kMaxStart = 30;     // start in [kMinValue, kMaxStart]
-constexpr std::int64_t kMaxAddend = 30;    // add / subtract k in [2, kMaxAddend]
 constexpr std::int64_t kMaxFactor = 5;     // multiply by m in [2, kMaxFactor]
 
 std::uint32_t below(std::int64_t n, Generator& gen) { return gen.next_below(static_cast<std::uint32_t>(n)); }
@@ -67,11 +65,11 @@ std::int64_t apply(Operation op, std::int64_t a, std::int64_t b) {
 
 // The largest operand an operation may take at count v (keeping the result in [kMinValue,
 // kMaxValue]); below 2 means the operation is not possible.
-std::int64_t largest_operand(Operation op, std::int64_t v) {
+std::int64_t largest_operand(Operation op, std::int64_t v, const MathRange& r) {
   switch (op) {
-    case Operation::Add: return std::min(kMaxAddend, kMaxValue - v);
-    case Operation::Subtract: return std::min(kMaxAddend, v - kMinValue);
-    case Operation::Multiply: return std::min(kMaxFactor, kMaxValue / v);
+    case Operation::Add: return std::min(r.max_operand, r.max_value - v);
+    case Operation::Subtract: return std::min(r.max_operand, v - kMinValue);
+    case Operation::Multiply: return std::min(kMaxFactor, r.max_value / v);
   }
   return 0;
 }
@@ -95,23 +93,30 @@ bool read_literal(std::string_view text, std::size_t& at, std::string_view expec
 
 }  // namespace
 
-MathProblem make_math_problem(std::int64_t min_ops, std::int64_t max_ops, Generator& gen) {
+void MathRange::check() const {
+  MOELAB_CHECK(max_value >= 5 && max_value <= kMaxValue && max_operand >= 2 && max_operand <= max_value,
+               "pretrain::MathRange", "need 2 <= max_operand <= max_value and 5 <= max_value <= ", kMaxValue,
+               ", got max_operand = ", max_operand, ", max_value = ", max_value);
+}
+
+MathProblem make_math_problem(std::int64_t min_ops, std::int64_t max_ops, Generator& gen, const MathRange& range) {
   MOELAB_CHECK(min_ops >= 1 && min_ops <= max_ops && max_ops <= kMaxOperations, "pretrain::make_math_problem",
                "need 1 <= min_ops <= max_ops <= ", kMaxOperations, ", got min_ops = ", min_ops, ", max_ops = ", max_ops);
+  range.check();
   MathProblem p;
   p.name = kNames[below(static_cast<std::int64_t>(kNames.size()), gen)];
   p.object = kObjects[below(static_cast<std::int64_t>(kObjects.size()), gen)];
-  p.start = kMinValue + below(kMaxStart - kMinValue + 1, gen);
+  p.start = kMinValue + below(range.max_operand - kMinValue + 1, gen);
   p.question = sentence(kOpenings[below(static_cast<std::int64_t>(kOpenings.size()), gen)], p, p.start);
   const std::int64_t ops = min_ops + below(max_ops - min_ops + 1, gen);
   std::int64_t v = p.start;
   for (std::int64_t i = 0; i < ops; ++i) {
     std::vector<Operation> possible;
     for (Operation op : {Operation::Add, Operation::Subtract, Operation::Multiply})
-      if (largest_operand(op, v) >= 2) possible.push_back(op);
-    // Add is possible below kMaxValue - 1, subtract from kMinValue + 2: one always is.
+      if (largest_operand(op, v, range) >= 2) possible.push_back(op);
+    // Add is possible below max_value - 1, subtract from kMinValue + 2: with max_value >= 5 one is.
     const Operation op = possible[below(static_cast<std::int64_t>(possible.size()), gen)];
-    const std::int64_t operand = 2 + below(largest_operand(op, v) - 1, gen);
+    const std::int64_t operand = 2 + below(largest_operand(op, v, range) - 1, gen);
     const std::vector<std::string>& forms =
         op == Operation::Add ? kAddForms : op == Operation::Subtract ? kSubtractForms : kMultiplyForms;
     p.question += " " + sentence(forms[below(static_cast<std::int64_t>(forms.size()), gen)], p, operand);
@@ -127,14 +132,15 @@ MathProblem make_math_problem(std::int64_t min_ops, std::int64_t max_ops, Genera
 }
 
 std::vector<MathProblem> make_math_problems(std::int64_t count, std::int64_t min_ops, std::int64_t max_ops,
-                                            Generator& gen, const std::set<std::string>* exclude) {
+                                            Generator& gen, const std::set<std::string>* exclude,
+                                            const MathRange& range) {
   MOELAB_CHECK(count >= 0, "pretrain::make_math_problems", "count must be >= 0, got ", count);
   constexpr int kMaxFailedDraws = 100000;
   std::vector<MathProblem> problems;
   problems.reserve(static_cast<std::size_t>(count));
   std::set<std::string> drawn;
   for (int failed = 0; static_cast<std::int64_t>(problems.size()) < count;) {
-    MathProblem p = make_math_problem(min_ops, max_ops, gen);
+    MathProblem p = make_math_problem(min_ops, max_ops, gen, range);
     if (!(exclude && exclude->count(p.question)) && drawn.insert(p.question).second) {
       problems.push_back(std::move(p));
       failed = 0;

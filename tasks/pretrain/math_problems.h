@@ -7,7 +7,7 @@
 //   subtract  k in [2, 30]   "Mia gives away 4 marbles."          (also "loses", "sells")
 //   multiply  m in [2, 5]    "Mia ends up with 3 times as many marbles."   (and two other forms)
 // The count starts in [2, 30] and every count along the way stays in [kMinValue, kMaxValue] =
-// [2, 999]: an operation is drawn uniformly among those that keep it there (add always can below
+// [2, 999] (the 30s and the 999 are MathRange's defaults; a MathRange narrows them): an operation is drawn uniformly among those that keep it there (add always can below
 // 998, subtract needs a count >= 4, multiply a product <= 999), then its operand uniformly among
 // the allowed ones. The question asks for the final count.
 //
@@ -65,14 +65,27 @@ struct MathProblem {
   std::string text() const { return prompt() + solution; }  // the training document
 };
 
+// The sizes of the numbers (the defaults are the ranges above). A smaller range makes easier
+// problems for small models: MathRange{9, 99} starts at 2..9, adds or subtracts 2..9 and keeps
+// every count in [2, 99], so each equation is a one- or two-digit sum.
+struct MathRange {
+  std::int64_t max_operand = 30;      // start and added / subtracted k in [2, max_operand]
+  std::int64_t max_value = kMaxValue; // every count in [kMinValue, max_value]
+
+  // moelab::Error unless 2 <= max_operand <= max_value and 5 <= max_value <= kMaxValue (from 5 on,
+  // every count admits an addition or a subtraction).
+  void check() const;
+};
+
 // One problem with min_ops..max_ops operations (1 <= min_ops <= max_ops <= kMaxOperations, else
 // moelab::Error), the count drawn uniformly in that range.
-MathProblem make_math_problem(std::int64_t min_ops, std::int64_t max_ops, Generator& gen);
+MathProblem make_math_problem(std::int64_t min_ops, std::int64_t max_ops, Generator& gen, const MathRange& range = {});
 
 // `count` >= 0 problems with pairwise different questions, none of them in `exclude` (a set of
 // question texts); moelab::Error when 100,000 draws in a row bring no new one.
 std::vector<MathProblem> make_math_problems(std::int64_t count, std::int64_t min_ops, std::int64_t max_ops,
-                                            Generator& gen, const std::set<std::string>* exclude = nullptr);
+                                            Generator& gen, const std::set<std::string>* exclude = nullptr,
+                                            const MathRange& range = {});
 
 // The answer recomputed from start and steps alone; moelab::Error when a count leaves
 // [kMinValue, kMaxValue] or there are no steps or more than kMaxOperations.

@@ -40,9 +40,18 @@ Settings pretrain_settings() {
   s.add_int("math_train_problems", 2000, "math word problems in the training text", 0, 1e9);
   s.add_int("min_ops", 1, "fewest operations of a problem", 0, 1e9);
   s.add_int("max_ops", 2, "most operations of a problem (at most 5)", 0, 1e9);
+  s.add_int("math_max_operand", c.math_range.max_operand,
+            "largest start and largest number added or subtracted in a problem (multiplications are by 2 to 5)", 0,
+            1e9);
+  s.add_int("math_max_value", c.math_range.max_value, "every count of a problem stays in [2, math_max_value]", 0,
+            1e9);
   s.add_int("math_test_problems", 200, "math test: fresh problems, in no training text", 0, 1e9);
   s.add_int("math_train_eval_problems", 200, "math train score: problems that were in the training text", 0, 1e9);
   s.add_real("math_fraction", c.math_fraction, "share of the training tokens that are math", 0, 1);
+  s.add_text("tokens", "char",
+             "tokenizer: char (one token per character) or word (characters plus one token per word of the training "
+             "text, so a name or a city is one token; digits stay characters): tasks/pretrain/tokenizer.h",
+             {"char", "word"});
   s.add_int("validation_documents", 200, "held-out documents (fresh bios and problems) for the validation perplexity",
             0, 1e9);
   // The models.
@@ -109,6 +118,8 @@ CorpusConfig corpus_config(const Settings& s) {
   c.math_train_problems = s.integer("math_train_problems");
   c.min_ops = s.integer("min_ops");
   c.max_ops = s.integer("max_ops");
+  c.math_range.max_operand = s.integer("math_max_operand");
+  c.math_range.max_value = s.integer("math_max_value");
   c.math_test_problems = s.integer("math_test_problems");
   c.math_train_eval_problems = s.integer("math_train_eval_problems");
   c.math_fraction = s.real("math_fraction");
@@ -147,7 +158,7 @@ void validate_pretrain(const Settings& s) {
 }
 
 // The positions a model needs: a training window, and each evaluation's prompt (BOS + text) plus
-// what it generates plus one (evaluate.h).
+// what it generates plus one (evaluate.h). Counted in characters, which bounds word tokens too.
 std::int64_t max_positions(const pretrain::Corpus& corpus, std::int64_t seq) {
   std::int64_t need = seq;
   auto fit = [&](std::int64_t prompt_chars, std::int64_t new_tokens) {
@@ -174,9 +185,13 @@ void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, con
   const std::uint64_t seed = replicate_seed(ctx.seed, p.seed);
   const pretrain::Corpus corpus = pretrain::make_corpus(corpus_config(s), seed);
   const std::int64_t seq = s.integer("seq"), batch = s.integer("batch"), eval_batch = s.integer("eval_batch");
-  pretrain::TrainingStream stream(corpus, seq);
+  const pretrain::Tokenizer tokenizer = s.text("tokens") == "word"
+                                            ? pretrain::Tokenizer::words(pretrain::training_documents(corpus))
+                                            : pretrain::Tokenizer::characters();
+  pretrain::TrainingStream stream(corpus, seq, tokenizer);
   Generator init_gen(seed * 7919 + mi), data_gen(seed * 104729 + 1);
-  std::unique_ptr<Decoder> model = build_decoder(spec, pretrain::kVocab, max_positions(corpus, seq), init_gen);
+  std::unique_ptr<Decoder> model =
+      build_decoder(spec, tokenizer.vocab_size(), max_positions(corpus, seq), init_gen);
   model->to(ctx.device);  // before train_decoder builds its optimizer
   const ModelSize size = model_size(*model);
   CsvFile metrics = ctx.dir.csv(point_curve_file(p.name), {"job", "step", "metric", "value"});
@@ -194,11 +209,12 @@ void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, con
       },
       data_gen,
       [&](Decoder& m) {
-        const pretrain::Perplexity v = pretrain::validation_perplexity(m, corpus.validation_documents, seq, batch);
-        const double k_test = pretrain::knowledge_accuracy(m, corpus.qa_test, eval_batch).value();
-        const double k_train = pretrain::knowledge_accuracy(m, corpus.qa_train_eval, eval_batch).value();
-        const double m_test = pretrain::math_accuracy(m, corpus.math_test, eval_batch).value();
-        const double m_train = pretrain::math_accuracy(m, corpus.math_train_eval, eval_batch).value();
+        const pretrain::Perplexity v =
+            pretrain::validation_perplexity(m, corpus.validation_documents, seq, batch, tokenizer);
+        const double k_test = pretrain::knowledge_accuracy(m, corpus.qa_test, eval_batch, tokenizer).value();
+        const double k_train = pretrain::knowledge_accuracy(m, corpus.qa_train_eval, eval_batch, tokenizer).value();
+        const double m_test = pretrain::math_accuracy(m, corpus.math_test, eval_batch, tokenizer).value();
+        const double m_train = pretrain::math_accuracy(m, corpus.math_train_eval, eval_batch, tokenizer).value();
         last = {{"knowledge_test", k_test}, {"knowledge_train", k_train}, {"math_test", m_test},
                 {"math_train", m_train},    {"validation_loss", v.mean_loss}, {"perplexity", v.perplexity}};
         return last;
