@@ -13,13 +13,16 @@
 // cannot drift from the code it describes. Then the model's own loss goes backward (the gradient
 // of every parameter), the stepped loss too (the same parameter gradients, checked, and those of
 // the main activations, read through zero-valued probes: A + Z with Z a zero leaf, dloss/dZ =
-// dloss/dA), and one AdamW step updates the parameters (a few values before and after).
+// dloss/dA). The MoE-specific gradients are then written out by hand in plain loops: the router's
+// along the gates and along the load-balancing loss, and the busiest expert's dW_in and dW_out,
+// each checked against autograd ("agrees with ...: yes", to 1e-5 relative). Last, one AdamW step
+// updates the parameters (a few values before and after).
 //
 // Each line: name, shape, the role in a phrase, and the first values (3 decimals; int32 tensors in
 // full, rows separated by |). The output is deterministic (fixed seed, one thread), so
 // docs/TOUR.md pastes it and tests/tour_check.sh checks the paste is still what this prints.
 //
-//   build/trace_step            # the whole trace (96 lines); --heads 1 or 4, --seed N to vary it
+//   build/trace_step            # the whole trace (112 lines); --heads 1 or 4, --seed N to vary it
 //   build/trace_step --seed 3   # another draw of the weights and tokens
 #include <algorithm>
 #include <CLI/CLI.hpp>
@@ -41,51 +44,15 @@
 #include "nn/moe/top_k_router.h"
 #include "nn/nn.h"
 #include "nn/optim/adam.h"
+#include "trace_gradients.h"
+#include "trace_print.h"
 
 using namespace moelab;
+using namespace moelab::trace;
 
 namespace {
 
-// ---------------------------------------------------------------- printing
-std::string num(double v) {
-  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", v);
-  std::string s = buf;
-  return s == "-0.000" ? "0.000" : s;
-}
-
-std::string shape_str(const Shape& s) {
-  std::string out = "[";
-  for (int i = 0; i < s.rank(); ++i) out += (i ? ", " : "") + std::to_string(s.size(i, "trace_step"));
-  return out + "]";
-}
-
-// The first `count` values of a float tensor (flattened), or every value of an int32 one with
-// "|" between rows of its last axis.
-std::string values(const Tensor& t, std::size_t count = 6) {
-  std::string out;
-  if (t.dtype() == DType::Int32) {
-    const std::vector<std::int32_t> v = t.to(Device::cpu()).to_vector<std::int32_t>();
-    const std::int64_t row = t.rank() >= 2 ? t.size(-1) : static_cast<std::int64_t>(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i)
-      out += (i == 0 ? "" : (static_cast<std::int64_t>(i) % row == 0 ? " | " : " ")) + std::to_string(v[i]);
-    return out;
-  }
-  const std::vector<double> v = t.to(Device::cpu()).to(DType::Float64).to_vector<double>();
-  for (std::size_t i = 0; i < v.size() && i < count; ++i) out += (i ? " " : "") + num(v[i]);
-  if (v.size() > count) out += " ...";
-  return out;
-}
-
-void line(const std::string& name, const Tensor& t, const std::string& role, std::size_t count = 6) {
-  std::printf("%-27s %-13s %-46s %s\n", name.c_str(), shape_str(t.shape()).c_str(), role.c_str(),
-              values(t, count).c_str());
-}
-void line(const std::string& name, const Variable& v, const std::string& role, std::size_t count = 6) {
-  line(name, v.data(), role, count);
-}
-void section(const std::string& title) { std::printf("== %s\n", title.c_str()); }
+MoEPieces pieces;  // what trace_moe saw, for the gradients by hand (trace_gradients.h)
 
 // What each parameter of the model is, by its dotted name (nn/decoder.h, nn/moe/moe_decoder.h).
 std::string role_of(const std::string& name) {
@@ -143,25 +110,6 @@ std::string probe_role(const std::string& name) {
   for (const auto& [n, role] : roles)
     if (n == name) return role;
   return "";
-}
-
-// ---------------------------------------------------------------- checking
-bool all_matched = true;
-
-// Bitwise equality: the stepped pieces run the same kernels on the same inputs in the same order.
-bool same_values(const Tensor& stepped, const Tensor& own) {
-  bool same = stepped.shape() == own.shape() && stepped.dtype() == own.dtype();
-  if (same) {
-    const std::vector<double> a = stepped.to(Device::cpu()).to(DType::Float64).to_vector<double>();
-    const std::vector<double> b = own.to(Device::cpu()).to(DType::Float64).to_vector<double>();
-    for (std::size_t i = 0; i < a.size(); ++i) same = same && (a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])));
-  }
-  return same;
-}
-void check_same(const std::string& what, const Tensor& stepped, const Tensor& own) {
-  const bool same = same_values(stepped, own);
-  std::printf("matches %s: %s\n", what.c_str(), same ? "yes" : "no");
-  all_matched = all_matched && same;
 }
 
 // A direct child of `m` by its registered name, as its concrete type.
@@ -252,6 +200,8 @@ Variable trace_moe(MoELayer& moe, const Variable& n, AuxLosses& aux) {
     const Variable g = gather_last(probs, chosen);
     check_same("TopKRouter::route's chosen experts", chosen, plan.experts);
     check_same("TopKRouter::route's gates", (g / sum(g, 1, true)).data(), plan.gates.data());
+    pieces.x = xf.data(), pieces.probs = probs.data(), pieces.experts = plan.experts;
+    pieces.gates = plan.gates.data(), pieces.tokens_per_expert = plan.tokens_per_expert;
   }
   line("plan.experts", plan.experts, "int32: each token's k experts, best first");
   const Variable gates = probed("plan.gates", plan.gates);
@@ -273,6 +223,7 @@ Variable trace_moe(MoELayer& moe, const Variable& n, AuxLosses& aux) {
   const ExpertBank& bank = moe.experts();
   const Variable h = relu(grouped_matmul(xs, bank.w_in(), groups.offsets));
   line("experts.h", h, "relu(xs_row @ w_in[e]): each group's own W_in");
+  pieces.offsets = groups.offsets, pieces.xs = xs.data(), pieces.h = h.data();
   const Variable ys = probed("experts.y", grouped_matmul(h, bank.w_out(), groups.offsets));
   line("experts.y", ys, "h_row @ w_out[e]: back to d");
   check_same("ExpertBank::forward", ys.data(), bank.forward(xs, groups.offsets).data());
@@ -299,7 +250,8 @@ int main(int argc, char** argv) {
     const std::int64_t B = 2, T = 4, V = 16, E = 4, k = 2;
     Generator gen(seed);
     DecoderConfig config{.vocab = V, .d = 8, .layers = 1, .heads = heads, .ffn = 16, .max_seq = T};
-    MoEConfig moe_config{.experts = E, .k = k, .router_options = {{"load_balance", "0.01"}}};
+    const double load_balance = 0.01;  // a in the Switch loss a E sum_e f_e P_e
+    MoEConfig moe_config{.experts = E, .k = k, .router_options = {{"load_balance", std::to_string(load_balance)}}};
     Decoder model(config, gen, moe_feed_forward(moe_config));
 
     section("parameters (name, shape, what it is, first values)");
@@ -368,7 +320,8 @@ int main(int argc, char** argv) {
     // the recorded graph of the stepped loss, and the logits' gradient kept on the op output itself.
     const std::string graph = graph_text(loss);
     const std::int64_t graph_lines = static_cast<std::int64_t>(std::count(graph.begin(), graph.end(), '\n'));
-    std::printf("graph_text(loss): %lld entries (leaves and ops); the last four, down to the loss:\n", static_cast<long long>(graph_lines));
+    std::printf("graph_text(loss): %lld entries (leaves and ops); the last four, down to the loss:\n",
+                static_cast<long long>(graph_lines));
     std::size_t from = graph.size() - 1;
     for (int lines = 0; lines < 4 && from != std::string::npos && from > 0; ++lines) from = graph.rfind('\n', from - 1);
     std::printf("%s", graph.substr(from == std::string::npos ? 0 : from + 1).c_str());
@@ -376,7 +329,8 @@ int main(int argc, char** argv) {
     loss.backward();
     std::size_t i = 0;
     bool same_grads = true;
-    for (const auto& [name, p] : model.named_parameters()) same_grads = same_grads && same_values(p.grad(), own_grads[i++]);
+    for (const auto& [name, p] : model.named_parameters())
+      same_grads = same_grads && same_values(p.grad(), own_grads[i++]);
     std::printf("matches the stepped loss's parameter gradients: %s\n", same_grads ? "yes" : "no");
     all_matched = all_matched && same_grads;
 
@@ -384,6 +338,33 @@ int main(int argc, char** argv) {
     for (const auto& [name, z] : probes) line(name + ".grad", z.grad(), probe_role(name), 6);
     for (const auto& [name, z] : probes)
       if (name == "logits") check_same("logits.retain_grad() against its probe", logits.grad(), z.grad());
+
+    section("backward by hand: the router's gradient along its two paths, and one expert's (values x 1000)");
+    {
+      // Autograd's router gradient from each part of the loss alone (fresh forwards of the model),
+      // then the whole loss's again, so that AdamW below steps from the same gradients as before.
+      const Variable w_r = model.parameter("layers.0.ffn.router.weight");
+      auto router_gradient_of = [&](bool ce_part, bool aux_part) {
+        model.zero_grad();
+        AuxLosses part_aux;
+        const Variable part_logits = model.forward(ids, part_aux);
+        Variable part = nn::cross_entropy(part_logits, targets);
+        if (!ce_part) part = part_aux.total();
+        else if (aux_part) part = part + part_aux.total();
+        part.backward();
+        return w_r.grad().clone();
+      };
+      const Tensor ce_only = router_gradient_of(true, false), aux_only = router_gradient_of(false, true);
+      const Tensor whole = router_gradient_of(true, true);
+      Tensor dgates, dys;
+      for (const auto& [name, z] : probes) {
+        if (name == "plan.gates") dgates = z.grad();
+        if (name == "experts.y") dys = z.grad();
+      }
+      trace_router_gradient(pieces, dgates, load_balance, ce_only, aux_only, whole);
+      trace_expert_gradient(pieces, moe.experts(), dys, model.parameter("layers.0.ffn.experts.w_in").grad(),
+                            model.parameter("layers.0.ffn.experts.w_out").grad());
+    }
 
     section("AdamW step (lr 0.01, wd 0.01): p *= 1 - lr wd; p -= lr m_hat / (sqrt(v_hat) + eps)");
     AdamW opt(model.parameters(), AdamOptions{.lr = 0.01});

@@ -192,7 +192,8 @@ TEST_CASE("math: answers recomputed from the operations, test problems never in 
 TEST_CASE("MathRange: every number within the range, each operation still drawn; defaults unchanged") {
   // The default range is the one the recorded corpora were drawn from: the same draws, bit for bit.
   Generator a(7), b(7);
-  for (int i = 0; i < 200; ++i) CHECK(make_math_problem(1, 5, a).text() == make_math_problem(1, 5, b, MathRange{}).text());
+  for (int i = 0; i < 200; ++i)
+    CHECK(make_math_problem(1, 5, a).text() == make_math_problem(1, 5, b, MathRange{}).text());
   // A narrow range: start and addends in [2, 9], every count in [2, 99]; all three operations occur.
   Generator gen(8);
   const MathRange easy{9, 99};
@@ -208,7 +209,9 @@ TEST_CASE("MathRange: every number within the range, each operation still drawn;
       seen.insert(s.operation);
       CHECK(s.operand >= 2);
       CHECK(s.operand <= (s.operation == Operation::Multiply ? 5 : 9));
-      v = s.operation == Operation::Add ? v + s.operand : s.operation == Operation::Subtract ? v - s.operand : v * s.operand;
+      v = s.operation == Operation::Add        ? v + s.operand
+          : s.operation == Operation::Subtract ? v - s.operand
+                                               : v * s.operand;
       CHECK(v >= kMinValue);
       CHECK(v <= 99);
       largest = std::max(largest, v);

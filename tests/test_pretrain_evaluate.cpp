@@ -121,7 +121,7 @@ TEST_CASE("a tiny decoder that learned two QA pairs answers them exactly; untrai
   CHECK(validation_perplexity(*model, docs, 64, 2).mean_loss < 0.5 * before);
 }
 
-TEST_CASE("word tokens: the prompt's final space is the model's to write, as in training; answers score as with characters") {
+TEST_CASE("word tokens: the prompt's final space is the model's to write, as in training; scores as with characters") {
   set_num_threads(1);
   const std::vector<QaPair> pairs = {pair("What is the birth city of Anya Forger? ", "Kyoto"),
                                      pair("What is the major of Loid Forger? ", "Marine Biology")};

@@ -7,8 +7,9 @@
 # trace: the program exits 0 and prints the tensors of the tiny configuration with their shapes
 #   (B 2, T 4, d 8, vocab 16, E 4, k 2, f 16: ids [2, 4], attn.probs [4, 4, 4], plan.experts [8, 2],
 #   groups.offsets [5], experts.h [16, 16], logits [2, 4, 16], ...) and every "matches X: yes" line,
-#   none with "no"; two runs print the same bytes; and with --seed 1, --heads 1 and --heads 4 every
-#   piece still matches.
+#   none with "no", and the five "agrees with autograd's X: yes" lines of the gradients computed by
+#   hand (the router's along each path, one expert's); two runs print the same bytes; and with
+#   --seed 1, --heads 1 and --heads 4 every piece still matches and every gradient agrees.
 # docs: three checks of SOURCE_DIR/docs/TOUR.md against the program and the sources:
 #   1. the trace: the fenced blocks that follow a line "<!-- trace_step output -->", joined in
 #      order, must equal what TRACE_STEP prints now. A number may differ by one unit of its last
@@ -69,6 +70,12 @@ check_trace() {
 ^plan\.gates\.grad +\[8, 2\]
 ^experts\.y\.grad +\[16, 8\]
 ^logits\.grad +\[2, 4, 16\]
+^gates: dW_r +\[4, 8\]
+^aux: f +\[4\]
+^router: dW_r +\[4, 8\]
+^expert [0-3]: sorted rows [0-9]+\.\.[0-9]+
+^dW_out\[e\] +\[16, 8\]
+^dW_in\[e\] +\[8, 16\]
 ^router\.weight after +\[4, 8\]
 ^loss after the step +\[\]
 ^graph_text\(loss\): [0-9]+ entries
@@ -89,17 +96,27 @@ the stepped loss's parameter gradients
 logits.retain_grad() against its probe
 MATCHES
   grep -q '^matches .*: no$' <<<"$out" && report "a stepped piece does not match its layer"
+  # The gradients computed by hand (router along each path, one expert) against autograd's.
+  while IFS= read -r pattern; do
+    grep -qxF "agrees with autograd's $pattern: yes" <<<"$out" || report "no line 'agrees with autograd's $pattern: yes'"
+  done <<'AGREES'
+router gradient of the cross-entropy alone
+router gradient of the aux loss alone
+router gradient of the whole loss
+ffn.experts.w_out gradient [e]
+ffn.experts.w_in gradient [e]
+AGREES
   out2=$("$bin") || report "the second run exited with status $?"
   [ "$out" == "$out2" ] || report "two runs printed different traces"
   out3=$("$bin" --seed 1) || report "trace_step --seed 1 exited with status $?"
-  [ "$(grep -c '^matches .*: yes$' <<<"$out3")" -eq 9 ] ||
+  [ "$(grep -c '^matches .*: yes$' <<<"$out3")" -eq 9 ] && [ "$(grep -c '^agrees with .*: yes$' <<<"$out3")" -eq 5 ] ||
     report "with --seed 1 not every piece matches"
   # A learner's first edit is a size: with 1 head (hd = 8, 1/sqrt(hd) not a power of two) and 4
   # heads (hd = 2) every piece must still match bitwise.
   local heads
   for heads in 1 4; do
     out3=$("$bin" --heads "$heads") || report "trace_step --heads $heads exited with status $?"
-    [ "$(grep -c '^matches .*: yes$' <<<"$out3")" -eq 9 ] ||
+    [ "$(grep -c '^matches .*: yes$' <<<"$out3")" -eq 9 ] && [ "$(grep -c '^agrees with .*: yes$' <<<"$out3")" -eq 5 ] ||
       report "with --heads $heads not every piece matches: $(grep '^matches .*: no$' <<<"$out3" | head -n 3)"
   done
 }

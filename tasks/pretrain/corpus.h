@@ -20,8 +20,8 @@
 // stream's tokenizer's), with no randomness: math when the math tokens so far are fewer than
 // math_fraction times all tokens so far, else knowledge (next_kind; the first document is knowledge
 // unless math_fraction = 1). So math is math_fraction of the training tokens, up to one document,
-// at every point of training. A document is BOS, its tokens, EOS; the documents are laid end to end and cut into windows of
-// `seq` tokens that overlap by ONE token (window w = stream[w (seq-1), w (seq-1) + seq)), so with
+// at every point of training. A document is BOS, its tokens, EOS; the documents are laid end to
+// end and cut into windows of `seq` tokens that overlap by ONE token (window w = stream[w (seq-1), w (seq-1) + seq)), so with
 // make_lm_batch (inputs = first seq-1, targets = last seq-1) every token of the stream after the
 // first is a target exactly once. Documents run across window boundaries, as in GPT pre-training.
 //

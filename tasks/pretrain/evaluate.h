@@ -8,8 +8,8 @@
 // then EOS; "Kyotoo" or "Kyoto" with no EOS in time are wrong).
 // Math (math_test: fresh problems; math_train_eval: training problems). The prompt is BOS +
 // question + " "; the model writes the solution greedily, up to kMaxSolutionLength + 1 tokens (one
-// more for a moved space, below); the problem is solved when extract_answer (math_problems.h) finds "The answer is N." with N the
-// answer in the text before the first EOS. The paper's Figure 5 gap is train accuracy - test.
+// more for a moved space, below); the problem is solved when extract_answer (math_problems.h)
+// finds "The answer is N." with N the answer in the text before the first EOS. The paper's Figure 5 gap is train accuracy - test.
 // Validation perplexity (validation_documents): the documents packed into windows of `seq` tokens
 // as in training (pack_documents), the mean next-token cross-entropy over every target of every
 // window, and its exp. The paper measures it on 5,000 held-out sequences of its training mixture.

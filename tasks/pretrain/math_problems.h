@@ -7,9 +7,9 @@
 //   subtract  k in [2, 30]   "Mia gives away 4 marbles."          (also "loses", "sells")
 //   multiply  m in [2, 5]    "Mia ends up with 3 times as many marbles."   (and two other forms)
 // The count starts in [2, 30] and every count along the way stays in [kMinValue, kMaxValue] =
-// [2, 999] (the 30s and the 999 are MathRange's defaults; a MathRange narrows them): an operation is drawn uniformly among those that keep it there (add always can below
-// 998, subtract needs a count >= 4, multiply a product <= 999), then its operand uniformly among
-// the allowed ones. The question asks for the final count.
+// [2, 999] (the 30s and the 999 are MathRange's defaults; a MathRange narrows them): an operation
+// is drawn uniformly among those that keep it there (add always can below 998, subtract needs a
+// count >= 4, multiply a product <= 999), then its operand uniformly among the allowed ones. The question asks for the final count.
 //
 // A problem's text (question) and its solution, one equation per operation and the answer line:
 //   question: "Mia has 12 marbles. Mia buys 5 more marbles. Mia ends up with 3 times as many
