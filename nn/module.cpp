@@ -22,10 +22,13 @@ Variable Module::register_parameter(const std::string& name, Tensor init) {
   return v;
 }
 
-Tensor Module::register_buffer(const std::string& name, Tensor init) {
+Tensor Module::register_buffer(const std::string& name, Tensor init, BufferPlace place) {
   check_new_name(name);
   check_defined(init, "Module::register_buffer", name.c_str());
+  MOELAB_CHECK(place != BufferPlace::Host || init.device().is_cpu(), "Module::register_buffer", "host buffer '",
+               name, "' must be initialised on the CPU, got ", init.device());
   buffers_.emplace_back(name, init);
+  buffer_places_.push_back(place);
   return init;
 }
 
@@ -40,9 +43,12 @@ void Module::collect(const std::string& prefix, std::vector<std::pair<std::strin
   for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
 }
 
-void Module::collect_buffers(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
-  for (const auto& [name, b] : buffers_) out.emplace_back(prefix + name, b);
-  for (const auto& [name, child] : children_) child->collect_buffers(prefix + name + ".", out);
+void Module::collect_buffers(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out,
+                             bool movable_only) const {
+  for (std::size_t i = 0; i < buffers_.size(); ++i)
+    if (!movable_only || buffer_places_[i] == BufferPlace::WithParameters)
+      out.emplace_back(prefix + buffers_[i].first, buffers_[i].second);
+  for (const auto& [name, child] : children_) child->collect_buffers(prefix + name + ".", out, movable_only);
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
@@ -88,7 +94,9 @@ void Module::to(Device device) {
   const auto params = named_parameters();
   std::vector<Tensor> state;  // handles: moving their storage moves the parameters' and buffers'
   for (const auto& [name, p] : params) state.push_back(p.data());
-  for (const auto& [name, b] : named_buffers()) state.push_back(b);
+  std::vector<std::pair<std::string, Tensor>> buffers;
+  collect_buffers("", buffers, /*movable_only=*/true);  // host buffers stay where they are
+  for (const auto& [name, b] : buffers) state.push_back(b);
   std::vector<std::pair<Tensor, Device>> moved;  // to undo a move that fails part-way (out of memory)
   try {
     for (Tensor& data : state) {

@@ -17,8 +17,11 @@
 // register_buffer("expert_bias", zeros({E})) returns a Tensor handle sharing the buffer's storage,
 // which the module updates in place (kernels::copy). named_buffers() walks them like parameters;
 // to(device) moves them; checkpoints save and restore them beside the parameters
-// (nn/io/checkpoint.h), so a resumed run continues bitwise. Optimizers never see them. Modules are held by std::shared_ptr (children are shared with
-// whoever built them); parameters are Variable handles, so a copy of one sees updates made
+// (nn/io/checkpoint.h), so a resumed run continues bitwise. Optimizers never see them. A buffer
+// registered with BufferPlace::Host stays on the CPU whatever to(device) does: small state that
+// host code reads every step, such as a random stream's key and counter (nn/random_stream.h),
+// which would otherwise cost a device-to-host copy per read. Modules are held by std::shared_ptr
+// (children are shared with whoever built them); parameters are Variable handles, so a copy of one sees updates made
 // through any other (optimizers write into Variable::data() in place).
 //
 // Devices. Modules are built on the CPU; to(device) then moves every parameter there in place:
@@ -30,7 +33,8 @@
 // their own copies of their parameters' handles (Linear::weight_, ...) and all of them see the
 // new device. Parameters are all there is to move: the only other tensors modules keep are the
 // last forward's diagnostics (MoELayer's tokens per expert, SoftMoE's last expert mask), remade by
-// every forward, and buffers, which move with the parameters, and caches such as nn/kv_cache.h are made per call on the inputs' device.
+// every forward, and buffers, which move with the parameters (host buffers excepted); caches such
+// as nn/kv_cache.h are made per call on the inputs' device.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +46,9 @@
 #include "autograd/variable.h"
 
 namespace moelab {
+
+// Where a buffer lives: with the parameters (moved by Module::to), or always on the host.
+enum class BufferPlace { WithParameters, Host };
 
 class Module {
  public:
@@ -66,7 +73,8 @@ class Module {
   void eval() { train(false); }
   bool is_training() const { return training_; }
 
-  // Moves every parameter (recursively) to `device`, in place, and drops their gradients. A
+  // Moves every parameter and buffer (recursively; not host buffers) to `device`, in place, and
+  // drops the parameters' gradients. A
   // no-op for parameters already there. Call it before building an optimizer: an optimizer's
   // state (Adam's moments) is made on the parameters' device at its first step and is not moved.
   // Throws moelab::Error naming the device when it is unavailable (no CUDA in this build, no GPU),
@@ -84,7 +92,8 @@ class Module {
   // Registers a trainable parameter initialised to `init`; returns its handle.
   Variable register_parameter(const std::string& name, Tensor init);
   // Registers a non-trainable buffer initialised to `init`; returns a handle sharing its storage.
-  Tensor register_buffer(const std::string& name, Tensor init);
+  // A Host buffer must be initialised on the CPU (moelab::Error otherwise) and stays there.
+  Tensor register_buffer(const std::string& name, Tensor init, BufferPlace place = BufferPlace::WithParameters);
   // Registers a child module; returns it (typed) for the caller to keep.
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
@@ -96,10 +105,12 @@ class Module {
   void add_child(const std::string& name, std::shared_ptr<Module> child);
   void check_new_name(const std::string& name) const;
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const;
-  void collect_buffers(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
+  void collect_buffers(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out,
+                       bool movable_only = false) const;
 
   std::vector<std::pair<std::string, Variable>> parameters_;
   std::vector<std::pair<std::string, Tensor>> buffers_;
+  std::vector<BufferPlace> buffer_places_;  // [buffers_.size()]
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

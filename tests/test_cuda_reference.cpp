@@ -12,8 +12,10 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/backend.h"
+#include "core/factories.h"
 #include "nn/decoder.h"
 #include "nn/io/checkpoint.h"
 #include "nn/io/safetensors.h"
@@ -97,4 +99,33 @@ TEST_CASE("cuda: the MoE decoder's logits, loss, gradients and AdamW losses agre
     load_parameters(weights, model);
     if (move_to_cuda(model)) testing::check_adamw_losses(model, weights, expected);
   }
+}
+
+TEST_CASE("cuda: a router's random stream stays on the host; jitter on the GPU draws the CPU's noise") {
+  // topk with jitter on both devices: the "jitter_state" host buffer is not moved by to(), and one
+  // training step advances it alike (fill_uniform draws the same numbers on both: cuda parity).
+  MoEConfig moe{.experts = 4, .k = 2, .router_options = {{"jitter", "0.1"}}};
+  DecoderConfig config{.vocab = 16, .d = 8, .layers = 1, .heads = 2, .ffn = 16, .max_seq = 8};
+  Generator g_cpu(3), g_gpu(3);
+  Decoder cpu(config, g_cpu, moe_feed_forward(moe)), gpu(config, g_gpu, moe_feed_forward(moe));
+  gpu.to(Device::cuda());
+  std::vector<std::int32_t> ids(16);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>((i * 7) % 16);
+  const Tensor x = from_vector(ids, {2, 8});
+  AuxLosses aux_cpu, aux_gpu;
+  cpu.forward(x, aux_cpu);
+  gpu.forward(x.to(Device::cuda()), aux_gpu);
+  for (const Decoder* m : {&cpu, &gpu})
+    for (const auto& [name, b] : m->named_buffers())
+      if (name.find("jitter_state") != std::string::npos) {
+        INFO(name);
+        CHECK(b.device().is_cpu());
+      }
+  std::vector<std::vector<std::int32_t>> states;
+  for (const Decoder* m : {&cpu, &gpu})
+    for (const auto& [name, b] : m->named_buffers())
+      if (name.find("jitter_state") != std::string::npos) states.push_back(b.to_vector<std::int32_t>());
+  REQUIRE(states.size() == 2);
+  CHECK(states[0] == states[1]);
+  CHECK(states[0][2] != 0);  // the counter moved: noise was drawn
 }

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "core/factories.h"
 #include "core/parallel.h"
 #include "nn/moe/router_toolkit.h"
+#include "nn/random_stream.h"
 #include "tests/router_contract.h"
 
 using namespace moelab;
@@ -133,6 +135,53 @@ class TieCounterRouter : public HostChoiceRouter {
   }
 };
 
+// A stochastic router: in training mode it samples its k experts (Gumbel top-k: the k largest
+// log p_e + G_e, G_e Gumbel noise) from a RandomStream in a host buffer (nn/random_stream.h), so a
+// checkpoint saves where the noise is and a resumed step draws what the uninterrupted one would
+// have. In evaluation mode it is plain top-k. HiddenStreamRouter draws the same noise from a
+// Generator member instead, which checkpoints cannot see (topk's jitter did, once): the contract's
+// resume clause must catch it.
+class GumbelRouter : public HostChoiceRouter {
+ public:
+  GumbelRouter(const RouterConfig& c, Generator& g, const char* name = "GumbelRouter", bool hidden = false)
+      : HostChoiceRouter(c, g, name), hidden_(hidden) {
+    const std::uint64_t key = g.next_u32();
+    if (hidden_) hidden_gen_ = Generator(key);
+    else stream_ = RandomStream(register_buffer("noise_state", RandomStream::initial_state(key), BufferPlace::Host));
+  }
+  RoutingPlan route(const Variable& x) override {
+    if (is_training()) gen_ = hidden_ ? hidden_gen_ : stream_.generator();
+    RoutingPlan plan = HostChoiceRouter::route(x);
+    if (is_training()) {
+      if (hidden_) hidden_gen_ = gen_;
+      else stream_.store(gen_);
+    }
+    return plan;
+  }
+  std::vector<std::int32_t> choose(const std::vector<double>& p, std::int64_t t) override {
+    if (!is_training()) return HostChoiceRouter::choose(p, t);
+    std::vector<double> score(p.size());
+    for (std::size_t e = 0; e < p.size(); ++e) {
+      const double u = gen_.next_uniform() + 0.5 / 16777216.0;  // in (0, 1): 24-bit uniform, centred
+      score[e] = std::log(p[e]) - std::log(-std::log(u));
+    }
+    std::vector<std::int32_t> order(p.size());
+    for (std::size_t e = 0; e < p.size(); ++e) order[e] = static_cast<std::int32_t>(e);
+    std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) { return score[a] > score[b]; });
+    order.resize(static_cast<std::size_t>(k()));
+    return order;
+  }
+
+ private:
+  bool hidden_;
+  RandomStream stream_;
+  Generator hidden_gen_, gen_;
+};
+class HiddenStreamRouter : public GumbelRouter {
+ public:
+  HiddenStreamRouter(const RouterConfig& c, Generator& g) : GumbelRouter(c, g, "HiddenStreamRouter", true) {}
+};
+
 template <class R>
 void register_once(const std::string& name) {
   static bool registered = false;
@@ -193,6 +242,18 @@ TEST_CASE("router contract: top-k in its gate modes, with capacity and aux losse
   RouterContract equal = contract("topk", 2, {{"gates", "equal"}});
   equal.router_learns = false;  // constant gates: the router gets no gradient
   check_contract(equal);
+}
+
+TEST_CASE("router contract: routers that draw random numbers resume bitwise (topk's jitter, a sampling router)") {
+  check_contract(contract("topk", 2, {{"jitter", "0.1"}}));
+  check_contract(contract("topk", 1, {{"gates", "softmax-topk"}, {"jitter", "0.2"}, {"jitter_seed", "5"}}));
+  register_once<GumbelRouter>("gumbel-sampling");
+  register_once<HiddenStreamRouter>("broken-hidden-stream");
+  check_contract(contract("gumbel-sampling", 2));
+  // The same router with its noise in a Generator member: the checkpoint cannot restore it.
+  const std::string failures = router_contract_failures(contract("broken-hidden-stream", 2));
+  CHECK(failures.find("checkpoint: a resumed step is not bitwise the uninterrupted one") != std::string::npos);
+  CHECK(failures.find("gradcheck") == std::string::npos);
 }
 
 TEST_CASE("router contract: expert choice") {

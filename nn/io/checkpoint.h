@@ -29,7 +29,9 @@
 // PyTorch state_dict): a model's state is its parameters and its buffers.
 //
 // Resuming: restoring the parameters and buffers, the optimizer's buffers and steps_taken, and the
-// generator's (seed, counter) continues training bitwise as if it had never stopped.
+// generator's (seed, counter) continues training bitwise as if it had never stopped, provided the
+// model keeps every random number it draws in a buffer (nn/random_stream.h), as every built-in
+// router does.
 #pragma once
 
 #include <cstdint>

@@ -164,7 +164,12 @@ TopKRouter::TopKRouter(std::int64_t d, std::int64_t experts, std::int64_t k, con
   const double bound = 1.0 / std::sqrt(static_cast<double>(d));
   weight_ = register_parameter("weight", uniform({experts, d}, -bound, bound, gen, dtype));
   if (options.bias) bias_ = register_parameter("bias", zeros({experts}, dtype));
-  if (options.jitter > 0.0) jitter_gen_ = Generator(options.jitter_seed ? *options.jitter_seed : gen.next_u32());
+  if (options.jitter > 0.0) {
+    // The stream's key and counter are a host buffer: checkpoints save them, so a resumed run draws
+    // the noise the uninterrupted one would have.
+    const std::uint64_t key = options.jitter_seed ? *options.jitter_seed : gen.next_u32();
+    jitter_ = RandomStream(register_buffer("jitter_state", RandomStream::initial_state(key), BufferPlace::Host));
+  }
   if (options.gates == GateMode::Equal) {
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true))
@@ -180,7 +185,9 @@ RoutingPlan TopKRouter::route(const Variable& x) {
   if (is_training() && options_.jitter > 0.0) {
     // Drawn on x's device (fill_uniform), so nothing is uploaded.
     noise = Tensor::empty(x.shape(), x.dtype(), x.device());
-    kernels::fill_uniform(noise, 1.0 - options_.jitter, 1.0 + options_.jitter, jitter_gen_);
+    Generator gen = jitter_.generator();
+    kernels::fill_uniform(noise, 1.0 - options_.jitter, 1.0 + options_.jitter, gen);
+    jitter_.store(gen);
   }
   return top_k_route(x, weight_, bias_, k(), options_, noise);
 }

@@ -28,8 +28,10 @@
 //                    student adds one); default "false"
 //   jitter           eps >= 0: in training mode only, x is multiplied elementwise by noise uniform
 //                    in [1 - eps, 1 + eps] before the router (Switch Transformer); drawn from a
-//                    Generator the router owns, seeded by "jitter_seed" or else by one draw from
-//                    the constructor's Generator (made only when jitter > 0)
+//                    random stream keyed by "jitter_seed" or else by one draw from the
+//                    constructor's Generator (made only when jitter > 0), whose key and counter
+//                    are the host buffer "jitter_state" (nn/random_stream.h): checkpoints save
+//                    it, so a resumed run draws the same noise as an uninterrupted one
 //   load_balance     coefficient a >= 0 of the Switch load-balancing loss (Fedus et al. 2021, eq. 4):
 //                      a * E * sum_e f_e * P_e,  f_e = (assignments to e) / (T*k) (counted before
 //                      any capacity drop, not differentiable), P_e = mean_t p_t,e
@@ -61,6 +63,7 @@
 #include <string>
 
 #include "nn/moe/router.h"
+#include "nn/random_stream.h"
 
 namespace moelab {
 
@@ -110,7 +113,7 @@ class TopKRouter : public Router {
  private:
   TopKRouterOptions options_;
   Variable weight_, bias_;
-  Generator jitter_gen_;
+  RandomStream jitter_;  // the "jitter_state" host buffer, with jitter > 0 only (nn/random_stream.h)
 };
 
 // The registry's factory for "topk".
