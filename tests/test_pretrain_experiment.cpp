@@ -28,13 +28,14 @@ const Experiment& experiment() {
   return e;
 }
 
-// The toy grid: a dense and a 4-expert MoE model of width 16, two seeds, a corpus of 6 people.
+// The toy grid: a dense and a 4-expert MoE model of width 16, two seeds, a corpus of 6 people,
+// character tokens (the word tokenizer has its own case below).
 Settings toy(const std::vector<std::string>& extra = {}) {
   Settings s = experiment().settings();
   for (const char* kv : {"people=6", "bios_per_person=2", "qa_test_questions=6", "qa_train_eval_questions=6",
                          "math_train_problems=20", "min_ops=1", "max_ops=2", "math_test_problems=4",
                          "math_train_eval_problems=4", "validation_documents=6", "dense_widths=16", "moe_widths=16",
-                         "experts=4", "seq=64", "steps=150", "batch=8", "lr=1e-2", "seeds=0,1"})
+                         "experts=4", "seq=64", "steps=150", "batch=8", "lr=1e-2", "seeds=0,1", "tokens=char"})
     s.set_assignment(kv);
   for (const std::string& kv : extra) s.set_assignment(kv);
   return s;

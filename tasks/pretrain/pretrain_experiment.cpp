@@ -27,7 +27,7 @@ Settings pretrain_settings() {
   Settings s;
   const CorpusConfig c;  // the corpus's own defaults, where the CPU scale does not need less
   // The corpus (tasks/pretrain/corpus.h).
-  s.add_int("people", 100, "synthetic people; the first half are trained on their questions, the other half are "
+  s.add_int("people", 200, "synthetic people; the first half are trained on their questions, the other half are "
             "held out (their bios are in training, their questions are the knowledge test)", 0, 1e9);
   s.add_int("bios_per_person", c.bios_per_person, "different biographies of every person in the training text", 0,
             1e9);
@@ -40,15 +40,14 @@ Settings pretrain_settings() {
   s.add_int("math_train_problems", 2000, "math word problems in the training text", 0, 1e9);
   s.add_int("min_ops", 1, "fewest operations of a problem", 0, 1e9);
   s.add_int("max_ops", 2, "most operations of a problem (at most 5)", 0, 1e9);
-  s.add_int("math_max_operand", c.math_range.max_operand,
+  s.add_int("math_max_operand", 9,
             "largest start and largest number added or subtracted in a problem (multiplications are by 2 to 5)", 0,
             1e9);
-  s.add_int("math_max_value", c.math_range.max_value, "every count of a problem stays in [2, math_max_value]", 0,
-            1e9);
+  s.add_int("math_max_value", 99, "every count of a problem stays in [2, math_max_value] (at most 999)", 0, 1e9);
   s.add_int("math_test_problems", 200, "math test: fresh problems, in no training text", 0, 1e9);
   s.add_int("math_train_eval_problems", 200, "math train score: problems that were in the training text", 0, 1e9);
   s.add_real("math_fraction", c.math_fraction, "share of the training tokens that are math", 0, 1);
-  s.add_text("tokens", "char",
+  s.add_text("tokens", "word",
              "tokenizer: char (one token per character) or word (characters plus one token per word of the training "
              "text, so a name or a city is one token; digits stay characters): tasks/pretrain/tokenizer.h",
              {"char", "word"});
@@ -85,23 +84,24 @@ Settings pretrain_settings() {
 std::vector<Preset> pretrain_presets() {
   return {
       {"demo",
-       "under 2 minutes on 2 cores: 50 people, a dense d 32 against MoE d 32 with 16 experts, 4000 steps, one seed "
-       "(shows the pipeline; at this size every score is a few percent at most)",
-       {{"people", "50"}, {"qa_test_questions", "150"}, {"qa_train_eval_questions", "150"},
+       "about 2.5 minutes on 2 cores: 100 people, a dense d 32 against MoE d 32 with 16 experts, 4000 steps, one seed "
+       "(shows the pipeline and the first effects; one seed decides nothing)",
+       {{"people", "100"}, {"qa_test_questions", "150"}, {"qa_train_eval_questions", "150"},
         {"math_train_problems", "1000"}, {"math_test_problems", "100"}, {"math_train_eval_problems", "100"},
         {"validation_documents", "100"}, {"dense_widths", "32"}, {"experts", "16"}, {"steps", "4000"},
         {"seeds", "0"}}},
       {"cpu",
-       "docs/EXPERIMENTS.md's CPU setting: 100 people, 2000 problems of 1-2 operations, dense d 32/48/64, MoE d 32 "
-       "with 4/8/16/32 experts, 8000 steps of 16 windows of 128 characters, seeds 0, 1, 2 (21 points of 3-6 minutes "
-       "on one core: about 50 minutes as jobs, two at a time)",
+       "docs/EXPERIMENTS.md's CPU setting: word tokens, 200 people, 2000 problems of 1-2 operations on numbers "
+       "below 100, dense d 32/48/64, MoE d 32 with 4/8/16/32 experts, 8000 steps of 16 windows of 128 tokens, seeds "
+       "0, 1, 2 (21 points of 3-7 minutes on one core: about an hour as jobs, two at a time)",
        {}},
       {"paper",
        "a GPU-scale grid in the spirit of the paper's Section 5 (its 63B tokens are out of reach): 5,000 people, "
        "50,000 problems, 8 layers, dense d 256/384/512/768, MoE d 256/384 with 4/8/16/32 experts, 30,000 steps of "
        "64 windows of 256 tokens, three seeds (docs/EXPERIMENTS.md gives the estimated GPU-hours)",
        {{"people", "5000"}, {"qa_test_questions", "3000"}, {"qa_train_eval_questions", "1000"},
-        {"math_train_problems", "50000"}, {"min_ops", "2"}, {"max_ops", "5"}, {"math_test_problems", "1000"},
+        {"math_train_problems", "50000"}, {"min_ops", "2"}, {"max_ops", "5"}, {"math_max_operand", "30"},
+        {"math_max_value", "999"}, {"math_test_problems", "1000"},
         {"math_train_eval_problems", "1000"}, {"validation_documents", "2000"}, {"layers", "8"}, {"heads", "8"},
         {"dense_widths", "256,384,512,768"}, {"moe_widths", "256,384"}, {"seq", "256"}, {"steps", "30000"},
         {"batch", "64"}, {"lr", "1e-3"}}},

@@ -213,9 +213,15 @@ void write_pretrain_report(const RunContext& ctx, const std::vector<ModelSpec>& 
           << s.integer("people") / 2 << " with their questions in the training text, "
           << s.integer("people") - s.integer("people") / 2 << " held out), " << s.integer("bios_per_person")
           << " biographies each; " << s.integer("math_train_problems") << " math problems of " << s.integer("min_ops")
-          << " to " << s.integer("max_ops") << " operations; " << format_number(100 * s.real("math_fraction"), "%.0f")
-          << "% of the training tokens are math. Each model trains " << s.integer("steps") << " steps of "
-          << s.integer("batch") << " windows of " << s.integer("seq") << " characters ("
+          << " to " << s.integer("max_ops") << " operations (numbers added or subtracted up to "
+          << s.integer("math_max_operand") << ", every count at most " << s.integer("math_max_value") << "); "
+          << format_number(100 * s.real("math_fraction"), "%.0f")
+          << "% of the training tokens are math. Tokens: "
+          << (s.text("tokens") == "word" ? "words (a word piece per word of the training text; digits, spaces and "
+                                           "punctuation one character each)"
+                                         : "characters")
+          << ". Each model trains " << s.integer("steps") << " steps of " << s.integer("batch") << " windows of "
+          << s.integer("seq") << " tokens ("
           << format_number(tokens, "%.3g") << " target tokens).\n\n"
           << "Knowledge test: exact match on " << s.integer("qa_test_questions")
           << " questions about held-out people (their biographies were trained on, their questions never); knowledge "
