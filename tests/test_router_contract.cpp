@@ -315,6 +315,58 @@ TEST_CASE("router toolkit: make_routing_plan tells drops from unused slots and c
   CHECK_THROWS_AS(make_routing_plan(PlanParts{}, 3), Error);
 }
 
+TEST_CASE("router toolkit: the three capacity orders keep different assignments; renormalize_kept") {
+  // T = 4, k = 2, E = 2, capacity 2: each expert is chosen 4 times and keeps 2.
+  //   token:    0          1          2          3
+  //   chosen:   0, 1       0, 1       1, 0       0, 1
+  //   gates:    .6, .4     .7, .3     .8, .2     .9, .1
+  auto plan_for = [](CapacityOrder order, bool renormalize) {
+    PlanParts parts;
+    parts.chosen = from_vector(std::vector<std::int32_t>{0, 1, 0, 1, 1, 0, 0, 1}, {4, 2});
+    parts.gates = Variable(from_vector(std::vector<double>{0.6, 0.4, 0.7, 0.3, 0.8, 0.2, 0.9, 0.1}, {4, 2}));
+    parts.capacity = 2;
+    parts.capacity_order = order;
+    parts.renormalize_kept = renormalize;
+    return make_routing_plan(parts, 2);
+  };
+  using V = std::vector<std::int32_t>;
+  // Tokens: the first two tokens fill both experts; tokens 2 and 3 lose everything.
+  CHECK(plan_for(CapacityOrder::Tokens, false).experts.to_vector<std::int32_t>() == V{0, 1, 0, 1, -1, -1, -1, -1});
+  // Choices: expert 1's first choices (token 2) come before any second choice: it keeps token 2's
+  // first and token 0's second, and drops token 1's second.
+  CHECK(plan_for(CapacityOrder::Choices, false).experts.to_vector<std::int32_t>() == V{0, 1, 0, -1, 1, -1, -1, -1});
+  // Probability: expert 0 keeps .9 and .7, expert 1 keeps .8 and .4.
+  const RoutingPlan by_p = plan_for(CapacityOrder::Probability, false);
+  CHECK(by_p.experts.to_vector<std::int32_t>() == V{-1, 1, 0, -1, 1, -1, 0, -1});
+  CHECK(by_p.gates.data().to_vector<double>() == std::vector<double>{0, 0.4, 0.7, 0, 0.8, 0, 0.9, 0});
+  CHECK(by_p.tokens_per_expert.to_vector<std::int32_t>() == V{2, 2});
+  CHECK(by_p.groups->wanted.to_vector<std::int32_t>() == V{4, 4});  // counted before the capacity
+  // The sorted rows the layer uses follow the kept ids, grouped by expert in token order.
+  CHECK(by_p.groups->order.to_vector<std::int32_t>() == V{2, 6, 1, 4, 0, 3, 5, 7});
+  // renormalize_kept: each token's one kept gate becomes 1; a token with nothing kept stays at 0
+  // (no 0 / 0), and the gradient flows through the division.
+  CHECK(plan_for(CapacityOrder::Probability, true).gates.data().to_vector<double>() ==
+        std::vector<double>{0, 1, 1, 0, 1, 0, 1, 0});
+  CHECK(plan_for(CapacityOrder::Tokens, true).gates.data().to_vector<double>() ==
+        std::vector<double>{0.6, 0.4, 0.7, 0.3, 0, 0, 0, 0});
+  CHECK(std::string(capacity_order_name(CapacityOrder::Choices)) == "choices");
+}
+
+TEST_CASE("router contract: top-k's drop orders and renormalisation over the kept gates") {
+  for (const char* order : {"tokens", "choices", "probability"}) {
+    INFO(order);
+    check_contract(contract("topk", 2, {{"capacity_factor", "0.5"}, {"drop_order", order}}));
+    check_contract(contract("topk", 2, {{"capacity_factor", "0.75"}, {"drop_order", order}, {"renormalize_kept", "true"}}));
+  }
+  // Without a capacity the options would do nothing: refused, naming what they need.
+  Generator gen(0);
+  RouterConfig rc;
+  rc.d = 4, rc.experts = 4, rc.k = 2, rc.options = {{"drop_order", "choices"}};
+  CHECK_THROWS_WITH_AS(make_router("topk", rc, gen), doctest::Contains("capacity_factor"), Error);
+  rc.options = {{"capacity_factor", "1"}, {"drop_order", "random"}};
+  CHECK_THROWS_AS(make_router("topk", rc, gen), Error);
+}
+
 TEST_CASE("router contract: top-p, aux-free, balanced, and shared experts beside any router") {
   check_contract(contract("top-p", 4, {{"threshold", "0.5"}, {"entropy_loss", "0.01"}, {"load_balance", "0.1"}}));
   check_contract(contract("top-p", 2, {{"threshold", "0.9"}, {"gates", "renorm"}, {"bias", "true"}}));

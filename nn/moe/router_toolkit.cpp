@@ -105,6 +105,45 @@ double mean_entropy(const std::vector<double>& p, std::int64_t T, std::int64_t E
   return entropy / static_cast<double>(T);
 }
 
+const char* capacity_order_name(CapacityOrder order) {
+  switch (order) {
+    case CapacityOrder::Tokens: return "tokens";
+    case CapacityOrder::Choices: return "choices";
+    case CapacityOrder::Probability: return "probability";
+  }
+  return "?";
+}
+
+namespace {
+
+struct CapacityDrop {
+  Tensor kept;    // int32 [T, k]: grouping ids with -1 where the capacity dropped
+  Tensor wanted;  // int32 [E]: assignments per expert before the capacity
+};
+
+// Each expert keeps its first `capacity` assignments in `order` (Choices or Probability), by
+// running the counting sort on the assignments laid out in that order and putting the result back
+// in [T, k]. ids: int32 [T, k] with -1 for dropped (group_by_expert's input); scores: [T, k].
+CapacityDrop drop_in_order(const Tensor& ids, std::int64_t E, std::int64_t capacity, CapacityOrder order,
+                           const Tensor& scores) {
+  const std::int64_t T = ids.size(0), k = ids.size(1), N = T * k;
+  if (order == CapacityOrder::Choices) {
+    // [k, T]: row j holds every token's j-th choice, so all first choices come before any second.
+    const kernels::ExpertGroups g = kernels::group_by_expert(kernels::transpose(ids, 0, 1), E, capacity);
+    return {kernels::transpose(g.kept, 0, 1), g.wanted};
+  }
+  // Probability: the assignments sorted by decreasing score (topk over all N: ties to the lower
+  // index, i.e. token order), grouped in that order, then scattered back to their places.
+  const Tensor by_score = kernels::topk(kernels::cast(scores, DType::Float64).reshape({1, N}), static_cast<int>(N))
+                              .indices.reshape({N});                                  // int32 [N]
+  const Tensor sorted_ids = kernels::index_select(ids.reshape({N, 1}), by_score);     // [N, 1]
+  const kernels::ExpertGroups g = kernels::group_by_expert(sorted_ids, E, capacity);  // kept: [N, 1]
+  const Tensor back = kernels::scatter_add_rows(as_f64(g.kept), by_score, N);         // each row once: exact
+  return {kernels::cast(back, DType::Int32).reshape({T, k}), g.wanted};
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------- the plan
 RoutingPlan make_routing_plan(const PlanParts& parts, std::int64_t E) {
   const char* op = "make_routing_plan";
@@ -120,6 +159,8 @@ RoutingPlan make_routing_plan(const PlanParts& parts, std::int64_t E) {
                                           parts.probs.size(1) == E),
                op, "probs must be [", T, ", ", E, "], got ", parts.probs.shape());
   MOELAB_CHECK(E >= 1, op, "experts must be >= 1, got ", E);
+  MOELAB_CHECK(!parts.capacity_scores.defined() || parts.capacity_scores.shape() == parts.chosen.shape(), op,
+               "capacity_scores must be [", T, ", ", k, "] like chosen, got ", parts.capacity_scores.shape());
 
   // Scheme drops first (keep = 0 -> kDroppedSlot, but an unused slot stays unused), then the
   // capacity in token order on the device.
@@ -130,8 +171,22 @@ RoutingPlan make_routing_plan(const PlanParts& parts, std::int64_t E) {
     const Tensor drop = kernels::binary(BinaryOp::Mul, not_kept, slot_mask(ids, DType::Float64));
     ids = select_ids(ids, kernels::scalar_binary(BinaryOp::Sub, 1.0, drop), kDroppedSlot);
   }
-  const kernels::ExpertGroups groups =
-      kernels::group_by_expert(parts.variable_slots ? ids_for_grouping(ids) : ids, E, parts.capacity);
+  std::int64_t capacity = parts.capacity;
+  Tensor wanted;  // the counts before the capacity, when it was applied in another order than tokens
+  if (capacity >= 0 && parts.capacity_order != CapacityOrder::Tokens) {
+    const Tensor grouping = parts.variable_slots ? ids_for_grouping(ids) : ids;
+    const CapacityDrop c = drop_in_order(grouping, E, capacity, parts.capacity_order,
+                                         parts.capacity_scores.defined() ? parts.capacity_scores : parts.gates.data());
+    // drop = [id >= 0] * [kept < 0]: unused slots stay unused, earlier drops stay dropped
+    const Tensor drop = kernels::binary(BinaryOp::Mul, slot_mask(ids, DType::Float64),
+                                        kernels::scalar_binary(BinaryOp::Sub, 1.0, slot_mask(c.kept, DType::Float64)));
+    ids = select_ids(ids, kernels::scalar_binary(BinaryOp::Sub, 1.0, drop), kDroppedSlot);
+    wanted = c.wanted;
+    capacity = -1;  // applied: the grouping below only sorts
+  }
+  kernels::ExpertGroups groups =
+      kernels::group_by_expert(parts.variable_slots ? ids_for_grouping(ids) : ids, E, capacity);
+  if (wanted.defined()) groups.wanted = wanted;
 
   RoutingPlan plan;
   plan.groups = std::make_shared<const kernels::ExpertGroups>(groups);
@@ -149,6 +204,12 @@ RoutingPlan make_routing_plan(const PlanParts& parts, std::int64_t E) {
   // when nothing can have been dropped or left unused, so that plain top-k stays one op shorter).
   const bool may_zero = parts.keep.defined() || parts.capacity >= 0 || parts.variable_slots;
   plan.gates = may_zero ? parts.gates * Variable(slot_mask(groups.kept, parts.gates.dtype())) : parts.gates;
+  if (parts.renormalize_kept) {
+    // g / sum of the row's kept g; a row with nothing kept divides its zeros by 1.
+    const Variable row_sum = sum(plan.gates, 1, /*keepdim=*/true);  // [T, 1]
+    const Tensor empty_row = kernels::scalar_binary(BinaryOp::Sub, 1.0, positive_mask(row_sum.data()));
+    plan.gates = plan.gates / (row_sum + Variable(kernels::cast(empty_row, plan.gates.dtype())));
+  }
   if (parts.max_kept >= 0)
     plan.max_kept = std::min(parts.max_kept, T * k);
   else if (parts.capacity >= 0)

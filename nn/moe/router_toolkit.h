@@ -17,9 +17,22 @@
 //   exclusive_prefix_sums(v)     [T, k] -> [T, k]   sum_{i < j} v_ti (one matmul with a constant
 //                                                   strictly upper-triangular [k, k])
 //   make_routing_plan(parts, E)  the RoutingPlan: ids after an optional keep mask and capacity,
-//                                gates zeroed in every sentinel slot, tokens per expert, the
+//                                gates zeroed in every sentinel slot (and optionally
+//                                renormalised over the kept ones), tokens per expert, the
 //                                expert groups the MoE layer reuses, slots per token for a
 //                                variable-k scheme, and the common metrics below.
+//
+// Which assignments an expert keeps when more than `capacity` chose it (CapacityOrder):
+//   Tokens       the first in token order: (t, j) before (t, j + 1) before (t + 1, 0) (Switch
+//                Transformer's top-1; Megatron-LM's drop policy "position")
+//   Choices      every token's first choice before any token's second, then token order within a
+//                choice (GShard's Algorithm 1, DeepSpeed's top2gating, flaxformer's routers: all
+//                first choices are queued before the second ones)
+//   Probability  the largest scores first (PlanParts::capacity_scores, the gates' values when not
+//                given), ties in token order (Megatron-LM's default drop policy "probs")
+// and renormalize_kept divides each token's gates by the sum of its kept ones, as GShard and
+// DeepSpeed do after dropping (a token whose second choice was dropped gets its first with gate 1;
+// a token with nothing kept keeps gates 0).
 //
 // Metrics every plan made here reports (computed only when asked, reading the device then):
 //   dropped_fraction    kDroppedSlot entries / the slots the scheme used (unused ones excluded)
@@ -68,13 +81,21 @@ Tensor ids_for_grouping(const Tensor& ids);
 // v: [T, k] float -> [T, k]: out_tj = sum_{i < j} v_ti (constant; no graph).
 Tensor exclusive_prefix_sums(const Tensor& v);
 
+// The order in which an expert over its capacity keeps assignments (see the header comment).
+enum class CapacityOrder { Tokens, Choices, Probability };
+// "tokens", "choices", "probability" (router options' spelling).
+const char* capacity_order_name(CapacityOrder order);
+
 struct PlanParts {
   Tensor chosen;       // int32 [T, k]: expert ids in [0, E), or kUnusedSlot (needs variable_slots)
   Variable gates;      // [T, k]: the gates before dropping (zeroed here in every sentinel slot)
   Tensor keep;         // optional [T, k] 0/1 in the gates' dtype: 0 drops the assignment
                        //   (kDroppedSlot) before any capacity; ignored in unused slots
-  std::int64_t capacity = -1;  // >= 0: each expert keeps its first `capacity` assignments in token
-                               //   order (t before t + 1, column j before j + 1); later ones drop
+  std::int64_t capacity = -1;  // >= 0: each expert keeps its first `capacity` assignments in
+                               //   capacity_order; later ones drop
+  CapacityOrder capacity_order = CapacityOrder::Tokens;
+  Tensor capacity_scores;      // optional [T, k] float: Probability's order (default: the gates)
+  bool renormalize_kept = false;  // gates / sum of the row's kept gates (see above)
   std::int64_t max_kept = -1;  // the scheme's bound on kept assignments (e.g. E*C), or -1
   bool variable_slots = false; // chosen may hold kUnusedSlot: the plan gets `slots`
   Tensor probs;        // optional [T, E] router probabilities: the router_entropy metric

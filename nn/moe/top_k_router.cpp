@@ -36,7 +36,7 @@ const char* gate_mode_name(GateMode mode) {
 
 TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
   check_router_options(config, {"gates", "bias", "jitter", "jitter_seed", "load_balance", "z_loss", "capacity_factor",
-                                "allow_constant_gates"},
+                                "drop_order", "renormalize_kept", "allow_constant_gates"},
                        kScheme);
   TopKRouterOptions o;
   const std::string gates = router_option_choice(
@@ -49,6 +49,14 @@ TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
   o.load_balance = router_option_double(config, "load_balance", 0.0, kScheme);
   o.z_loss = router_option_double(config, "z_loss", 0.0, kScheme);
   o.capacity_factor = router_option_double(config, "capacity_factor", 0.0, kScheme);
+  const std::string order =
+      router_option_choice(config, "drop_order", "tokens", {"tokens", "choices", "probability"}, kScheme);
+  for (CapacityOrder c : {CapacityOrder::Tokens, CapacityOrder::Choices, CapacityOrder::Probability})
+    if (order == capacity_order_name(c)) o.drop_order = c;
+  o.renormalize_kept = router_option_bool(config, "renormalize_kept", false, kScheme);
+  MOELAB_CHECK(o.capacity_factor > 0.0 || (o.drop_order == CapacityOrder::Tokens && !o.renormalize_kept), kScheme,
+               "options 'drop_order' and 'renormalize_kept' say what happens when an expert is over its capacity: "
+               "they need 'capacity_factor' > 0 (none is set, so nothing is ever dropped)");
   o.allow_constant_gates = router_option_bool(config, "allow_constant_gates", false, kScheme);
   if (config.options.count("jitter_seed")) {
     const double s = router_option_double(config, "jitter_seed", 0.0, kScheme);
@@ -102,6 +110,9 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   parts.chosen = chosen;
   parts.gates = gates;
   parts.capacity = capacity;
+  parts.capacity_order = o.drop_order;
+  if (o.drop_order == CapacityOrder::Probability) parts.capacity_scores = gather_last(probs, chosen).data();
+  parts.renormalize_kept = o.renormalize_kept;
   parts.probs = probs.data();
 
   RoutingPlan plan = make_routing_plan(parts, E);

@@ -42,9 +42,15 @@
 //                    default "false"
 //   capacity_factor  0 (default) = no dropping, as in the Mixture of Parrots experiments; else each
 //                    expert keeps at most C = ceil(capacity_factor * T * k / E) assignments, taken
-//                    in token order (token t before t + 1; within a token its 1st choice first);
-//                    later ones are dropped (expert -1, gate 0) — the token then passes through
-//                    the layer's residual only (Switch, GShard)
+//                    in drop_order; the others are dropped (expert -1, gate 0) and the token passes
+//                    through the layer's residual only for that slot (Switch, GShard)
+//   drop_order       which assignments an expert over C keeps (nn/moe/router_toolkit.h):
+//                    "tokens" (default: token t before t + 1, within a token its 1st choice first;
+//                    Switch, Megatron-LM's "position"), "choices" (every token's 1st choice before
+//                    any 2nd: GShard, DeepSpeed, flaxformer) or "probability" (the largest router
+//                    probabilities first: Megatron-LM's default "probs"); needs capacity_factor
+//   renormalize_kept "true": after dropping, each token's gates are divided by the sum of its kept
+//                    gates (GShard and DeepSpeed's top-2); default "false"; needs capacity_factor
 // The counting and the capacity run on x's device (kernels::group_by_expert), so the router reads
 // nothing back to the host; with a capacity, max_kept = min(T*k, E*C).
 // The plan is made by make_routing_plan (nn/moe/router_toolkit.h). Metrics (computed when asked,
@@ -63,6 +69,7 @@
 #include <string>
 
 #include "nn/moe/router.h"
+#include "nn/moe/router_toolkit.h"
 #include "nn/random_stream.h"
 
 namespace moelab {
@@ -77,6 +84,8 @@ struct TopKRouterOptions {
   double load_balance = 0.0;
   double z_loss = 0.0;
   double capacity_factor = 0.0;
+  CapacityOrder drop_order = CapacityOrder::Tokens;
+  bool renormalize_kept = false;
   bool allow_constant_gates = false;
   std::optional<std::uint64_t> jitter_seed;
 };
