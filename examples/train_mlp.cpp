@@ -87,7 +87,7 @@ class MomentumSGD : public Optimizer {
       : Optimizer({ParamGroup{.params = std::move(params), .lr = lr}}), momentum_(momentum) {
     for (const Variable& p : groups_[0].params) velocity_.push_back(zeros(p.shape()));
   }
-  void step() override {
+  void update() override {  // Optimizer::step() calls it, then any step hooks
     const double lr = groups_[0].lr;
     for (std::size_t i = 0; i < velocity_.size(); ++i) {
       Variable p = groups_[0].params[i];

@@ -1,4 +1,4 @@
-// nn/feed_forward.cpp — AuxLosses::total (see feed_forward.h).
+// nn/feed_forward.cpp — AuxLosses::total and added_to (see feed_forward.h).
 #include "nn/feed_forward.h"
 
 #include "autograd/ops.h"
@@ -9,6 +9,10 @@ Variable AuxLosses::total() const {
   Variable sum;
   for (const auto& [name, loss] : terms) sum = sum.defined() ? sum + loss : loss;
   return sum;
+}
+
+Variable AuxLosses::added_to(const Variable& task_loss) const {
+  return terms.empty() ? task_loss : task_loss + total();
 }
 
 }  // namespace moelab

@@ -9,12 +9,11 @@
 //
 // Auxiliary losses are returned, not kept: a layer with a training objective of its own (a MoE
 // layer's load-balancing and z losses) appends it to the AuxLosses its caller passes to
-// forward_with_aux, and the training loop adds aux.total() to the task loss:
+// forward_with_aux, and the training loop adds them to the task loss:
 //
 //   AuxLosses aux;
 //   Variable logits = model.forward(ids, aux);           // Decoder: every layer's terms
-//   Variable loss = nn::cross_entropy(logits, targets);
-//   if (aux.total().defined()) loss = loss + aux.total();
+//   Variable loss = aux.added_to(nn::cross_entropy(logits, targets));  // the task loss alone if none
 //
 // forward is not const: an implementation may record statistics of its last call (an MoE layer's
 // router load and metrics) for logging.
@@ -35,6 +34,8 @@ struct AuxLosses {
   void add(std::string name, Variable loss) { terms.emplace_back(std::move(name), std::move(loss)); }
   // The sum of every term (0-d), or an undefined Variable when there is none.
   Variable total() const;
+  // task_loss + every term; task_loss itself when there is none (nothing to test at the call).
+  Variable added_to(const Variable& task_loss) const;
 };
 
 class FeedForward : public Module {

@@ -20,7 +20,7 @@
 //                every parameter (the router's only when `router_learns`).
 //   4. determinism two layers built from one seed have bitwise-equal parameters and plans; routing
 //                the same x twice gives the same plan.
-//   5. checkpoint after a few AdamW steps (each followed by routers_after_optimizer_step), a
+//   5. checkpoint after a few AdamW steps (each running the routers' step hooks), a
 //                checkpoint loaded into a layer built from another seed restores every parameter and
 //                buffer bitwise, and one more step on both gives bitwise-equal outputs and state.
 //   6. learns    when `router_learns`: the gradient of (output . r + aux losses) with respect to the
@@ -215,12 +215,10 @@ inline Variable output_and_aux(MoELayer& moe, const Variable& x) {
 inline Tensor train_step(MoELayer& moe, AdamW& opt, const Tensor& x, const Tensor& target) {
   AuxLosses aux;
   const Variable y = moe.forward_with_aux(Variable(x), aux);
-  Variable loss = mean(square(y - Variable(target)));
-  if (const Variable total = aux.total(); total.defined()) loss = loss + total;
+  const Variable loss = aux.added_to(mean(square(y - Variable(target))));
   opt.zero_grad();
   loss.backward();
   opt.step();
-  routers_after_optimizer_step(moe);
   return y.data();
 }
 

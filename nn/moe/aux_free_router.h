@@ -12,9 +12,9 @@
 //   g_tj   = s_t,S_tj / sum_i s_t,S_ti  (the bias never enters a gate; option renorm = false
 //            keeps g_tj = s_t,S_tj; at k = 1 the gate is always s_t,S_t1, as in Megatron-LM, which
 //            renormalises only when k > 1: s/s = 1 would leave the router without a gradient)
-//   after each optimizer step (Router::after_optimizer_step, called by every training loop via
-//   routers_after_optimizer_step): c_e = assignments to e in the training forwards since the
-//   last update, and
+//   after each optimizer step (Router::after_optimizer_step, which the MoE layer hangs on the
+//   optimizer as a step hook, nn/optim/step_hooks.h): c_e = assignments to e in the training
+//   forwards since the last update, and
 //            b_e += u * sign(mean_e c - c_e)      (u: option update_rate, default 0.001)
 //   so an overloaded expert becomes less attractive and an idle one more.
 //

@@ -27,6 +27,16 @@ MoELayer::MoELayer(const MoEConfig& config, Generator& gen) : config_(config) {
   if (config.shared_experts > 0)
     shared_ = register_module("shared",
                               std::make_shared<MLP>(config.d, config.shared_width(), gen, config.bias, config.dtype));
+  // The router's after_optimizer_step runs after every optimizer step that updates this layer
+  // (nn/optim/step_hooks.h), so no training loop has to call it: the hook hangs on the router's
+  // first trainable parameter, or the layer's when the router has none.
+  std::vector<Variable> anchors = router_->parameters();
+  for (const Variable& p : parameters()) anchors.push_back(p);
+  for (const Variable& p : anchors)
+    if (p.requires_grad()) {
+      step_hook_ = StepHook(p, [router = router_.get()] { router->after_optimizer_step(); });
+      break;
+    }
 }
 
 std::map<std::string, double> MoELayer::last_metrics() const {

@@ -49,7 +49,7 @@
 //   MoELayer moe(c, gen);
 //   AuxLosses aux;
 //   Variable y = moe.forward_with_aux(x, aux);         // x: [B, S, 64]
-//   Variable loss = task_loss + aux.total();           // total() is undefined when there is none
+//   Variable loss = aux.added_to(task_loss);           // + every aux term (none: task_loss)
 #pragma once
 
 #include <cstdint>
@@ -64,6 +64,7 @@
 #include "nn/mlp.h"
 #include "nn/moe/expert_bank.h"
 #include "nn/moe/router.h"
+#include "nn/optim/step_hooks.h"
 
 namespace moelab {
 
@@ -110,6 +111,7 @@ class MoELayer : public FeedForward {
   std::shared_ptr<MLP> shared_;
   RouterMetrics metrics_;
   Tensor tokens_per_expert_;
+  StepHook step_hook_;  // runs router_->after_optimizer_step() after every optimizer step
 };
 
 }  // namespace moelab

@@ -90,10 +90,6 @@ Tensor counts_from_offsets(const Tensor& offsets) {
                        DType::Int32);
 }
 
-void routers_after_optimizer_step(Module& model) {
-  if (auto* router = dynamic_cast<Router*>(&model)) router->after_optimizer_step();
-  for (const auto& [name, child] : model.children()) routers_after_optimizer_step(*child);
-}
 
 // ---------------------------------------------------------------- registry
 void register_router(const std::string& name, RouterFactory factory) {

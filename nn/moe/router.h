@@ -107,9 +107,10 @@ class Router : public Module {
   std::int64_t experts() const { return experts_; }
   std::int64_t k() const { return k_; }
 
-  // Called once after every optimizer step (routers_after_optimizer_step below), for schemes
-  // whose state follows training outside the gradient, e.g. aux-loss-free balancing's expert
-  // bias. The default does nothing.
+  // Called once after every optimizer step, for schemes whose state follows training outside the
+  // gradient, e.g. aux-loss-free balancing's expert bias. The MoE layer that holds the router
+  // attaches it as a step hook (nn/optim/step_hooks.h), so Optimizer::step() runs it: no training
+  // loop calls it. A router used on its own calls it itself. The default does nothing.
   virtual void after_optimizer_step() {}
 
   // The promise this router keeps about each token's gate sum (GateSum above); the default
@@ -126,9 +127,6 @@ class Router : public Module {
   std::int64_t d_, experts_, k_;
 };
 
-// Calls after_optimizer_step() on every Router in `model` (depth-first, itself included). Every
-// training loop calls it right after Optimizer::step(); a no-op for models without such routers.
-void routers_after_optimizer_step(Module& model);
 
 // ---------------------------------------------------------------- configuration and registry
 struct RouterConfig {

@@ -54,7 +54,7 @@ AdamW::AdamW(std::vector<ParamGroup> groups, AdamOptions options) : Adam(std::mo
 AdamW::AdamW(std::vector<Variable> params, AdamOptions options)
     : Adam(single_group(std::move(params), options, 0.01), options, true) {}
 
-void Adam::step() {
+void Adam::update() {
   std::size_t i = 0;
   for (ParamGroup& g : groups_) {
     for (Variable& p : g.params) {

@@ -46,7 +46,6 @@ class Adam : public Optimizer {
   // One group with options.lr and options.weight_decay (default 0).
   Adam(std::vector<Variable> params, AdamOptions options = {});
 
-  void step() override;
   std::vector<std::pair<std::string, Tensor>> state_tensors() const override;
   void load_state_tensors(const std::vector<std::pair<std::string, Tensor>>& state) override;
 
@@ -55,6 +54,7 @@ class Adam : public Optimizer {
 
  protected:
   Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled);
+  void update() override;
 
  private:
   const char* name() const { return decoupled_ ? "AdamW" : "Adam"; }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "nn/optim/step_hooks.h"
 
 namespace moelab {
 namespace {
@@ -63,6 +64,11 @@ std::vector<Variable> Optimizer::flat_params() const {
   std::vector<Variable> out;
   for (const ParamGroup& g : groups_) out.insert(out.end(), g.params.begin(), g.params.end());
   return out;
+}
+
+void Optimizer::step() {
+  update();
+  run_step_hooks(flat_params());
 }
 
 }  // namespace moelab

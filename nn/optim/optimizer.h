@@ -2,6 +2,9 @@
 //
 // An optimizer updates parameters in place from their accumulated gradients:
 //   loss.backward();  optimizer.step();  optimizer.zero_grad();
+// step() runs the optimizer's update() and then every step hook its parameters carry
+// (nn/optim/step_hooks.h), so state that follows each step (a router's balancing bias) needs no
+// call of its own in the training loop. An optimizer written elsewhere overrides update().
 // Parameters come in groups that share hyperparameters (PyTorch's param_groups), e.g. one group
 // with weight decay for matrices and one without for norms and biases. Each group keeps the
 // learning rate it was built with as `base_lr`; a schedule (nn/optim/schedule.h) sets the
@@ -36,8 +39,10 @@ class Optimizer {
   explicit Optimizer(std::vector<ParamGroup> groups);
   virtual ~Optimizer() = default;
 
-  // One update of every parameter that has a gradient (parameters without one are skipped).
-  virtual void step() = 0;
+  // One update of every parameter that has a gradient (parameters without one are skipped), then
+  // the step hooks of the parameters (nn/optim/step_hooks.h: a module's code that must follow every
+  // step, such as aux-loss-free balancing's bias update).
+  void step();
   // Drops every parameter's gradient.
   void zero_grad();
 
@@ -57,6 +62,9 @@ class Optimizer {
   virtual void load_state_tensors(const std::vector<std::pair<std::string, Tensor>>& state) = 0;
 
  protected:
+  // The update itself: what each optimizer implements (step() runs it, then the hooks).
+  virtual void update() = 0;
+
   std::vector<ParamGroup> groups_;
   std::int64_t steps_taken_ = 0;
 };

@@ -31,7 +31,7 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options) : Optimizer(std::mo
 SGD::SGD(std::vector<Variable> params, double lr, SGDOptions options, double weight_decay)
     : SGD(std::vector<ParamGroup>{ParamGroup{std::move(params), lr, -1, weight_decay}}, options) {}
 
-void SGD::step() {
+void SGD::update() {
   std::size_t i = 0;
   for (ParamGroup& g : groups_) {
     for (Variable& p : g.params) {

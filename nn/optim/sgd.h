@@ -33,11 +33,13 @@ class SGD final : public Optimizer {
   // One group: every parameter with this lr and weight decay.
   SGD(std::vector<Variable> params, double lr, SGDOptions options = {}, double weight_decay = 0.0);
 
-  void step() override;
   std::vector<std::pair<std::string, Tensor>> state_tensors() const override;
   void load_state_tensors(const std::vector<std::pair<std::string, Tensor>>& state) override;
 
   const SGDOptions& options() const { return options_; }
+
+ protected:
+  void update() override;
 
  private:
   SGDOptions options_;

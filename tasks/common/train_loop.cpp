@@ -71,7 +71,6 @@ LoopState train_loop(Module& model, Optimizer& opt, const LoopOptions& o, const 
     total.backward();
     if (o.clip > 0) clip_grad_norm_tensor(params, o.clip);  // stays on the device
     opt.step();
-    routers_after_optimizer_step(model);  // routing state outside the gradient (nn/moe/router.h)
     const double value = read_value(probe);  // the step's one device->host read
     if (!std::isfinite(value) && !o.allow_non_finite) fail_not_finite(o, step, s, value);
     state.step = step;
