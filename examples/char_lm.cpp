@@ -51,7 +51,7 @@
 #include "nn/nn.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/schedule.h"
-#include "tasks/common/train_loop.h"
+#include "nn/train_loop.h"
 
 #ifndef MOELAB_SOURCE_DIR
 #define MOELAB_SOURCE_DIR "."
@@ -264,7 +264,7 @@ int run(const Options& o) {
   auto window_start = start;
   double window_loss = 0, val = 0;
   std::int64_t window_steps = 0;
-  // The one training loop (tasks/common/train_loop.h): schedule, backward, clipping, AdamW step,
+  // The one training loop (nn/train_loop.h): schedule, backward, clipping, AdamW step,
   // a check that the loss is finite; this program says what a step's loss is and what to print.
   LoopHooks hooks;
   hooks.batch_loss = [&](std::int64_t) {

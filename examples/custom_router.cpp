@@ -51,7 +51,7 @@
 #include "nn/moe/router_toolkit.h"
 #include "nn/nn.h"
 #include "nn/optim/adam.h"
-#include "tasks/common/train_loop.h"
+#include "nn/train_loop.h"
 #include "tests/router_contract.h"
 
 #ifndef MOELAB_SOURCE_DIR
@@ -158,7 +158,7 @@ int run(const Options& o) {
   const auto starts = static_cast<std::uint32_t>(ids.size() - static_cast<std::size_t>(o.seq));
   double initial = 0, window = 0, last_window = 0;
   std::int64_t window_steps = 0;
-  // The one training loop (tasks/common/train_loop.h) adds the aux losses to the task loss for
+  // The one training loop (nn/train_loop.h) adds the aux losses to the task loss for
   // the backward, clips, steps AdamW and checks that the total is finite.
   LoopHooks hooks;
   hooks.batch_loss = [&](std::int64_t) {

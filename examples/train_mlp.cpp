@@ -5,7 +5,7 @@
 // from N(0, 1/fan_in) (He-style scaling halves that; either works here). Loss: cross-entropy.
 // Optimiser: SGD with momentum, written out below in four lines as an Optimizer (nn/optim/
 // optimizer.h) so a reader sees what an optimizer does to a Variable's data and gradient.
-// Training: the one training loop every experiment uses (tasks/common/train_loop.h), given the
+// Training: the one training loop every experiment uses (nn/train_loop.h), given the
 // model, the optimizer and a function that returns a step's loss.
 //
 // Everything the program does goes through the engine: core/ tensors and kernels, autograd/
@@ -25,7 +25,7 @@
 #include "core/parallel.h"
 #include "nn/module.h"
 #include "nn/optim/optimizer.h"
-#include "tasks/common/train_loop.h"
+#include "nn/train_loop.h"
 
 using namespace moelab;
 

@@ -8,7 +8,7 @@
 #include "core/random.h"
 #include "tasks/common/batch.h"
 #include "tasks/common/models.h"
-#include "tasks/common/progress.h"
+#include "nn/progress.h"
 #include "tasks/common/run_dir.h"
 #include "tasks/common/settings.h"
 #include "tasks/common/report.h"

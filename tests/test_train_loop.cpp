@@ -1,4 +1,4 @@
-// tests/test_train_loop.cpp — the one training loop (tasks/common/train_loop.h): it runs the
+// tests/test_train_loop.cpp — the one training loop (nn/train_loop.h): it runs the
 // steps asked for, applies the schedule (per step, or per period of steps), clips, lets the
 // evaluation callback stop training early, catches a non-finite aux loss naming it and the step,
 // reads back exactly one value per step (tests/counting_backend.h), and trains bitwise as the
@@ -22,7 +22,7 @@
 #include "nn/optim/clip.h"
 #include "nn/optim/schedule.h"
 #include "nn/optim/sgd.h"
-#include "tasks/common/train_loop.h"
+#include "nn/train_loop.h"
 #include "tests/counting_backend.h"
 
 using namespace moelab;

@@ -31,7 +31,7 @@
 #include "nn/nn.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/clip.h"
-#include "tasks/common/train_loop.h"
+#include "nn/train_loop.h"
 #include "tests/counting_backend.h"
 
 using namespace moelab;
@@ -75,7 +75,7 @@ struct StepCounts {
 };
 
 // Builds the decoder on the counting "GPU" and trains it `steps` steps with the one training loop
-// (tasks/common/train_loop.h, with clipping, as the experiments train); returns the counts of each
+// (nn/train_loop.h, with clipping, as the experiments train); returns the counts of each
 // step, taken between consecutive on_step calls (the host-side batch making is not counted: it
 // makes no transfer, only the two uploads are).
 std::vector<StepCounts> train_steps(CountingBackend& counting, const FeedForwardFactory& make_ffn, int steps) {

@@ -8,9 +8,9 @@
 #include "nn/moe/moe_decoder.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/schedule.h"
-#include "tasks/common/progress.h"
+#include "nn/progress.h"
 #include "tasks/common/report.h"
-#include "tasks/common/train_loop.h"
+#include "nn/train_loop.h"
 
 namespace moelab {
 

@@ -1,5 +1,5 @@
 // tasks/common/train.h — the decoder experiments' training recipe, run by the one training loop
-// (tasks/common/train_loop.h).
+// (nn/train_loop.h).
 //
 // As in the Mixture of Parrots paper: AdamW (weight decay on the matrices, none on the norm
 // gains), the learning rate warmed up linearly over the first 20% of the steps and then decayed

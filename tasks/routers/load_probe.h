@@ -5,7 +5,7 @@
 // assignments per expert (int32 [E], on the device) and a closure computing its router's metrics.
 // read_load copies both to the host: it is a device read, so the routers experiment calls it only
 // at its log points, in the training loop's evaluation callback, which runs outside the timed
-// steps (tasks/common/train_loop.h): the tokens per second it reports are not changed by it.
+// steps (nn/train_loop.h): the tokens per second it reports are not changed by it.
 //
 //   relative load of expert e in layer l   c_le / mean_e c_le      (1 = its fair share; 0 = idle)
 //   load_max_over_mean, load_cv,           each layer's router metrics (nn/moe/router_toolkit.h),

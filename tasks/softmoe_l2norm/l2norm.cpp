@@ -10,7 +10,7 @@
 #include "core/factories.h"
 #include "nn/loss.h"
 #include "nn/optim/adam.h"
-#include "tasks/common/train_loop.h"
+#include "nn/train_loop.h"
 
 namespace moelab::l2norm {
 

@@ -14,7 +14,7 @@
 
 #include "tasks/common/job_grid.h"
 #include "tasks/common/plot.h"
-#include "tasks/common/progress.h"
+#include "nn/progress.h"
 #include "tasks/common/report.h"
 #include "tasks/softmoe_l2norm/l2norm.h"
 

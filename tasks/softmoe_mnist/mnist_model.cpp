@@ -12,8 +12,8 @@
 #include "core/factories.h"
 #include "nn/loss.h"
 #include "nn/optim/adam.h"
-#include "tasks/common/progress.h"
-#include "tasks/common/train_loop.h"
+#include "nn/progress.h"
+#include "nn/train_loop.h"
 
 namespace moelab::softmoe_mnist {
 

@@ -12,7 +12,7 @@
 #include "core/factories.h"
 #include "nn/io/checkpoint.h"
 #include "tasks/common/plot.h"
-#include "tasks/common/progress.h"
+#include "nn/progress.h"
 #include "tasks/common/report.h"
 #include "tasks/softmoe_mnist/subset_eval.h"
 

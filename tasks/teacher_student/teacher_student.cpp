@@ -12,7 +12,7 @@
 #include "nn/loss.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/schedule.h"
-#include "tasks/common/train_loop.h"
+#include "nn/train_loop.h"
 
 namespace moelab::teacher_student {
 

@@ -1,4 +1,6 @@
-// tasks/common/train_loop.h — the one training loop: every experiment and example trains with it.
+// nn/train_loop.h — the one training loop: every experiment and example trains with it, and a
+// program built on core/, autograd/ and nn/ alone has it too (tasks/ builds its experiments' loops,
+// tasks/common/train.h, on this one).
 //
 // It knows no experiment and no model: it takes any Module, the optimizer (any nn/optim one, or
 // one a program writes itself), and a function that draws step s's batch and returns its loss.

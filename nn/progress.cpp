@@ -1,5 +1,5 @@
-// tasks/common/progress.cpp — see progress.h.
-#include "tasks/common/progress.h"
+// nn/progress.cpp — see progress.h.
+#include "nn/progress.h"
 
 #include <unistd.h>
 

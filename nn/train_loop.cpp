@@ -1,5 +1,5 @@
-// tasks/common/train_loop.cpp — see train_loop.h.
-#include "tasks/common/train_loop.h"
+// nn/train_loop.cpp — see train_loop.h.
+#include "nn/train_loop.h"
 
 #include <chrono>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include "core/kernels.h"
 #include "nn/moe/router.h"
 #include "nn/optim/clip.h"
-#include "tasks/common/progress.h"
+#include "nn/progress.h"
 
 namespace moelab {
 

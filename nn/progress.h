@@ -1,4 +1,4 @@
-// tasks/common/progress.h — the terminal progress line of a long run.
+// nn/progress.h — the terminal progress line of a long run.
 //
 //   [moe-d64-8e book 1000] step  600/1200  loss 1.2345  41.2k tok/s  0:12 left
 //
