@@ -6,6 +6,7 @@
 #include "autograd/ops_attention.h"
 #include "autograd/ops_elementwise.h"
 #include "autograd/ops_grouped_matmul.h"
+#include "autograd/ops_compare.h"
 #include "autograd/ops_index.h"
 #include "autograd/ops_loss.h"
 #include "autograd/ops_mask.h"

@@ -57,6 +57,12 @@ template <class T> __device__ T div(T p, T q) { return p / q; }
 template <class T> __device__ T maximum(T p, T q) { return (p > q || p != p) ? p : q; }  // NaN in p or q wins
 template <class T> __device__ T minimum(T p, T q) { return (p < q || p != p) ? p : q; }
 template <class T> __device__ T pow(T p, T q) { return cuda::DeviceMath<T>::pow(p, q); }
+template <class T> __device__ T eq(T p, T q) { return p == q ? T(1) : T(0); }
+template <class T> __device__ T ne(T p, T q) { return p != q ? T(1) : T(0); }
+template <class T> __device__ T lt(T p, T q) { return p < q ? T(1) : T(0); }
+template <class T> __device__ T le(T p, T q) { return p <= q ? T(1) : T(0); }
+template <class T> __device__ T gt(T p, T q) { return p > q ? T(1) : T(0); }
+template <class T> __device__ T ge(T p, T q) { return p >= q ? T(1) : T(0); }
 }  // namespace binary_math
 
 // ---------------------------------------------------------------- functors and dispatch, generated

@@ -48,6 +48,12 @@ double binary_ref(BinaryOp op, double a, double b) {
     case BinaryOp::Maximum: return std::max(a, b);
     case BinaryOp::Minimum: return std::min(a, b);
     case BinaryOp::Pow: return std::pow(a, b);
+    case BinaryOp::Eq: return a == b ? 1 : 0;
+    case BinaryOp::Ne: return a != b ? 1 : 0;
+    case BinaryOp::Lt: return a < b ? 1 : 0;
+    case BinaryOp::Le: return a <= b ? 1 : 0;
+    case BinaryOp::Gt: return a > b ? 1 : 0;
+    case BinaryOp::Ge: return a >= b ? 1 : 0;
   }
   return 0;
 }

@@ -93,6 +93,12 @@ template <class T> T div(T p, T q) { return p / q; }
 template <class T> T maximum(T p, T q) { return (p > q || p != p) ? p : q; }  // NaN in p or q wins
 template <class T> T minimum(T p, T q) { return (p < q || p != p) ? p : q; }
 template <class T> T pow(T p, T q) { return std::pow(p, q); }
+template <class T> T eq(T p, T q) { return p == q ? T(1) : T(0); }
+template <class T> T ne(T p, T q) { return p != q ? T(1) : T(0); }
+template <class T> T lt(T p, T q) { return p < q ? T(1) : T(0); }
+template <class T> T le(T p, T q) { return p <= q ? T(1) : T(0); }
+template <class T> T gt(T p, T q) { return p > q ? T(1) : T(0); }
+template <class T> T ge(T p, T q) { return p >= q ? T(1) : T(0); }
 }  // namespace binary_math
 
 // ---------------------------------------------------------------- dispatch, generated from the list

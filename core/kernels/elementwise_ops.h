@@ -34,6 +34,9 @@
 // CPU/CUDA parity test then cover it with no further line. A binary op is the same list line,
 // math and reference, plus its autograd forms and gradcheck cases written by hand (its forms,
 // Variable op double and double op Variable, differ from op to op).
+// The comparisons eq, ne, lt, le, gt, ge give 1 where the relation holds and 0 elsewhere, in the
+// operands' dtype (a comparison with NaN holds only for ne, as in IEEE and PyTorch); they have no
+// gradient, so autograd offers them as constant masks (autograd/ops_compare.h), beside where().
 #pragma once
 
 namespace moelab::kernels {
@@ -60,7 +63,13 @@ namespace moelab::kernels {
   X(Div,     div,     Real,     NonZero)     \
   X(Maximum, maximum, Real,     Real)        \
   X(Minimum, minimum, Real,     Real)        \
-  X(Pow,     pow,     Positive, Real)
+  X(Pow,     pow,     Positive, Real)       \
+  X(Eq,      eq,      Real,     Real)        \
+  X(Ne,      ne,      Real,     Real)        \
+  X(Lt,      lt,      Real,     Real)        \
+  X(Le,      le,      Real,     Real)        \
+  X(Gt,      gt,      Real,     Real)        \
+  X(Ge,      ge,      Real,     Real)
 // clang-format on
 
 enum class OpDomain { Real, Positive, NonZero };
