@@ -73,6 +73,23 @@ Tensor from_vector(const std::vector<double>& values, const Shape& shape, Device
 Tensor from_vector(const std::vector<std::int32_t>& values, const Shape& shape, Device device) {
   return from_values(values, shape, device);
 }
+Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType dtype, Device device) {
+  switch (dtype) {
+    case DType::Float64: return from_values(values, shape, device);
+    case DType::Float32: return from_values(std::vector<float>(values.begin(), values.end()), shape, device);
+    case DType::Int32: {
+      std::vector<std::int32_t> ints(values.size());
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        const double v = values[i];
+        MOELAB_CHECK(std::isfinite(v) && v == std::floor(v) && v >= -2147483648.0 && v <= 2147483647.0, "from_vector",
+                     "value ", i, " (", v, ") is not a whole number in int32's range");
+        ints[i] = static_cast<std::int32_t>(v);
+      }
+      return from_values(ints, shape, device);
+    }
+  }
+  fail("from_vector", "unknown dtype");
+}
 
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen, DType dtype, Device device) {
   MOELAB_CHECK(is_floating(dtype), "uniform", "needs a floating dtype, got ", dtype);

@@ -57,6 +57,16 @@ TEST_CASE("factories") {
   CHECK(zeros({0, 3}).numel() == 0);
   CHECK(Tensor::empty({}).numel() == 1);
   CHECK(from_vector(std::vector<std::int32_t>{7}, {}).item<std::int32_t>() == 7);
+  // A vector of doubles is float64 unless a dtype is asked for.
+  CHECK(from_vector(std::vector<double>{0.5}, {1}).dtype() == DType::Float64);
+  const Tensor f32 = from_vector(std::vector<double>{0.5, 1.1}, {2}, DType::Float32);
+  CHECK(f32.dtype() == DType::Float32);
+  CHECK(f32.to_vector<float>() == std::vector<float>{0.5f, 1.1f});
+  CHECK(from_vector(std::vector<double>{3, -4}, {2}, DType::Int32).to_vector<std::int32_t>() ==
+        std::vector<std::int32_t>{3, -4});
+  CHECK_THROWS_WITH_AS(from_vector(std::vector<double>{1, 2.5}, {2}, DType::Int32), doctest::Contains("value 1"),
+                       Error);
+  CHECK_THROWS_AS(from_vector(std::vector<double>{1, 2}, {3}, DType::Float32), Error);
 }
 
 TEST_CASE("cast converts element types") {
