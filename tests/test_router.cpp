@@ -375,3 +375,50 @@ TEST_CASE("topk router: gradcheck of gates and aux losses w.r.t. x, weight and b
   const auto gw = to_doubles(wv.grad());
   CHECK(std::any_of(gw.begin(), gw.end(), [](double g) { return std::abs(g) > 1e-6; }));
 }
+
+TEST_CASE("topk router: forced = balanced gives every expert the same load, whatever the scores") {
+  Generator gen(3);
+  auto r = make_router("topk", config(4, 4, 2, {{"forced", "balanced"}}), gen);
+  const Tensor x = normal({12, 4}, 0, 1, gen, DType::Float64);
+  const RoutingPlan plan = r->route(Variable(x));
+  std::vector<std::int32_t> want;
+  for (std::int32_t a = 0; a < 24; ++a) want.push_back(a % 4);
+  CHECK(plan.experts.to_vector<std::int32_t>() == want);  // token t: experts 2t mod 4, 2t + 1 mod 4
+  CHECK(plan.tokens_per_expert.to_vector<std::int32_t>() == std::vector<std::int32_t>{6, 6, 6, 6});
+  // The gates are still the renormalised probabilities of those experts: the router learns.
+  const std::vector<double> g = plan.gates.data().to_vector<double>();
+  for (std::size_t t = 0; t < 12; ++t) CHECK(g[2 * t] + g[2 * t + 1] == doctest::Approx(1.0));
+  CHECK_THROWS_AS(make_router("topk", config(4, 4, 2, {{"forced", "random"}}), gen), Error);
+}
+
+TEST_CASE("topk router: replay routes recorded experts, with gates from the current weights") {
+  Generator gen(5);
+  auto r = make_router("topk", config(6, 8, 2), gen);
+  auto& topk = dynamic_cast<TopKRouter&>(*r);
+  const Tensor x = normal({10, 6}, 0, 1, gen, DType::Float64);
+  const Tensor recorded = r->route(Variable(x)).experts;
+  // New weights: the router's own choice changes, the replayed one does not.
+  Tensor w = topk.weight().data();  // shares the parameter's storage
+  kernels::copy(w, normal({8, 6}, 0, 1, gen, DType::Float64));
+  const Tensor own = r->route(Variable(x)).experts;
+  CHECK(own.to_vector<std::int32_t>() != recorded.to_vector<std::int32_t>());
+  topk.replay(recorded);
+  CHECK(topk.replaying());
+  const RoutingPlan replayed = r->route(Variable(x));
+  CHECK(replayed.experts.to_vector<std::int32_t>() == recorded.to_vector<std::int32_t>());
+  // Gates: softmax of x W^T under the new weights, at the recorded experts, renormalised.
+  const std::vector<double> p = softmax(matmul(Variable(x), topk.weight(), false, true)).data().to_vector<double>();
+  const std::vector<std::int32_t> ids = recorded.to_vector<std::int32_t>();
+  const std::vector<double> g = replayed.gates.data().to_vector<double>();
+  for (std::size_t t = 0; t < 10; ++t) {
+    const double a = p[t * 8 + static_cast<std::size_t>(ids[2 * t])], b = p[t * 8 + static_cast<std::size_t>(ids[2 * t + 1])];
+    CHECK(g[2 * t] == doctest::Approx(a / (a + b)).epsilon(1e-12));
+    CHECK(g[2 * t + 1] == doctest::Approx(b / (a + b)).epsilon(1e-12));
+  }
+  // A batch of another size, a dropped slot, a token twice: refused.
+  CHECK_THROWS_AS(r->route(Variable(normal({4, 6}, 0, 1, gen, DType::Float64))), Error);
+  CHECK_THROWS_AS(topk.replay(from_vector(std::vector<std::int32_t>{0, -1}, {1, 2})), Error);
+  CHECK_THROWS_AS(topk.replay(from_vector(std::vector<std::int32_t>{3, 3}, {1, 2})), Error);
+  topk.stop_replay();
+  CHECK(r->route(Variable(x)).experts.to_vector<std::int32_t>() == own.to_vector<std::int32_t>());
+}

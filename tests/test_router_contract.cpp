@@ -352,6 +352,11 @@ TEST_CASE("router toolkit: the three capacity orders keep different assignments;
   CHECK(std::string(capacity_order_name(CapacityOrder::Choices)) == "choices");
 }
 
+TEST_CASE("router contract: top-k forced to a balanced routing (the benchmarking mode)") {
+  check_contract(contract("topk", 2, {{"forced", "balanced"}}));
+  check_contract(contract("topk", 1, {{"forced", "balanced"}, {"gates", "softmax-topk"}, {"load_balance", "0.01"}}));
+}
+
 TEST_CASE("router contract: top-k's drop orders and renormalisation over the kept gates") {
   for (const char* order : {"tokens", "choices", "probability"}) {
     INFO(order);

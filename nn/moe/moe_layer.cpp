@@ -60,6 +60,7 @@ Variable MoELayer::forward_with_aux(const Variable& x, AuxLosses& aux) {
   for (const auto& [name, loss] : plan.aux_losses) aux.add(name, loss);
   metrics_ = plan.metrics;
   tokens_per_expert_ = plan.tokens_per_expert;
+  last_experts_ = plan.experts;
   const std::int64_t k = plan.experts.size(1);  // the router's k (a scheme may choose its own)
   MOELAB_CHECK((plan.experts.shape() == Shape{T, k}), "MoELayer", "the router returned experts ", plan.experts.shape(),
                " for ", T, " tokens");

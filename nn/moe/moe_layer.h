@@ -103,6 +103,9 @@ class MoELayer : public FeedForward {
   // The router's metrics for the last forward, computed now (this reads the device).
   std::map<std::string, double> last_metrics() const;
   const Tensor& last_tokens_per_expert() const { return tokens_per_expert_; }  // int32 [E]
+  // int32 [T, k]: the experts of the last forward's plan (-1 dropped, -2 unused), e.g. to replay
+  // them later (TopKRouter::replay).
+  const Tensor& last_experts() const { return last_experts_; }
 
  private:
   MoEConfig config_;
@@ -110,7 +113,7 @@ class MoELayer : public FeedForward {
   std::shared_ptr<ExpertBank> experts_;
   std::shared_ptr<MLP> shared_;
   RouterMetrics metrics_;
-  Tensor tokens_per_expert_;
+  Tensor tokens_per_expert_, last_experts_;
   StepHook step_hook_;  // runs router_->after_optimizer_step() after every optimizer step
 };
 

@@ -36,7 +36,7 @@ const char* gate_mode_name(GateMode mode) {
 
 TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
   check_router_options(config, {"gates", "bias", "jitter", "jitter_seed", "load_balance", "z_loss", "capacity_factor",
-                                "drop_order", "renormalize_kept", "allow_constant_gates"},
+                                "drop_order", "renormalize_kept", "forced", "allow_constant_gates"},
                        kScheme);
   TopKRouterOptions o;
   const std::string gates = router_option_choice(
@@ -54,6 +54,7 @@ TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
   for (CapacityOrder c : {CapacityOrder::Tokens, CapacityOrder::Choices, CapacityOrder::Probability})
     if (order == capacity_order_name(c)) o.drop_order = c;
   o.renormalize_kept = router_option_bool(config, "renormalize_kept", false, kScheme);
+  o.forced_balanced = router_option_choice(config, "forced", "none", {"none", "balanced"}, kScheme) == "balanced";
   MOELAB_CHECK(o.capacity_factor > 0.0 || (o.drop_order == CapacityOrder::Tokens && !o.renormalize_kept), kScheme,
                "options 'drop_order' and 'renormalize_kept' say what happens when an expert is over its capacity: "
                "they need 'capacity_factor' > 0 (none is set, so nothing is ever dropped)");
@@ -73,7 +74,7 @@ bool top_k_gates_constant(GateMode mode, std::int64_t k) {
 
 // ---------------------------------------------------------------- the routing computation
 RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variable& bias, std::int64_t k,
-                        const TopKRouterOptions& o, const Tensor& noise) {
+                        const TopKRouterOptions& o, const Tensor& noise, const Tensor& forced) {
   MOELAB_CHECK(x.rank() == 2 && weight.rank() == 2 && x.size(1) == weight.size(1), "top_k_route",
                "x must be [T, d] and weight [E, d], got x ", x.shape(), " and weight ", weight.shape());
   const std::int64_t T = x.size(0), E = weight.size(0);
@@ -89,8 +90,13 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   if (bias.defined()) logits = logits + bias;
   Variable probs = softmax(logits);
 
-  // Selection (constant): the k largest logits per token, ties to the lower expert id. [T, k]
-  const Tensor chosen = kernels::topk(logits.data(), static_cast<int>(k)).indices;
+  // Selection (constant): the k largest logits per token, ties to the lower expert id, unless the
+  // experts are forced (a replay, or the balanced benchmark mode). [T, k]
+  MOELAB_CHECK(!forced.defined() || (forced.dtype() == DType::Int32 && forced.shape() == Shape{T, k} &&
+                                     forced.device() == x.device()),
+               "top_k_route", "forced experts must be int32 [", T, ", ", k, "] on x's device, got ",
+               forced.defined() ? forced.str() : std::string());
+  const Tensor chosen = forced.defined() ? forced : kernels::topk(logits.data(), static_cast<int>(k)).indices;
 
   // Gates before dropping: [T, k]
   Variable gates;
@@ -189,6 +195,24 @@ TopKRouter::TopKRouter(std::int64_t d, std::int64_t experts, std::int64_t k, con
   }
 }
 
+void TopKRouter::replay(const Tensor& ids) {
+  MOELAB_CHECK(ids.defined() && ids.dtype() == DType::Int32 && ids.rank() == 2 && ids.size(1) == k(), kScheme,
+               "replay needs the int32 [T, ", k(), "] experts of a plan, got ",
+               ids.defined() ? ids.str() : std::string("an undefined tensor"));
+  const std::vector<std::int32_t> host = ids.to(Device::cpu()).to_vector<std::int32_t>();  // checked once, here
+  const std::int64_t E = experts();
+  for (std::size_t a = 0; a < host.size(); ++a) {
+    MOELAB_CHECK(host[a] >= 0 && host[a] < E, kScheme, "replay: assignment ", a, " has expert ", host[a],
+                 ", outside [0, ", E, ") (a dropped slot cannot be replayed: record without a capacity)");
+    for (std::size_t j = a - a % static_cast<std::size_t>(k()); j < a; ++j)
+      MOELAB_CHECK(host[j] != host[a], kScheme, "replay: token ", a / static_cast<std::size_t>(k()), " has expert ",
+                   host[a], " twice");
+  }
+  replay_ = ids;
+}
+
+void TopKRouter::stop_replay() { replay_ = Tensor(); }
+
 RoutingPlan TopKRouter::route(const Variable& x) {
   check_input(x, kScheme);
   MOELAB_CHECK(x.dtype() == weight_.dtype(), kScheme, "x is ", x.dtype(), " but the router weight is ", weight_.dtype());
@@ -200,7 +224,22 @@ RoutingPlan TopKRouter::route(const Variable& x) {
     kernels::fill_uniform(noise, 1.0 - options_.jitter, 1.0 + options_.jitter, gen);
     jitter_.store(gen);
   }
-  return top_k_route(x, weight_, bias_, k(), options_, noise);
+  Tensor forced = replay_;
+  if (!forced.defined() && options_.forced_balanced) {
+    // Token t takes experts (t k + j) mod E, j < k: every expert the same load (+-1), distinct
+    // experts per token. Made on the host once per (T, device) and kept.
+    const std::int64_t T = x.size(0), k = this->k(), E = experts();
+    if (!balanced_ids_.defined() || balanced_ids_.size(0) != T || balanced_ids_.device() != x.device()) {
+      std::vector<std::int32_t> ids(static_cast<std::size_t>(T * k));
+      for (std::int64_t a = 0; a < T * k; ++a) ids[static_cast<std::size_t>(a)] = static_cast<std::int32_t>(a % E);
+      balanced_ids_ = from_vector(ids, {T, k}, x.device());
+    }
+    forced = balanced_ids_;
+  }
+  if (forced.defined())
+    MOELAB_CHECK(forced.size(0) == x.size(0), kScheme, "replayed experts are for ", forced.size(0),
+                 " tokens, this batch has ", x.size(0));
+  return top_k_route(x, weight_, bias_, k(), options_, noise, forced);
 }
 
 GateSum TopKRouter::gate_sum() const {

@@ -51,6 +51,11 @@
 //                    probabilities first: Megatron-LM's default "probs"); needs capacity_factor
 //   renormalize_kept "true": after dropping, each token's gates are divided by the sum of its kept
 //                    gates (GShard and DeepSpeed's top-2); default "false"; needs capacity_factor
+//   forced           "balanced": token t goes to experts (t k + j) mod E, j < k, whatever the scores
+//                    (every expert the same load: a benchmarking mode that separates the cost of
+//                    the experts from the imbalance of a learned router); gates as the gate mode
+//                    computes them for those experts; default "none". Router replay (replay()
+//                    below) forces recorded experts the same way.
 // The counting and the capacity run on x's device (kernels::group_by_expert), so the router reads
 // nothing back to the host; with a capacity, max_kept = min(T*k, E*C).
 // The plan is made by make_routing_plan (nn/moe/router_toolkit.h). Metrics (computed when asked,
@@ -86,6 +91,7 @@ struct TopKRouterOptions {
   double capacity_factor = 0.0;
   CapacityOrder drop_order = CapacityOrder::Tokens;
   bool renormalize_kept = false;
+  bool forced_balanced = false;
   bool allow_constant_gates = false;
   std::optional<std::uint64_t> jitter_seed;
 };
@@ -100,9 +106,11 @@ bool top_k_gates_constant(GateMode mode, std::int64_t k);
 
 // The routing computation for given parameters, so that tests can differentiate with respect to
 // leaves of their own. x: [T, d], weight: [E, d], bias: [E] or undefined, 1 <= k <= E;
-// noise: [T, d] multiplicative jitter factors, or undefined for none.
+// noise: [T, d] multiplicative jitter factors, or undefined for none; forced: int32 [T, k] experts
+// to use instead of the top-k selection (gates, aux losses and capacity as usual), or undefined.
 RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variable& bias, std::int64_t k,
-                        const TopKRouterOptions& options, const Tensor& noise = Tensor());
+                        const TopKRouterOptions& options, const Tensor& noise = Tensor(),
+                        const Tensor& forced = Tensor());
 
 class TopKRouter : public Router {
  public:
@@ -115,6 +123,15 @@ class TopKRouter : public Router {
   // One for the renormalised modes, topk-softmax and equal; AtMostOne for softmax-topk.
   GateSum gate_sum() const override;
 
+  // Router replay: every route() from now on uses these experts (int32 [T, k] of a plan, each in
+  // [0, E): record plan.experts, or MoELayer::last_experts(), from a forward without a capacity)
+  // instead of its own selection, with the gates recomputed from the current weights by the gate
+  // mode; until stop_replay(). A batch of another T is an error. RL trainers replay the experts
+  // of the rollout in the training forward; comparisons of schemes can share one routing.
+  void replay(const Tensor& ids);
+  void stop_replay();
+  bool replaying() const { return replay_.defined(); }
+
   const Variable& weight() const { return weight_; }
   const Variable& bias() const { return bias_; }  // undefined without options.bias
   const TopKRouterOptions& options() const { return options_; }
@@ -123,6 +140,8 @@ class TopKRouter : public Router {
   TopKRouterOptions options_;
   Variable weight_, bias_;
   RandomStream jitter_;  // the "jitter_state" host buffer, with jitter > 0 only (nn/random_stream.h)
+  Tensor replay_;        // int32 [T, k] while replaying
+  Tensor balanced_ids_;  // forced = balanced: the last batch size's ids, kept on its device
 };
 
 // The registry's factory for "topk".
