@@ -193,12 +193,14 @@ std::vector<std::vector<std::int32_t>> pack_documents(const std::vector<std::str
 }
 
 TrainingStream::TrainingStream(const Corpus& corpus, std::int64_t seq, const Tokenizer& tokenizer)
-    : corpus_(&corpus), tokenizer_(&tokenizer), seq_(seq) {
+    : corpus_(&corpus), seq_(seq) {
   MOELAB_CHECK(seq >= 2, "pretrain::TrainingStream", "seq must be >= 2 (an input and a target), got ", seq);
   if (!corpus.knowledge_documents.empty())
     knowledge_sampler_.emplace(static_cast<std::int64_t>(corpus.knowledge_documents.size()), 1, Sampling::Epochs);
   if (!corpus.math_documents.empty())
     math_sampler_.emplace(static_cast<std::int64_t>(corpus.math_documents.size()), 1, Sampling::Epochs);
+  for (const std::string& d : corpus.knowledge_documents) knowledge_encoded_.push_back(tokenizer.encode_document(d));
+  for (const std::string& d : corpus.math_documents) math_encoded_.push_back(tokenizer.encode_document(d));
 }
 
 TrainingStream::Document TrainingStream::next_document(Generator& gen) {
@@ -210,16 +212,18 @@ TrainingStream::Document TrainingStream::next_document(Generator& gen) {
                "pretrain::TrainingStream", "the corpus has no training documents");
   const bool math = kind == DocumentKind::Math;
   const std::int64_t index = (math ? *math_sampler_ : *knowledge_sampler_).next(gen)[0];
-  const std::string& text = (math ? corpus_->math_documents : corpus_->knowledge_documents)[static_cast<std::size_t>(index)];
-  const auto tokens = static_cast<std::int64_t>(tokenizer_->encode_document(text).size());
+  const auto i = static_cast<std::size_t>(index);
+  const std::string& text = (math ? corpus_->math_documents : corpus_->knowledge_documents)[i];
+  const std::vector<std::int32_t>& encoded = (math ? math_encoded_ : knowledge_encoded_)[i];
+  const auto tokens = static_cast<std::int64_t>(encoded.size());
   total_tokens_ += tokens;
   if (math) math_tokens_ += tokens;
-  return {kind, &text};
+  return {kind, &text, &encoded};
 }
 
 std::vector<std::int32_t> TrainingStream::next_sequence(Generator& gen) {
   while (static_cast<std::int64_t>(pending_.size()) < seq_) {
-    const std::vector<std::int32_t> tokens = tokenizer_->encode_document(*next_document(gen).text);
+    const std::vector<std::int32_t>& tokens = *next_document(gen).tokens;
     pending_.insert(pending_.end(), tokens.begin(), tokens.end());
   }
   std::vector<std::int32_t> window(pending_.begin(), pending_.begin() + seq_);

@@ -156,13 +156,15 @@ std::vector<std::vector<std::int32_t>> pack_documents(const std::vector<std::str
 // the same generator state both see the same documents in the same order.
 class TrainingStream {
  public:
-  // seq >= 2, else moelab::Error. The mixture counts the tokens of `tokenizer`, which (like the
-  // corpus) must outlive the stream.
+  // seq >= 2, else moelab::Error. Every training document is encoded with `tokenizer` here, once
+  // (a foreign character is a moelab::Error now); the mixture counts those tokens. The corpus must
+  // outlive the stream.
   TrainingStream(const Corpus& corpus, std::int64_t seq, const Tokenizer& tokenizer = character_tokenizer());
 
   struct Document {
     DocumentKind kind;
-    const std::string* text;  // into the corpus's pools
+    const std::string* text;                   // into the corpus's pools
+    const std::vector<std::int32_t>* tokens;   // its tokens (BOS, ..., EOS), encoded once per stream
   };
   Document next_document(Generator& gen);
   std::vector<std::int32_t> next_sequence(Generator& gen);  // [seq]
@@ -173,9 +175,11 @@ class TrainingStream {
 
  private:
   const Corpus* corpus_;
-  const Tokenizer* tokenizer_;
   std::int64_t seq_;
   std::optional<EpochSampler> knowledge_sampler_, math_sampler_;  // absent for an empty pool
+  // Every training document encoded once, at construction (the stream draws each many times):
+  // [pool size][its tokens], knowledge_documents' and math_documents' order.
+  std::vector<std::vector<std::int32_t>> knowledge_encoded_, math_encoded_;
   std::int64_t math_tokens_ = 0, total_tokens_ = 0;
   std::vector<std::int32_t> pending_;  // drawn tokens not yet handed out (the overlap token first)
 };
