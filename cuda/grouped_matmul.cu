@@ -15,23 +15,27 @@
 // would wait for the GPU to finish all the work queued before it. So the products here are our
 // own tiled GEMM, in which every thread block reads the offsets itself, on the device:
 //
-//   forward   grid.x = ceil(N / 64) + E "row-tile slots", grid.y = ceil(out / 64) column tiles.
-//             Group e needs ceil(rows_e / 64) row tiles, and since sum_e rows_e <= N,
-//             sum_e ceil(rows_e / 64) <= ceil(N / 64) + E: that many slots always suffice.
+//   forward   grid.x = ceil(N / M) + E "row-tile slots", grid.y = ceil(out / N) column tiles
+//             (an M x N tile: 128 x 128 for float32 by default, 64 x 64 for float64).
+//             Group e needs ceil(rows_e / M) row tiles, and since sum_e rows_e <= N,
+//             sum_e ceil(rows_e / M) <= ceil(N / M) + E: that many slots always suffice.
 //             Block (s, j) walks the groups adding up their tile counts until it reaches its
-//             slot s: that gives its group e and its 64 rows; slots past the last tile exit at
-//             once. Each block computes one 64 x 64 tile of out from x's rows and w[e].
+//             slot s: that gives its group e and its M rows; slots past the last tile exit at
+//             once. Each block computes one M x N tile of out from x's rows and w[e].
 //             A second small kernel zeroes rows offsets[E] .. N-1.
-//   weight    grid = (ceil(out / 64), ceil(in / 64), E): block (j, i, e) computes one 64 x 64
+//   weight    grid = (ceil(out / N), ceil(in / M), E): block (j, i, e) computes one M x N
 //   grad      tile of dw[e], looping k over the rows of group e (none: it writes zeros).
 //
-// The tile GEMM (tile_product): 256 threads, each owning a 4 x 4 block of the 64 x 64 output
-// tile in registers (rows ty + 16i, columns tx + 16j, so that the shared-memory reads of a warp
-// hit distinct banks or broadcast); k advances 16 at a time through two shared-memory tiles, A
-// [16 x 64] and B [16 x 64], loaded so that consecutive threads read consecutive addresses of
-// the row-major source (coalesced), and padded by one column against bank conflicts on the
+// The tile GEMM (tile_product): 256 threads (16 x 16), each owning an (M / 16) x (N / 16) block of
+// the output tile in registers (rows ty + 16i, columns tx + 16j, so that the shared-memory reads
+// of a warp hit distinct banks or broadcast); k advances 16 at a time through two shared-memory
+// tiles, A [16 x M] and B [16 x N], loaded so that consecutive threads read consecutive addresses
+// of the row-major source (coalesced), and padded by one column against bank conflicts on the
 // stores. Out-of-range elements (past the group's rows, past out, past k) load as 0. float and
-// double share the template; accumulation is in T, as cuBLAS's.
+// double share the template; accumulation is in T, as cuBLAS's. The larger tile does 64
+// multiply-adds for every 16 shared-memory reads of a thread (the 64 x 64 tile: 16 for 8), the
+// limit of the smaller tile on an H200 (see the measurements in docs/results/bench.md);
+// MOELAB_GROUPED_TILE picks either (GroupedTiles below).
 //
 // Determinism: each output element is summed over k = 0, 1, ... in that order by exactly one
 // thread, with no atomics and no split-k, so the result is bitwise the same run after run (not
@@ -45,15 +49,15 @@
 // read or write outside the tensors.
 //
 // Cost, honestly. This runs on the CUDA cores in FP32/FP64 FMAs: no tensor cores, no TF32, no
-// asynchronous copies or double buffering. On an H100/H200 that is maybe a fifth to a third of
-// what cuBLAS reaches on the same shapes in float32 (an estimate, not a measurement). What it
-// buys is a MoE layer with no host round trip. A faster version (tensor-core MMA tiles,
-// cp.async pipelining, or cuBLASLt grouped GEMM with device-side size arrays if a future CUDA
-// allows it) would change only this file. This file has been compiled (nvcc, sm_90) but has
-// never run on a GPU: it is checked by reading only, and the CPU twin is what tests exercise.
+// asynchronous copies or double buffering. What it buys is a MoE layer with no host round trip.
+// A faster version (tensor-core MMA tiles, cp.async pipelining, or cuBLASLt grouped GEMM with
+// device-side size arrays if a future CUDA allows it) would change only this file.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
 
 #include "cuda/context.h"
 #include "cuda/cuda_backend.h"
@@ -64,16 +68,27 @@
 namespace moelab {
 namespace {
 
-constexpr int kTileM = 64;                      // output rows per block tile
-constexpr int kTileN = 64;                      // output columns per block tile
-constexpr int kTileK = 16;                      // k per shared-memory step
-constexpr int kThreadsX = 16;                   // threads along a tile's columns
-constexpr int kThreadsY = 16;                   // threads along a tile's rows
-constexpr int kTileThreads = kThreadsX * kThreadsY;  // 256
-constexpr int kRegM = kTileM / kThreadsY;       // 4 output rows per thread
-constexpr int kRegN = kTileN / kThreadsX;       // 4 output columns per thread
-static_assert(kTileM * kTileK % kTileThreads == 0 && kTileN * kTileK % kTileThreads == 0,
-              "every thread loads the same number of elements of each shared tile");
+// A tile shape: kM x kN outputs per 256-thread block (16 x 16 threads, each owning a
+// (kM / 16) x (kN / 16) block of registers), k advancing 16 at a time. Two are instantiated
+// (GroupedTiles below picks one per kernel): 64 x 64 (4 x 4 per thread) and 128 x 128 (8 x 8 per
+// thread: twice the multiply-adds per shared-memory read, fewer and longer-running blocks).
+template <int kM, int kN>
+struct Tile {
+  static constexpr int M = kM;                    // output rows per block tile
+  static constexpr int N = kN;                    // output columns per block tile
+  static constexpr int K = 16;                    // k per shared-memory step
+  static constexpr int ThreadsX = 16;             // threads along a tile's columns
+  static constexpr int ThreadsY = 16;             // threads along a tile's rows
+  static constexpr int Threads = ThreadsX * ThreadsY;  // 256
+  static constexpr int RegM = M / ThreadsY;       // output rows per thread
+  static constexpr int RegN = N / ThreadsX;       // output columns per thread
+  static_assert(M % ThreadsY == 0 && N % ThreadsX == 0, "whole register blocks");
+  static_assert(M * K % Threads == 0 && N * K % Threads == 0,
+                "every thread loads the same number of elements of each shared tile");
+};
+using SmallTile = Tile<64, 64>;
+using LargeTile = Tile<128, 128>;
+constexpr int kTileThreads = 256;               // every tile's block size
 constexpr int kCheckThreads = 256;              // threads of the offsets check (one block)
 constexpr unsigned int kMaxGridYZ = 65535;      // CUDA's limit on grid.y and grid.z
 
@@ -101,70 +116,72 @@ __global__ void check_offsets_kernel(const std::int32_t* offsets, std::int64_t g
 
 // ---------------------------------------------------------------- the tile GEMM
 
-template <class T>
+template <class T, class Tl>
 struct SharedTiles {
-  T a[kTileK][kTileM + 1];  // a[k][m] = A[m][k0 + k]  (+1: no bank conflicts on the stores)
-  T b[kTileK][kTileN + 1];  // b[k][n] = B[k0 + k][n]
+  T a[Tl::K][Tl::M + 1];  // a[k][m] = A[m][k0 + k]  (+1: no bank conflicts on the stores)
+  T b[Tl::K][Tl::N + 1];  // b[k][n] = B[k0 + k][n]
 };
 
-// One 64 x 64 tile C = A @ B by the whole block (call it from every thread of a 256-thread block):
-//   A: [m_count, k_count], A[m][k] = a[kATransposed ? k * lda + m : m * lda + k], m_count <= 64
-//   B: [k_count, n_count], B[k][n] = b[kBTransposed ? n * ldb + k : k * ldb + n], n_count <= 64
+// One Tl::M x Tl::N tile C = A @ B by the whole block (call it from every thread of a 256-thread block):
+//   A: [m_count, k_count], A[m][k] = a[kATransposed ? k * lda + m : m * lda + k], m_count <= Tl::M
+//   B: [k_count, n_count], B[k][n] = b[kBTransposed ? n * ldb + k : k * ldb + n], n_count <= Tl::N
 //   C: c[m * ldc + n] for m < m_count, n < n_count (written, never read; k_count = 0 writes zeros).
 // The layout flags pick the load pattern that keeps consecutive threads on consecutive addresses.
-template <class T, bool kATransposed, bool kBTransposed>
+// Each output element is one thread's sum over k = 0, 1, ... whatever the tile shape, so both
+// shapes give the same bits.
+template <class T, class Tl, bool kATransposed, bool kBTransposed>
 __device__ void tile_product(const T* a, std::int64_t lda, const T* b, std::int64_t ldb, int m_count, int n_count,
                              std::int64_t k_count, T* c, std::int64_t ldc) {
-  __shared__ SharedTiles<T> tiles;
-  const int tx = static_cast<int>(threadIdx.x) % kThreadsX, ty = static_cast<int>(threadIdx.x) / kThreadsX;
-  T acc[kRegM][kRegN];
+  __shared__ SharedTiles<T, Tl> tiles;
+  const int tx = static_cast<int>(threadIdx.x) % Tl::ThreadsX, ty = static_cast<int>(threadIdx.x) / Tl::ThreadsX;
+  T acc[Tl::RegM][Tl::RegN];
 #pragma unroll
-  for (int i = 0; i < kRegM; ++i)
+  for (int i = 0; i < Tl::RegM; ++i)
 #pragma unroll
-    for (int j = 0; j < kRegN; ++j) acc[i][j] = T(0);
+    for (int j = 0; j < Tl::RegN; ++j) acc[i][j] = T(0);
 
-  for (std::int64_t k0 = 0; k0 < k_count; k0 += kTileK) {
+  for (std::int64_t k0 = 0; k0 < k_count; k0 += Tl::K) {
 #pragma unroll
-    for (int l = 0; l < kTileM * kTileK / kTileThreads; ++l) {
-      const int at = static_cast<int>(threadIdx.x) + l * kTileThreads;
-      const int m = kATransposed ? at % kTileM : at / kTileK;  // transposed: m is the contiguous index
-      const int k = kATransposed ? at / kTileM : at % kTileK;
+    for (int l = 0; l < Tl::M * Tl::K / Tl::Threads; ++l) {
+      const int at = static_cast<int>(threadIdx.x) + l * Tl::Threads;
+      const int m = kATransposed ? at % Tl::M : at / Tl::K;  // transposed: m is the contiguous index
+      const int k = kATransposed ? at / Tl::M : at % Tl::K;
       T v = T(0);
       if (m < m_count && k0 + k < k_count) v = kATransposed ? a[(k0 + k) * lda + m] : a[m * lda + k0 + k];
       tiles.a[k][m] = v;
     }
 #pragma unroll
-    for (int l = 0; l < kTileN * kTileK / kTileThreads; ++l) {
-      const int at = static_cast<int>(threadIdx.x) + l * kTileThreads;
-      const int n = kBTransposed ? at / kTileK : at % kTileN;  // not transposed: n is the contiguous index
-      const int k = kBTransposed ? at % kTileK : at / kTileN;
+    for (int l = 0; l < Tl::N * Tl::K / Tl::Threads; ++l) {
+      const int at = static_cast<int>(threadIdx.x) + l * Tl::Threads;
+      const int n = kBTransposed ? at / Tl::K : at % Tl::N;  // not transposed: n is the contiguous index
+      const int k = kBTransposed ? at % Tl::K : at / Tl::N;
       T v = T(0);
       if (n < n_count && k0 + k < k_count) v = kBTransposed ? b[n * ldb + k0 + k] : b[(k0 + k) * ldb + n];
       tiles.b[k][n] = v;
     }
     __syncthreads();
 #pragma unroll
-    for (int k = 0; k < kTileK; ++k) {
-      T a_reg[kRegM], b_reg[kRegN];
+    for (int k = 0; k < Tl::K; ++k) {
+      T a_reg[Tl::RegM], b_reg[Tl::RegN];
 #pragma unroll
-      for (int i = 0; i < kRegM; ++i) a_reg[i] = tiles.a[k][ty + i * kThreadsY];
+      for (int i = 0; i < Tl::RegM; ++i) a_reg[i] = tiles.a[k][ty + i * Tl::ThreadsY];
 #pragma unroll
-      for (int j = 0; j < kRegN; ++j) b_reg[j] = tiles.b[k][tx + j * kThreadsX];
+      for (int j = 0; j < Tl::RegN; ++j) b_reg[j] = tiles.b[k][tx + j * Tl::ThreadsX];
 #pragma unroll
-      for (int i = 0; i < kRegM; ++i)
+      for (int i = 0; i < Tl::RegM; ++i)
 #pragma unroll
-        for (int j = 0; j < kRegN; ++j) acc[i][j] += a_reg[i] * b_reg[j];
+        for (int j = 0; j < Tl::RegN; ++j) acc[i][j] += a_reg[i] * b_reg[j];
     }
     __syncthreads();  // the tiles are overwritten by the next step
   }
 
 #pragma unroll
-  for (int i = 0; i < kRegM; ++i) {
-    const int m = ty + i * kThreadsY;
+  for (int i = 0; i < Tl::RegM; ++i) {
+    const int m = ty + i * Tl::ThreadsY;
     if (m >= m_count) continue;
 #pragma unroll
-    for (int j = 0; j < kRegN; ++j) {
-      const int n = tx + j * kThreadsX;
+    for (int j = 0; j < Tl::RegN; ++j) {
+      const int n = tx + j * Tl::ThreadsX;
       if (n < n_count) c[m * ldc + n] = acc[i][j];
     }
   }
@@ -174,7 +191,7 @@ __device__ void tile_product(const T* a, std::int64_t lda, const T* b, std::int6
 
 // x: [rows, in], w: [groups, in, out] (or [groups, out, in] when kTransW), out: [rows, out].
 // grid = (row-tile slots, column tiles); see the header for how a block finds its group.
-template <class T, bool kTransW>
+template <class T, class Tl, bool kTransW>
 __global__ void __launch_bounds__(kTileThreads)
     grouped_forward_kernel(const T* x, const T* w, const std::int32_t* offsets, std::int64_t groups,
                            std::int64_t rows, std::int64_t in, std::int64_t out_dim, T* out) {
@@ -183,10 +200,10 @@ __global__ void __launch_bounds__(kTileThreads)
   std::int64_t r0 = clamped_offset(offsets, 0, rows);
   for (std::int64_t e = 0; e < groups; ++e) {  // the same walk in every thread: no divergence
     const std::int64_t r1 = clamped_offset(offsets, e + 1, rows);
-    const std::int64_t tiles = r1 > r0 ? (r1 - r0 + kTileM - 1) / kTileM : 0;
+    const std::int64_t tiles = r1 > r0 ? (r1 - r0 + Tl::M - 1) / Tl::M : 0;
     if (slot < tiles) {
       group = e;
-      tile_row = r0 + slot * kTileM;
+      tile_row = r0 + slot * Tl::M;
       group_end = r1;
       break;
     }
@@ -194,15 +211,15 @@ __global__ void __launch_bounds__(kTileThreads)
     r0 = r1;
   }
   if (group < 0) return;  // a spare slot (the grid is an upper bound); the whole block leaves
-  const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.y) * kTileN;
+  const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.y) * Tl::N;
   const T* w_e = w + group * in * out_dim;
   // B = op(w[e]) restricted to columns n0..: B[k][n] = w_e[k * out + n0 + n], or w_e[(n0 + n) * in + k].
   const T* b = kTransW ? w_e + n0 * in : w_e + n0;
   const std::int64_t ldb = kTransW ? in : out_dim;
-  const int m_count = static_cast<int>(group_end - tile_row < kTileM ? group_end - tile_row : kTileM);
-  const int n_count = static_cast<int>(out_dim - n0 < kTileN ? out_dim - n0 : kTileN);
-  tile_product<T, false, kTransW>(x + tile_row * in, in, b, ldb, m_count, n_count, in, out + tile_row * out_dim + n0,
-                                  out_dim);
+  const int m_count = static_cast<int>(group_end - tile_row < Tl::M ? group_end - tile_row : Tl::M);
+  const int n_count = static_cast<int>(out_dim - n0 < Tl::N ? out_dim - n0 : Tl::N);
+  tile_product<T, Tl, false, kTransW>(x + tile_row * in, in, b, ldb, m_count, n_count, in,
+                                      out + tile_row * out_dim + n0, out_dim);
 }
 
 // out rows offsets[groups] .. rows-1 (clamped) := 0; out: [rows, out_dim].
@@ -216,23 +233,84 @@ __global__ void zero_rows_past_groups_kernel(const std::int32_t* offsets, std::i
 // ---------------------------------------------------------------- weight gradient
 
 // x: [rows, in], dy: [rows, out], dw: [groups, in, out]; grid = (column tiles, row tiles of in, groups).
-template <class T>
+template <class T, class Tl>
 __global__ void __launch_bounds__(kTileThreads)
     grouped_weight_grad_kernel(const T* x, const T* dy, const std::int32_t* offsets, std::int64_t rows,
                                std::int64_t in, std::int64_t out_dim, T* dw) {
   const std::int64_t e = blockIdx.z;
-  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.y) * kTileM;
-  const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * kTileN;
+  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.y) * Tl::M;
+  const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * Tl::N;
   const std::int64_t r0 = clamped_offset(offsets, e, rows), r1 = clamped_offset(offsets, e + 1, rows);
   const std::int64_t k_count = r1 > r0 ? r1 - r0 : 0;  // 0: an empty group, the tile is written as zeros
-  const int m_count = static_cast<int>(in - i0 < kTileM ? in - i0 : kTileM);
-  const int n_count = static_cast<int>(out_dim - n0 < kTileN ? out_dim - n0 : kTileN);
+  const int m_count = static_cast<int>(in - i0 < Tl::M ? in - i0 : Tl::M);
+  const int n_count = static_cast<int>(out_dim - n0 < Tl::N ? out_dim - n0 : Tl::N);
   // A[m][k] = x_e^T[i0 + m][k] = x[(r0 + k) * in + i0 + m]; B[k][n] = dy[(r0 + k) * out + n0 + n].
-  tile_product<T, true, false>(x + r0 * in + i0, in, dy + r0 * out_dim + n0, out_dim, m_count, n_count, k_count,
-                               dw + (e * in + i0) * out_dim + n0, out_dim);
+  tile_product<T, Tl, true, false>(x + r0 * in + i0, in, dy + r0 * out_dim + n0, out_dim, m_count, n_count, k_count,
+                                   dw + (e * in + i0) * out_dim + n0, out_dim);
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// The tile edge (64 or 128) of the float32 forward and weight-gradient kernels (float64 always
+// uses 64: a 128 x 128 tile's 64 double accumulators a thread would spill). The default is
+// 128 for both; MOELAB_GROUPED_TILE=64, =128 or =FORWARD,WEIGHT_GRAD (e.g. 128,64) overrides it,
+// for benchmarks and for the parity tests that run every shape. Results are bitwise the same for
+// every choice (see tile_product).
+struct GroupedTiles {
+  int forward = 128;
+  int weight_grad = 128;
+};
+
+GroupedTiles grouped_tiles() {
+  static const GroupedTiles tiles = [] {
+    GroupedTiles chosen;
+    const char* value = std::getenv("MOELAB_GROUPED_TILE");
+    if (value == nullptr || *value == '\0') return chosen;
+    const std::string text(value);
+    const std::size_t comma = text.find(',');
+    const std::string first = text.substr(0, comma), second = comma == std::string::npos ? first : text.substr(comma + 1);
+    const auto edge = [&](const std::string& part) {
+      MOELAB_CHECK(part == "64" || part == "128", "grouped_matmul", "MOELAB_GROUPED_TILE='", text,
+                   "': expected 64, 128 or FORWARD,WEIGHT_GRAD with each 64 or 128");
+      return part == "64" ? 64 : 128;
+    };
+    chosen.forward = edge(first);
+    chosen.weight_grad = edge(second);
+    return chosen;
+  }();
+  return tiles;
+}
+
+// out = grouped x @ op(w) with tile Tl; the grid covers the worst case (see the header).
+template <class T, class Tl>
+void launch_grouped_forward(const T* x, const T* w, const std::int32_t* offsets, std::int64_t groups,
+                            std::int64_t rows, std::int64_t in, std::int64_t out_dim, bool trans_w, T* out) {
+  const std::int64_t slots = ceil_div(rows, Tl::M) + groups, column_tiles = ceil_div(out_dim, Tl::N);
+  MOELAB_CHECK(slots <= INT_MAX && column_tiles <= kMaxGridYZ, "grouped_matmul", "N = ", rows, ", E = ", groups,
+               ", out = ", out_dim, " need more thread blocks than the CUDA backend's tiling allows");
+  const dim3 grid(static_cast<unsigned int>(slots), static_cast<unsigned int>(column_tiles));
+  if (trans_w)
+    grouped_forward_kernel<T, Tl, true>
+        <<<grid, kTileThreads, 0, cuda::stream()>>>(x, w, offsets, groups, rows, in, out_dim, out);
+  else
+    grouped_forward_kernel<T, Tl, false>
+        <<<grid, kTileThreads, 0, cuda::stream()>>>(x, w, offsets, groups, rows, in, out_dim, out);
+  MOELAB_CUDA_CHECK_LAUNCH();
+}
+
+// dw[e] = x_e^T @ dy_e with tile Tl: one block per tile of dw[e], every group.
+template <class T, class Tl>
+void launch_grouped_weight_grad(const T* x, const T* dy, const std::int32_t* offsets, std::int64_t groups,
+                                std::int64_t rows, std::int64_t in, std::int64_t out_dim, T* dw) {
+  const std::int64_t column_tiles = ceil_div(out_dim, Tl::N), row_tiles = ceil_div(in, Tl::M);
+  MOELAB_CHECK(column_tiles <= INT_MAX && row_tiles <= kMaxGridYZ && groups <= kMaxGridYZ,
+               "grouped_matmul_weight_grad", "E = ", groups, ", in = ", in, ", out = ", out_dim,
+               " need more thread blocks than the CUDA backend's tiling allows");
+  const dim3 grid(static_cast<unsigned int>(column_tiles), static_cast<unsigned int>(row_tiles),
+                  static_cast<unsigned int>(groups));
+  grouped_weight_grad_kernel<T, Tl><<<grid, kTileThreads, 0, cuda::stream()>>>(x, dy, offsets, rows, in, out_dim, dw);
+  MOELAB_CUDA_CHECK_LAUNCH();
+}
 
 }  // namespace
 
@@ -252,22 +330,21 @@ void CudaBackend::grouped_matmul(const Tensor& x, const Tensor& w, const Tensor&
   const std::int32_t* off = offsets.data<std::int32_t>();
   cuda::check_group_offsets(off, groups, rows, cuda::kGroupedMatmul);  // also for empty sizes
   if (out.numel() == 0) return;
-  const std::int64_t slots = ceil_div(rows, kTileM) + groups, column_tiles = ceil_div(out_dim, kTileN);
-  MOELAB_CHECK(slots <= INT_MAX && column_tiles <= kMaxGridYZ, "grouped_matmul", "N = ", rows, ", E = ", groups,
-               ", out = ", out_dim, " need more thread blocks than the CUDA backend's tiling allows");
+  const bool large = grouped_tiles().forward == LargeTile::M;
   dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     const T* pw = w.data<T>();
     T* po = out.data<T>();
     if (groups > 0) {  // in == 0 is fine: every tile is a sum over nothing and is written as zeros
-      const dim3 grid(static_cast<unsigned int>(slots), static_cast<unsigned int>(column_tiles));
-      if (trans_w)
-        grouped_forward_kernel<T, true><<<grid, kTileThreads, 0, cuda::stream()>>>(px, pw, off, groups, rows, in,
-                                                                                   out_dim, po);
-      else
-        grouped_forward_kernel<T, false><<<grid, kTileThreads, 0, cuda::stream()>>>(px, pw, off, groups, rows, in,
-                                                                                    out_dim, po);
-      MOELAB_CUDA_CHECK_LAUNCH();
+      if constexpr (std::is_same_v<T, float>) {
+        if (large) {
+          launch_grouped_forward<T, LargeTile>(px, pw, off, groups, rows, in, out_dim, trans_w, po);
+        } else {
+          launch_grouped_forward<T, SmallTile>(px, pw, off, groups, rows, in, out_dim, trans_w, po);
+        }
+      } else {
+        launch_grouped_forward<T, SmallTile>(px, pw, off, groups, rows, in, out_dim, trans_w, po);
+      }
     }
     // The rows past offsets[E]: a grid-stride loop over at most all N rows (most threads of a
     // grid sized for the worst case find nothing to do; capped, since the count is unknown here).
@@ -284,16 +361,20 @@ void CudaBackend::grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, 
   const std::int32_t* off = offsets.data<std::int32_t>();
   cuda::check_group_offsets(off, groups, rows, cuda::kGroupedMatmulWeightGrad);  // also for empty sizes
   if (dw.numel() == 0) return;
-  const std::int64_t column_tiles = ceil_div(out_dim, kTileN), row_tiles = ceil_div(in, kTileM);
-  MOELAB_CHECK(column_tiles <= INT_MAX && row_tiles <= kMaxGridYZ && groups <= kMaxGridYZ,
-               "grouped_matmul_weight_grad", "E = ", groups, ", in = ", in, ", out = ", out_dim,
-               " need more thread blocks than the CUDA backend's tiling allows");
-  const dim3 grid(static_cast<unsigned int>(column_tiles), static_cast<unsigned int>(row_tiles),
-                  static_cast<unsigned int>(groups));
+  const bool large = grouped_tiles().weight_grad == LargeTile::M;
   dispatch_float(x.dtype(), [&]<class T>() {
-    grouped_weight_grad_kernel<T><<<grid, kTileThreads, 0, cuda::stream()>>>(x.data<T>(), dy.data<T>(), off, rows,
-                                                                             in, out_dim, dw.data<T>());
-    MOELAB_CUDA_CHECK_LAUNCH();
+    const T* px = x.data<T>();
+    const T* pdy = dy.data<T>();
+    T* pdw = dw.data<T>();
+    if constexpr (std::is_same_v<T, float>) {
+      if (large) {
+        launch_grouped_weight_grad<T, LargeTile>(px, pdy, off, groups, rows, in, out_dim, pdw);
+      } else {
+        launch_grouped_weight_grad<T, SmallTile>(px, pdy, off, groups, rows, in, out_dim, pdw);
+      }
+    } else {
+      launch_grouped_weight_grad<T, SmallTile>(px, pdy, off, groups, rows, in, out_dim, pdw);
+    }
   });
 }
 

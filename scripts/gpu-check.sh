@@ -7,13 +7,17 @@
 #
 #   build     configure with CUDA against the kit (no alt-isa copy: the GPU machine runs the GPU
 #             checks), build everything into build-gpu/ (kept while the machine stays warm)
-#   test      the whole ctest suite with MOELAB_REQUIRE_CUDA=1: a GPU test that would skip fails
+#   test      the whole ctest suite with MOELAB_REQUIRE_CUDA=1: a GPU test that would skip fails;
+#             then the grouped-product parity cases again with each other tile shape
+#             (MOELAB_GROUPED_TILE=64 and =128,64: cuda/grouped_matmul.cu)
 #   sync      the GPU tests again with MOELAB_CUDA_SYNC=1 (a check after every launch)
 #   sanitize  compute-sanitizer memcheck on every GPU test, racecheck on the cases whose kernels use
 #             shared memory (refused on some machines: the stage then says so)
 #   demo      moelab phonebook --preset demo on the GPU (DEMO_CPU=1: on the CPU too)
 #   l2norm    moelab softmoe-l2norm --preset cpu on the GPU
 #   bench     bench/compare_gpu.sh: the three GPU-scale models, moelab vs PyTorch (eager, compile, tf32)
+#   tiles     the two MoE models' step with each grouped-product tile shape (MOELAB_GROUPED_TILE)
+#   profile   ncu: GPU time per kernel name over a 2-layer moe-8e step (ncu-kernels.csv)
 #   paper     one grid point of each paper preset on the GPU, a few dozen steps: time per step
 #
 # Everything is written under runs/gpu-check/ (git-ignored). When $OUT is set (the device tool's
@@ -79,6 +83,13 @@ stage_test() {
   local rc=$?
   keep "$out/ctest.log"
   grep -h "test_cuda_[a-z_0-9]*: on " "$build"/Testing/Temporary/LastTest.log | head -1
+  local tile
+  for tile in 64 128,64; do
+    MOELAB_REQUIRE_CUDA=1 MOELAB_GROUPED_TILE=$tile "$build/test_cuda_parity" -tc='*grouped*' \
+      > "$out/parity-tile-$tile.log" 2>&1 || { rc=1; echo "grouped parity with MOELAB_GROUPED_TILE=$tile FAILED"; }
+    keep "$out/parity-tile-$tile.log"
+    grep -E "^\[doctest\] test cases" "$out/parity-tile-$tile.log" | sed "s/^/tile $tile: /"
+  done
   ctest_verdict "$out/ctest.log" $rc
   return $rc
 }
@@ -174,6 +185,43 @@ stage_bench() {
   for f in bench-results/gpu_*.json; do keep "$f"; done
   tail -8 "$out/bench.log"
   [[ $rc == 0 ]] && echo "ok" || echo "FAILED (rc $rc)"
+  return $rc
+}
+
+# The MoE models' step (train_step_bench --preset gpu) with each grouped-product tile shape: the
+# forward (and dx) products and the weight gradients use 64 x 64 or 128 x 128 tiles.
+stage_tiles() {
+  local log=$out/tiles.log rc=0 model tile tps
+  : > "$log"
+  printf '%-8s %-10s %12s\n' model tile tokens/s
+  for model in 8 64; do
+    for tile in 64 128,64 64,128 128; do
+      MOELAB_GROUPED_TILE=$tile timeout 120 "$build/train_step_bench" --device cuda --preset gpu --experts $model \
+        --k 2 --steps 20 --out "$out/tiles-$model-$tile.json" >> "$log" 2>&1 || { rc=1; echo "$model $tile FAILED"; }
+      tps=$(grep -oE '"tokens_per_second": *[0-9.]+' "$out/tiles-$model-$tile.json" 2>/dev/null | grep -oE '[0-9.]+$')
+      printf '%-8s %-10s %12.0f\n' "${model}e" "$tile" "${tps:-0}"
+      keep "$out/tiles-$model-$tile.json"
+    done
+  done
+  keep "$log"
+  [[ $rc == 0 ]] && echo "ok" || echo "FAILED (see tiles.log)"
+  return $rc
+}
+
+# GPU time per kernel name: ncu over every launch of a 2-layer moe-8e step at the GPU preset's
+# sizes (5 warm-up steps and 1 timed: each kernel is replayed once to time it, so this is slow).
+stage_profile() {
+  local limit
+  limit=$(left); (( limit > 200 )) && limit=200
+  (( limit < 30 )) && { echo "not run (deadline)"; return 1; }
+  timeout "$limit" ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-summary per-kernel \
+    "$build/train_step_bench" --device cuda --preset gpu --experts 8 --k 2 --layers 2 --steps 1 \
+    --out "$out/profile.json" > "$out/ncu-kernels.csv" 2> "$out/ncu.err"
+  local rc=$?
+  keep "$out/ncu-kernels.csv"
+  keep "$out/ncu.err"
+  tail -3 "$out/ncu.err"
+  [[ $rc == 0 ]] && echo "ok ($(wc -l < "$out/ncu-kernels.csv") lines)" || echo "FAILED or cut (rc $rc)"
   return $rc
 }
 

@@ -130,6 +130,24 @@ TEST_CASE("cuda parity: grouped_matmul (empty groups, trans_w) and its weight gr
   }, {xl, w, dyl, partial}, kTolGemm32);
 }
 
+// Sizes that cut both tile shapes (64 and 128, cuda/grouped_matmul.cu) in every way: groups of
+// 1 row to several tiles, in and out not multiples of 16, 64 or 128, k steps with a partial last
+// step. The GPU tests run this file once with the default tile and once with
+// MOELAB_GROUPED_TILE=64 (scripts/gpu-check.sh), so both kernels are compared with the CPU.
+TEST_CASE("cuda parity: grouped_matmul across several tiles of either shape") {
+  Generator gen(11);
+  const std::int64_t n = 700, in = 200, out = 300, e = 5;
+  const Tensor offsets = from_vector(std::vector<std::int32_t>{0, 1, 130, 130, 387, 690}, {e + 1});
+  const Tensor x = randn({n, in}, gen), dy = randn({n, out}, gen);
+  const Tensor w = randn({e, in, out}, gen), wt = randn({e, out, in}, gen);
+  check_parity_both([](const Tensors& t) { return Tensors{k::grouped_matmul(t[0], t[1], t[2], false)}; },
+                    {x, w, offsets}, kTolGemm32);
+  check_parity_both([](const Tensors& t) { return Tensors{k::grouped_matmul(t[0], t[1], t[2], true)}; },
+                    {x, wt, offsets}, kTolGemm32);
+  check_parity_both([e](const Tensors& t) { return Tensors{k::grouped_matmul_weight_grad(t[0], t[1], t[2], e)}; },
+                    {x, dy, offsets}, kTolGemm32);
+}
+
 TEST_CASE("cuda parity: arange in every dtype") {
   for (DType dtype : {DType::Float32, DType::Float64, DType::Int32}) {
     const Tensor cpu = arange(-3.0, 40.0, 0.5, dtype);
