@@ -59,6 +59,7 @@
 #include <string>
 #include <type_traits>
 
+#include "cuda/caching_allocator.h"
 #include "cuda/context.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/device_errors.cuh"
@@ -72,7 +73,7 @@ namespace {
 // (kM / 16) x (kN / 16) block of registers), k advancing 16 at a time. Two are instantiated
 // (GroupedTiles below picks one per kernel): 64 x 64 (4 x 4 per thread) and 128 x 128 (8 x 8 per
 // thread: twice the multiply-adds per shared-memory read, fewer and longer-running blocks).
-template <int kM, int kN>
+template <int kM, int kN, bool kVec = false>
 struct Tile {
   static constexpr int M = kM;                    // output rows per block tile
   static constexpr int N = kN;                    // output columns per block tile
@@ -82,12 +83,19 @@ struct Tile {
   static constexpr int Threads = ThreadsX * ThreadsY;  // 256
   static constexpr int RegM = M / ThreadsY;       // output rows per thread
   static constexpr int RegN = N / ThreadsX;       // output columns per thread
+  // kVec (float only): a thread owns rows ty*4 + {0..3} and M/2 + ty*4 + {0..3} (columns alike),
+  // so that it reads its A and B values from shared memory as two float4 each instead of 8
+  // scalars; the rows of the shared tiles are then padded by 4 (16-byte alignment) instead of 1.
+  static constexpr bool Vec = kVec;
+  static constexpr int Pad = kVec ? 4 : 1;
+  static_assert(!kVec || (RegM == 8 && RegN == 8), "the vector layout is two float4 per operand");
   static_assert(M % ThreadsY == 0 && N % ThreadsX == 0, "whole register blocks");
   static_assert(M * K % Threads == 0 && N * K % Threads == 0,
                 "every thread loads the same number of elements of each shared tile");
 };
 using SmallTile = Tile<64, 64>;
 using LargeTile = Tile<128, 128>;
+using WideTile = Tile<128, 128, true>;  // float32 only
 constexpr int kTileThreads = 256;               // every tile's block size
 constexpr int kCheckThreads = 256;              // threads of the offsets check (one block)
 constexpr unsigned int kMaxGridYZ = 65535;      // CUDA's limit on grid.y and grid.z
@@ -117,10 +125,18 @@ __global__ void check_offsets_kernel(const std::int32_t* offsets, std::int64_t g
 // ---------------------------------------------------------------- the tile GEMM
 
 template <class T, class Tl>
-struct SharedTiles {
-  T a[Tl::K][Tl::M + 1];  // a[k][m] = A[m][k0 + k]  (+1: no bank conflicts on the stores)
-  T b[Tl::K][Tl::N + 1];  // b[k][n] = B[k0 + k][n]
+struct __align__(16) SharedTiles {
+  T a[Tl::K][Tl::M + Tl::Pad];  // a[k][m] = A[m][k0 + k]  (+1: no bank conflicts on the stores)
+  T b[Tl::K][Tl::N + Tl::Pad];  // b[k][n] = B[k0 + k][n]
 };
+
+// The tile row (or column) of a thread's i-th register row: ty + 16 i, or, in the vector layout,
+// ty * 4 + i for i < 4 and half + ty * 4 + (i - 4) after.
+template <class Tl>
+__device__ __forceinline__ int register_row(int t, int i, int half) {
+  if constexpr (Tl::Vec) return (i / 4) * half + t * 4 + i % 4;
+  return t + i * Tl::ThreadsY;
+}
 
 // One Tl::M x Tl::N tile C = A @ B by the whole block (call it from every thread of a 256-thread block):
 //   A: [m_count, k_count], A[m][k] = a[kATransposed ? k * lda + m : m * lda + k], m_count <= Tl::M
@@ -163,10 +179,21 @@ __device__ void tile_product(const T* a, std::int64_t lda, const T* b, std::int6
 #pragma unroll
     for (int k = 0; k < Tl::K; ++k) {
       T a_reg[Tl::RegM], b_reg[Tl::RegN];
+      if constexpr (Tl::Vec) {
+        const float4 a0 = *reinterpret_cast<const float4*>(&tiles.a[k][ty * 4]);
+        const float4 a1 = *reinterpret_cast<const float4*>(&tiles.a[k][Tl::M / 2 + ty * 4]);
+        const float4 b0 = *reinterpret_cast<const float4*>(&tiles.b[k][tx * 4]);
+        const float4 b1 = *reinterpret_cast<const float4*>(&tiles.b[k][Tl::N / 2 + tx * 4]);
+        a_reg[0] = a0.x, a_reg[1] = a0.y, a_reg[2] = a0.z, a_reg[3] = a0.w;
+        a_reg[4] = a1.x, a_reg[5] = a1.y, a_reg[6] = a1.z, a_reg[7] = a1.w;
+        b_reg[0] = b0.x, b_reg[1] = b0.y, b_reg[2] = b0.z, b_reg[3] = b0.w;
+        b_reg[4] = b1.x, b_reg[5] = b1.y, b_reg[6] = b1.z, b_reg[7] = b1.w;
+      } else {
 #pragma unroll
-      for (int i = 0; i < Tl::RegM; ++i) a_reg[i] = tiles.a[k][ty + i * Tl::ThreadsY];
+        for (int i = 0; i < Tl::RegM; ++i) a_reg[i] = tiles.a[k][register_row<Tl>(ty, i, Tl::M / 2)];
 #pragma unroll
-      for (int j = 0; j < Tl::RegN; ++j) b_reg[j] = tiles.b[k][tx + j * Tl::ThreadsX];
+        for (int j = 0; j < Tl::RegN; ++j) b_reg[j] = tiles.b[k][register_row<Tl>(tx, j, Tl::N / 2)];
+      }
 #pragma unroll
       for (int i = 0; i < Tl::RegM; ++i)
 #pragma unroll
@@ -177,11 +204,11 @@ __device__ void tile_product(const T* a, std::int64_t lda, const T* b, std::int6
 
 #pragma unroll
   for (int i = 0; i < Tl::RegM; ++i) {
-    const int m = ty + i * Tl::ThreadsY;
+    const int m = register_row<Tl>(ty, i, Tl::M / 2);
     if (m >= m_count) continue;
 #pragma unroll
     for (int j = 0; j < Tl::RegN; ++j) {
-      const int n = tx + j * Tl::ThreadsX;
+      const int n = register_row<Tl>(tx, j, Tl::N / 2);
       if (n < n_count) c[m * ldc + n] = acc[i][j];
     }
   }
@@ -192,7 +219,7 @@ __device__ void tile_product(const T* a, std::int64_t lda, const T* b, std::int6
 // x: [rows, in], w: [groups, in, out] (or [groups, out, in] when kTransW), out: [rows, out].
 // grid = (row-tile slots, column tiles); see the header for how a block finds its group.
 template <class T, class Tl, bool kTransW>
-__global__ void __launch_bounds__(kTileThreads)
+__global__ void __launch_bounds__(kTileThreads, 2)
     grouped_forward_kernel(const T* x, const T* w, const std::int32_t* offsets, std::int64_t groups,
                            std::int64_t rows, std::int64_t in, std::int64_t out_dim, T* out) {
   std::int64_t slot = blockIdx.x;
@@ -232,33 +259,51 @@ __global__ void zero_rows_past_groups_kernel(const std::int32_t* offsets, std::i
 
 // ---------------------------------------------------------------- weight gradient
 
-// x: [rows, in], dy: [rows, out], dw: [groups, in, out]; grid = (column tiles, row tiles of in, groups).
+// x: [rows, in], dy: [rows, out]; grid = (column tiles, row tiles of in, groups * splits).
+// Block (j, i, e * splits + c) sums the c-th of `splits` equal runs of group e's rows:
+//   dw_part[c][e] = x_e[run c]^T @ dy_e[run c]   dw_part: [splits, groups, in, out]
+// (splits = 1: dw_part is dw itself; otherwise sum_splits_kernel adds the runs in order c = 0, 1, ...).
 template <class T, class Tl>
-__global__ void __launch_bounds__(kTileThreads)
-    grouped_weight_grad_kernel(const T* x, const T* dy, const std::int32_t* offsets, std::int64_t rows,
-                               std::int64_t in, std::int64_t out_dim, T* dw) {
-  const std::int64_t e = blockIdx.z;
+__global__ void __launch_bounds__(kTileThreads, 2)
+    grouped_weight_grad_kernel(const T* x, const T* dy, const std::int32_t* offsets, std::int64_t groups,
+                               std::int64_t splits, std::int64_t rows, std::int64_t in, std::int64_t out_dim,
+                               T* dw_part) {
+  const std::int64_t e = blockIdx.z / splits, c = blockIdx.z % splits;
   const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.y) * Tl::M;
   const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * Tl::N;
-  const std::int64_t r0 = clamped_offset(offsets, e, rows), r1 = clamped_offset(offsets, e + 1, rows);
-  const std::int64_t k_count = r1 > r0 ? r1 - r0 : 0;  // 0: an empty group, the tile is written as zeros
+  const std::int64_t g0 = clamped_offset(offsets, e, rows), g1 = clamped_offset(offsets, e + 1, rows);
+  const std::int64_t length = g1 > g0 ? g1 - g0 : 0;  // 0: an empty group, the tile is written as zeros
+  const std::int64_t r0 = g0 + length * c / splits, k_count = g0 + length * (c + 1) / splits - r0;
   const int m_count = static_cast<int>(in - i0 < Tl::M ? in - i0 : Tl::M);
   const int n_count = static_cast<int>(out_dim - n0 < Tl::N ? out_dim - n0 : Tl::N);
+  T* dw = dw_part + c * groups * in * out_dim;
   // A[m][k] = x_e^T[i0 + m][k] = x[(r0 + k) * in + i0 + m]; B[k][n] = dy[(r0 + k) * out + n0 + n].
   tile_product<T, Tl, true, false>(x + r0 * in + i0, in, dy + r0 * out_dim + n0, out_dim, m_count, n_count, k_count,
                                    dw + (e * in + i0) * out_dim + n0, out_dim);
 }
 
+// dw[i] = part[0][i] + part[1][i] + ... + part[splits - 1][i], in that order; part: [splits, count].
+template <class T>
+__global__ void sum_splits_kernel(const T* part, std::int64_t splits, std::int64_t count, T* dw) {
+  for (std::int64_t i = cuda::first_index(); i < count; i += cuda::grid_stride()) {
+    T total = part[i];
+    for (std::int64_t c = 1; c < splits; ++c) total += part[c * count + i];
+    dw[i] = total;
+  }
+}
+
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// The tile edge (64 or 128) of the float32 forward and weight-gradient kernels (float64 always
-// uses 64: a 128 x 128 tile's 64 double accumulators a thread would spill). The default is
-// 128 for both; MOELAB_GROUPED_TILE=64, =128 or =FORWARD,WEIGHT_GRAD (e.g. 128,64) overrides it,
-// for benchmarks and for the parity tests that run every shape. Results are bitwise the same for
-// every choice (see tile_product).
+// The tile of the float32 forward and weight-gradient kernels (float64 always uses 64 x 64: a
+// 128 x 128 tile's 64 double accumulators a thread would spill): MOELAB_GROUPED_TILE=SHAPE or
+// =FORWARD,WEIGHT_GRAD with each one of 64 (SmallTile), 128 (LargeTile), 128v (WideTile), for
+// benchmarks and for the parity tests that run every shape. Results are bitwise the same for
+// every choice (see tile_product); the weight gradient's splits (below) do change them.
+enum class TileShape { Small, Large, Wide };
+
 struct GroupedTiles {
-  int forward = 128;
-  int weight_grad = 128;
+  TileShape forward = TileShape::Large;
+  TileShape weight_grad = TileShape::Large;
 };
 
 GroupedTiles grouped_tiles() {
@@ -269,16 +314,29 @@ GroupedTiles grouped_tiles() {
     const std::string text(value);
     const std::size_t comma = text.find(',');
     const std::string first = text.substr(0, comma), second = comma == std::string::npos ? first : text.substr(comma + 1);
-    const auto edge = [&](const std::string& part) {
-      MOELAB_CHECK(part == "64" || part == "128", "grouped_matmul", "MOELAB_GROUPED_TILE='", text,
-                   "': expected 64, 128 or FORWARD,WEIGHT_GRAD with each 64 or 128");
-      return part == "64" ? 64 : 128;
+    const auto shape = [&](const std::string& part) {
+      MOELAB_CHECK(part == "64" || part == "128" || part == "128v", "grouped_matmul", "MOELAB_GROUPED_TILE='", text,
+                   "': expected 64, 128, 128v or FORWARD,WEIGHT_GRAD with each one of those");
+      return part == "64" ? TileShape::Small : part == "128" ? TileShape::Large : TileShape::Wide;
     };
-    chosen.forward = edge(first);
-    chosen.weight_grad = edge(second);
+    chosen.forward = shape(first);
+    chosen.weight_grad = shape(second);
     return chosen;
   }();
   return tiles;
+}
+
+// Calls body.template operator()<Tl>() with the tile type of `shape` (float; float64: SmallTile).
+template <class T, class Body>
+void with_tile(TileShape shape, Body&& body) {
+  if constexpr (std::is_same_v<T, float>) {
+    switch (shape) {
+      case TileShape::Small: body.template operator()<SmallTile>(); return;
+      case TileShape::Large: body.template operator()<LargeTile>(); return;
+      case TileShape::Wide: body.template operator()<WideTile>(); return;
+    }
+  }
+  body.template operator()<SmallTile>();
 }
 
 // out = grouped x @ op(w) with tile Tl; the grid covers the worst case (see the header).
@@ -298,17 +356,51 @@ void launch_grouped_forward(const T* x, const T* w, const std::int32_t* offsets,
   MOELAB_CUDA_CHECK_LAUNCH();
 }
 
-// dw[e] = x_e^T @ dy_e with tile Tl: one block per tile of dw[e], every group.
+// dw[e] = x_e^T @ dy_e with tile Tl. With few tiles (E * tiles of dw[e] below kTargetBlocks: 128
+// blocks for E = 8 and d = 512, on a GPU with 132 SMs) each block would sum thousands of rows
+// while most of the GPU idles, so each group's rows are cut into `splits` runs whose products go
+// to a scratch buffer and are added in a fixed order: deterministic, and a function of the shapes
+// alone (not of the GPU), so every GPU gives the same bits. MOELAB_GROUPED_SPLIT=1 turns it off.
+constexpr std::int64_t kTargetBlocks = 512;
+constexpr std::int64_t kMaxSplits = 8;
+
+std::int64_t max_splits() {
+  static const std::int64_t limit = [] {
+    const char* value = std::getenv("MOELAB_GROUPED_SPLIT");
+    if (value == nullptr || *value == '\0') return kMaxSplits;
+    const std::string text(value);
+    MOELAB_CHECK(text.size() == 1 && text[0] >= '1' && text[0] <= '8', "grouped_matmul_weight_grad",
+                 "MOELAB_GROUPED_SPLIT='", text, "': expected a number from 1 to 8 (the most runs a group's rows are cut into)");
+    return static_cast<std::int64_t>(text[0] - '0');
+  }();
+  return limit;
+}
+
 template <class T, class Tl>
 void launch_grouped_weight_grad(const T* x, const T* dy, const std::int32_t* offsets, std::int64_t groups,
                                 std::int64_t rows, std::int64_t in, std::int64_t out_dim, T* dw) {
   const std::int64_t column_tiles = ceil_div(out_dim, Tl::N), row_tiles = ceil_div(in, Tl::M);
-  MOELAB_CHECK(column_tiles <= INT_MAX && row_tiles <= kMaxGridYZ && groups <= kMaxGridYZ,
+  const std::int64_t tiles = column_tiles * row_tiles * groups;
+  std::int64_t splits = std::min(max_splits(), std::max<std::int64_t>(1, ceil_div(kTargetBlocks, tiles)));
+  // Runs of fewer than 2 k-steps of rows are not worth a scratch buffer (rows / groups: the mean group).
+  splits = std::max<std::int64_t>(1, std::min(splits, rows / std::max<std::int64_t>(groups, 1) / (2 * Tl::K)));
+  MOELAB_CHECK(column_tiles <= INT_MAX && row_tiles <= kMaxGridYZ && groups * splits <= kMaxGridYZ,
                "grouped_matmul_weight_grad", "E = ", groups, ", in = ", in, ", out = ", out_dim,
                " need more thread blocks than the CUDA backend's tiling allows");
   const dim3 grid(static_cast<unsigned int>(column_tiles), static_cast<unsigned int>(row_tiles),
-                  static_cast<unsigned int>(groups));
-  grouped_weight_grad_kernel<T, Tl><<<grid, kTileThreads, 0, cuda::stream()>>>(x, dy, offsets, rows, in, out_dim, dw);
+                  static_cast<unsigned int>(groups * splits));
+  const std::int64_t count = groups * in * out_dim;
+  if (splits == 1) {
+    grouped_weight_grad_kernel<T, Tl>
+        <<<grid, kTileThreads, 0, cuda::stream()>>>(x, dy, offsets, groups, 1, rows, in, out_dim, dw);
+    MOELAB_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  cuda::DeviceBuffer<T> part(static_cast<std::size_t>(splits * count));
+  grouped_weight_grad_kernel<T, Tl>
+      <<<grid, kTileThreads, 0, cuda::stream()>>>(x, dy, offsets, groups, splits, rows, in, out_dim, part.get());
+  MOELAB_CUDA_CHECK_LAUNCH();
+  sum_splits_kernel<T><<<cuda::blocks_for(count), cuda::kThreads, 0, cuda::stream()>>>(part.get(), splits, count, dw);
   MOELAB_CUDA_CHECK_LAUNCH();
 }
 
@@ -330,21 +422,14 @@ void CudaBackend::grouped_matmul(const Tensor& x, const Tensor& w, const Tensor&
   const std::int32_t* off = offsets.data<std::int32_t>();
   cuda::check_group_offsets(off, groups, rows, cuda::kGroupedMatmul);  // also for empty sizes
   if (out.numel() == 0) return;
-  const bool large = grouped_tiles().forward == LargeTile::M;
   dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     const T* pw = w.data<T>();
     T* po = out.data<T>();
     if (groups > 0) {  // in == 0 is fine: every tile is a sum over nothing and is written as zeros
-      if constexpr (std::is_same_v<T, float>) {
-        if (large) {
-          launch_grouped_forward<T, LargeTile>(px, pw, off, groups, rows, in, out_dim, trans_w, po);
-        } else {
-          launch_grouped_forward<T, SmallTile>(px, pw, off, groups, rows, in, out_dim, trans_w, po);
-        }
-      } else {
-        launch_grouped_forward<T, SmallTile>(px, pw, off, groups, rows, in, out_dim, trans_w, po);
-      }
+      with_tile<T>(grouped_tiles().forward, [&]<class Tl>() {
+        launch_grouped_forward<T, Tl>(px, pw, off, groups, rows, in, out_dim, trans_w, po);
+      });
     }
     // The rows past offsets[E]: a grid-stride loop over at most all N rows (most threads of a
     // grid sized for the worst case find nothing to do; capped, since the count is unknown here).
@@ -361,20 +446,13 @@ void CudaBackend::grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, 
   const std::int32_t* off = offsets.data<std::int32_t>();
   cuda::check_group_offsets(off, groups, rows, cuda::kGroupedMatmulWeightGrad);  // also for empty sizes
   if (dw.numel() == 0) return;
-  const bool large = grouped_tiles().weight_grad == LargeTile::M;
   dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     const T* pdy = dy.data<T>();
     T* pdw = dw.data<T>();
-    if constexpr (std::is_same_v<T, float>) {
-      if (large) {
-        launch_grouped_weight_grad<T, LargeTile>(px, pdy, off, groups, rows, in, out_dim, pdw);
-      } else {
-        launch_grouped_weight_grad<T, SmallTile>(px, pdy, off, groups, rows, in, out_dim, pdw);
-      }
-    } else {
-      launch_grouped_weight_grad<T, SmallTile>(px, pdy, off, groups, rows, in, out_dim, pdw);
-    }
+    with_tile<T>(grouped_tiles().weight_grad, [&]<class Tl>() {
+      launch_grouped_weight_grad<T, Tl>(px, pdy, off, groups, rows, in, out_dim, pdw);
+    });
   });
 }
 

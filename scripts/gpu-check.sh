@@ -7,16 +7,18 @@
 #
 #   build     configure with CUDA against the kit (no alt-isa copy: the GPU machine runs the GPU
 #             checks), build everything into build-gpu/ (kept while the machine stays warm)
-#   test      the whole ctest suite with MOELAB_REQUIRE_CUDA=1: a GPU test that would skip fails;
+#   test      the whole ctest suite (TEST_FILTER=REGEX: those tests only) with MOELAB_REQUIRE_CUDA=1:
+#             a GPU test that would skip fails;
 #             then the grouped-product parity cases again with each other tile shape
-#             (MOELAB_GROUPED_TILE=64 and =128,64: cuda/grouped_matmul.cu)
+#             (MOELAB_GROUPED_TILE=64, =128v and =128,64: cuda/grouped_matmul.cu)
 #   sync      the GPU tests again with MOELAB_CUDA_SYNC=1 (a check after every launch)
 #   sanitize  compute-sanitizer memcheck on every GPU test, racecheck on the cases whose kernels use
 #             shared memory (refused on some machines: the stage then says so)
 #   demo      moelab phonebook --preset demo on the GPU (DEMO_CPU=1: on the CPU too)
 #   l2norm    moelab softmoe-l2norm --preset cpu on the GPU
 #   bench     bench/compare_gpu.sh: the three GPU-scale models, moelab vs PyTorch (eager, compile, tf32)
-#   tiles     the two MoE models' step with each grouped-product tile shape (MOELAB_GROUPED_TILE)
+#   tiles     the two MoE models' step with each grouped-product setting (MOELAB_GROUPED_TILE,
+#             MOELAB_GROUPED_SPLIT); tilebench: bench with the fastest of them
 #   profile   ncu: GPU time per kernel name over a 2-layer moe-8e step (ncu-kernels.csv)
 #   paper     one grid point of each paper preset on the GPU, a few dozen steps: time per step
 #
@@ -73,18 +75,19 @@ ctest_verdict() {
   if [[ $rc != 0 ]]; then
     echo "FAILED: $(grep -E '^[[:space:]]+[0-9]+ - ' "$log" | sed -E 's/^[[:space:]]+[0-9]+ - //' | tr '\n' ' ')"
   else
-    echo "ok, $(grep -oE '[0-9]+ tests passed|tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | head -1)${skipped:+; skipped: $skipped}"
+    echo "ok, $(grep -oE '[0-9]+% tests passed.*' "$log" | head -1)${skipped:+; skipped: $skipped}"
   fi
 }
 
 stage_test() {
   MOELAB_REQUIRE_CUDA=1 MOELAB_FASHION_MNIST="$kit/fashion-mnist" \
-    ctest --test-dir "$build" -j "$jobs" --timeout 300 --output-on-failure > "$out/ctest.log" 2>&1
+    ctest --test-dir "$build" -j "$jobs" --timeout 300 --output-on-failure ${TEST_FILTER:+-R "$TEST_FILTER"} \
+    > "$out/ctest.log" 2>&1
   local rc=$?
   keep "$out/ctest.log"
   grep -h "test_cuda_[a-z_0-9]*: on " "$build"/Testing/Temporary/LastTest.log | head -1
   local tile
-  for tile in 64 128,64; do
+  for tile in 64 128v 128,64; do
     MOELAB_REQUIRE_CUDA=1 MOELAB_GROUPED_TILE=$tile "$build/test_cuda_parity" -tc='*grouped*' \
       > "$out/parity-tile-$tile.log" 2>&1 || { rc=1; echo "grouped parity with MOELAB_GROUPED_TILE=$tile FAILED"; }
     keep "$out/parity-tile-$tile.log"
@@ -188,24 +191,47 @@ stage_bench() {
   return $rc
 }
 
-# The MoE models' step (train_step_bench --preset gpu) with each grouped-product tile shape: the
-# forward (and dx) products and the weight gradients use 64 x 64 or 128 x 128 tiles.
+# The MoE models' step (train_step_bench --preset gpu) with each grouped-product setting:
+# TILE[/SPLIT] = MOELAB_GROUPED_TILE (64, 128, 128v, or FORWARD,WEIGHT_GRAD) and optionally
+# MOELAB_GROUPED_SPLIT (1: the weight gradient's rows are not split); TILES overrides the list.
+# The fastest setting on the 8-expert model is written to tiles-best.txt (used by tilebench).
 stage_tiles() {
-  local log=$out/tiles.log rc=0 model tile tps
+  local log=$out/tiles.log rc=0 model setting tile split tps best=none best_tps=0
   : > "$log"
-  printf '%-8s %-10s %12s\n' model tile tokens/s
+  local settings=(${TILES:-64/1 128/1 128 128,64 128v 128v,128 128v,64})
+  printf '%-8s %-14s %12s\n' model setting tokens/s
   for model in 8 64; do
-    for tile in 64 128,64 64,128 128; do
-      MOELAB_GROUPED_TILE=$tile timeout 120 "$build/train_step_bench" --device cuda --preset gpu --experts $model \
-        --k 2 --steps 20 --out "$out/tiles-$model-$tile.json" >> "$log" 2>&1 || { rc=1; echo "$model $tile FAILED"; }
-      tps=$(grep -oE '"tokens_per_second": *[0-9.]+' "$out/tiles-$model-$tile.json" 2>/dev/null | grep -oE '[0-9.]+$')
-      printf '%-8s %-10s %12.0f\n' "${model}e" "$tile" "${tps:-0}"
-      keep "$out/tiles-$model-$tile.json"
+    for setting in "${settings[@]}"; do
+      tile=${setting%%/*}
+      split=8
+      [[ $setting == */* ]] && split=${setting#*/}
+      MOELAB_GROUPED_TILE=$tile MOELAB_GROUPED_SPLIT=$split timeout 120 "$build/train_step_bench" --device cuda \
+        --preset gpu --experts $model --k 2 --steps 20 --out "$out/tiles-$model-${setting//\//s}.json" >> "$log" 2>&1 ||
+        { rc=1; echo "$model $setting FAILED"; }
+      tps=$(grep -oE '"tokens_per_second": *[0-9.]+' "$out/tiles-$model-${setting//\//s}.json" 2>/dev/null | grep -oE '[0-9.]+$')
+      printf '%-8s %-14s %12.0f\n' "${model}e" "$setting" "${tps:-0}"
+      keep "$out/tiles-$model-${setting//\//s}.json"
+      if [[ $model == 8 && -n $tps ]] && awk -v a="$tps" -v b="$best_tps" 'BEGIN { exit !(a > b) }'; then
+        best=$setting
+        best_tps=$tps
+      fi
     done
   done
+  echo "$best" > "$out/tiles-best.txt"
   keep "$log"
-  [[ $rc == 0 ]] && echo "ok" || echo "FAILED (see tiles.log)"
+  [[ $rc == 0 ]] && echo "ok, fastest on 8 experts: $best" || echo "FAILED (see tiles.log)"
   return $rc
+}
+
+# bench with the grouped-product setting that tiles found fastest (tiles-best.txt).
+stage_tilebench() {
+  local setting
+  setting=$(cat "$out/tiles-best.txt" 2>/dev/null)
+  [[ -n $setting && $setting != none ]] || { echo "no tiles-best.txt: run the tiles stage first"; return 1; }
+  local split=8
+  [[ $setting == */* ]] && split=${setting#*/}
+  echo "MOELAB_GROUPED_TILE=${setting%%/*} MOELAB_GROUPED_SPLIT=$split"
+  MOELAB_GROUPED_TILE=${setting%%/*} MOELAB_GROUPED_SPLIT=$split stage_bench
 }
 
 # GPU time per kernel name: ncu over every launch of a 2-layer moe-8e step at the GPU preset's
