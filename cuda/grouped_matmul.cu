@@ -23,24 +23,33 @@
 //             slot s: that gives its group e and its M rows; slots past the last tile exit at
 //             once. Each block computes one M x N tile of out from x's rows and w[e].
 //             A second small kernel zeroes rows offsets[E] .. N-1.
-//   weight    grid = (ceil(out / N), ceil(in / M), E): block (j, i, e) computes one M x N
-//   grad      tile of dw[e], looping k over the rows of group e (none: it writes zeros).
+//   weight    grid = (ceil(out / N), ceil(in / M), E * splits): block (j, i, e * splits + c)
+//   grad      computes one M x N tile of dw[e] over the c-th of `splits` runs of group e's rows
+//             (none: it writes zeros). With splits > 1 (too few tiles to fill the GPU) the runs'
+//             tiles go to a scratch buffer and a second kernel adds them in order c = 0, 1, ...
 //
 // The tile GEMM (tile_product): 256 threads (16 x 16), each owning an (M / 16) x (N / 16) block of
-// the output tile in registers (rows ty + 16i, columns tx + 16j, so that the shared-memory reads
-// of a warp hit distinct banks or broadcast); k advances 16 at a time through two shared-memory
-// tiles, A [16 x M] and B [16 x N], loaded so that consecutive threads read consecutive addresses
-// of the row-major source (coalesced), and padded by one column against bank conflicts on the
-// stores. Out-of-range elements (past the group's rows, past out, past k) load as 0. float and
-// double share the template; accumulation is in T, as cuBLAS's. The larger tile does 64
-// multiply-adds for every 16 shared-memory reads of a thread (the 64 x 64 tile: 16 for 8), the
-// limit of the smaller tile on an H200 (see the measurements in docs/results/bench.md);
-// MOELAB_GROUPED_TILE picks either (GroupedTiles below).
+// the output tile in registers; k advances 16 at a time through two shared-memory tiles, A
+// [16 x M] and B [16 x N], loaded so that consecutive threads read consecutive addresses of the
+// row-major source (coalesced). Out-of-range elements (past the group's rows, past out, past k)
+// load as 0. float and double share the template; accumulation is in T, as cuBLAS's. Three tiles:
+//   64 x 64     a thread owns rows ty + 16i and columns tx + 16j (4 x 4): 8 shared-memory reads
+//               for 16 multiply-adds per k; rows padded by 1 against bank conflicts.
+//   128 x 128   the same layout with 8 x 8 per thread: 16 reads for 64 multiply-adds.
+//   128 x 128v  a thread owns rows ty*4 + {0..3} and 64 + ty*4 + {0..3} (columns alike) and reads
+//               them as 4 float4 (rows padded by 4, keeping 16-byte alignment): 4 reads for 64
+//               multiply-adds. The default for float32.
+// MOELAB_GROUPED_TILE picks one per kernel (GroupedTiles below). On an H100 (the GPU preset's
+// step, 8 experts top-2, d 512; docs/results/gpu-h100-2026-11-26) the step ran at 168.5k tokens/s
+// with 64 x 64 tiles and no split, 169.5k with 128 x 128, 188.0k with 128 x 128 and the split
+// weight gradient, 197.8k with 128 x 128v: the 64 x 64 weight gradient had run at about 15 TFLOP/s,
+// the forward at 28 (ncu), cuBLAS's float32 GEMMs at about 45 on the same card.
 //
 // Determinism: each output element is summed over k = 0, 1, ... in that order by exactly one
-// thread, with no atomics and no split-k, so the result is bitwise the same run after run (not
-// bitwise the CPU's: nvcc contracts the multiply-adds into FMAs, the CPU's blocked GEMM sums in
-// another order).
+// thread, with no atomics, so the result is bitwise the same run after run and for every tile
+// shape; the weight gradient's splits, a function of the shapes only (never of the GPU), add the
+// runs' sums in a fixed order. Not bitwise the CPU's: nvcc contracts the multiply-adds into FMAs,
+// the CPU's blocked GEMM sums in another order.
 //
 // The offsets are checked on the device (check_group_offsets, cuda/group_offsets.cuh): a bad
 // entry is reported at the next synchronisation, and every kernel reads them clamped to [0, N]
@@ -70,9 +79,8 @@ namespace moelab {
 namespace {
 
 // A tile shape: kM x kN outputs per 256-thread block (16 x 16 threads, each owning a
-// (kM / 16) x (kN / 16) block of registers), k advancing 16 at a time. Two are instantiated
-// (GroupedTiles below picks one per kernel): 64 x 64 (4 x 4 per thread) and 128 x 128 (8 x 8 per
-// thread: twice the multiply-adds per shared-memory read, fewer and longer-running blocks).
+// (kM / 16) x (kN / 16) block of registers), k advancing 16 at a time. Three are instantiated
+// (GroupedTiles below picks one per kernel; see the header for what each costs).
 template <int kM, int kN, bool kVec = false>
 struct Tile {
   static constexpr int M = kM;                    // output rows per block tile
@@ -301,9 +309,9 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 // every choice (see tile_product); the weight gradient's splits (below) do change them.
 enum class TileShape { Small, Large, Wide };
 
-struct GroupedTiles {
-  TileShape forward = TileShape::Large;
-  TileShape weight_grad = TileShape::Large;
+struct GroupedTiles {  // the default: the fastest on an H100 (docs/results/gpu-h100-2026-11-26)
+  TileShape forward = TileShape::Wide;
+  TileShape weight_grad = TileShape::Wide;
 };
 
 GroupedTiles grouped_tiles() {
