@@ -92,7 +92,7 @@ void run_backward(const Variable& output, const Tensor& grad_output) {
     if (node.is_leaf || node.retains_grad) {
       // Clone the first contribution: it may alias another node's gradient or the caller's seed,
       // and optimizers may modify grad() in place.
-      node.grad = node.grad.defined() ? kernels::binary(kernels::BinaryOp::Add, node.grad, grad) : grad.clone();
+      node.grad = node.grad.defined() ? kernels::add(node.grad, grad) : grad.clone();
       if (node.is_leaf) continue;
     }
 
@@ -105,7 +105,7 @@ void run_backward(const Variable& output, const Tensor& grad_output) {
       if (!input.requires_grad() || !g.defined()) continue;
       check_gradient(g, input.data(), node, i);
       Tensor& slot = pending[input.node().get()];
-      slot = slot.defined() ? kernels::binary(kernels::BinaryOp::Add, slot, g) : std::move(g);
+      slot = slot.defined() ? kernels::add(slot, g) : std::move(g);
     }
   }
 

@@ -3,7 +3,7 @@
 //   Variable h = relu(matmul(x, w1));                       // h: [N, f]
 //   Tensor dh;
 //   HookHandle seen = h.register_hook([&](const Tensor& g) { dh = g; return Tensor(); });  // observe
-//   w1.register_hook([](const Tensor& g) { return kernels::binary_scalar(kernels::BinaryOp::Mul, g, 0.5); });
+//   w1.register_hook([](const Tensor& g) { return kernels::mul(g, 0.5); });
 //   loss.backward();  // dh = dloss/dh: [N, f]; w1.grad() receives half of dloss/dw1
 //   seen.remove();
 //

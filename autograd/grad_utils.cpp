@@ -7,12 +7,12 @@ namespace moelab::detail {
 
 using kernels::BinaryOp;
 
-Tensor add_t(const Tensor& a, const Tensor& b) { return kernels::binary(BinaryOp::Add, a, b); }
-Tensor sub_t(const Tensor& a, const Tensor& b) { return kernels::binary(BinaryOp::Sub, a, b); }
-Tensor mul_t(const Tensor& a, const Tensor& b) { return kernels::binary(BinaryOp::Mul, a, b); }
-Tensor div_t(const Tensor& a, const Tensor& b) { return kernels::binary(BinaryOp::Div, a, b); }
-Tensor scale_t(const Tensor& a, double s) { return kernels::binary_scalar(BinaryOp::Mul, a, s); }
-Tensor neg_t(const Tensor& a) { return kernels::unary(kernels::UnaryOp::Neg, a); }
+Tensor add_t(const Tensor& a, const Tensor& b) { return kernels::add(a, b); }
+Tensor sub_t(const Tensor& a, const Tensor& b) { return kernels::sub(a, b); }
+Tensor mul_t(const Tensor& a, const Tensor& b) { return kernels::mul(a, b); }
+Tensor div_t(const Tensor& a, const Tensor& b) { return kernels::div(a, b); }
+Tensor scale_t(const Tensor& a, double s) { return kernels::mul(a, s); }
+Tensor neg_t(const Tensor& a) { return kernels::neg(a); }
 
 Tensor filled(const Shape& shape, double value, const Tensor& like) {
   Tensor out = Tensor::empty(shape, like.dtype(), like.device());

@@ -1,4 +1,6 @@
-// autograd/ops.h — every differentiable op, in one include (the registry is autograd/op_list.h).
+// autograd/ops.h — every differentiable op in one include, except the unary math functions (exp,
+// log, relu, sigmoid, ...: autograd/ops_unary.h, kept apart so that adding one recompiles only
+// the files that use them). The registry is autograd/op_list.h.
 #pragma once
 
 #include "autograd/no_grad.h"

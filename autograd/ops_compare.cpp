@@ -8,27 +8,19 @@
 
 namespace moelab {
 
-namespace {
-
-using kernels::BinaryOp;
-
-Tensor compare(BinaryOp op, const Variable& a, const Variable& b) { return kernels::binary(op, a.data(), b.data()); }
-Tensor compare(BinaryOp op, const Variable& a, double s) { return kernels::binary_scalar(op, a.data(), s); }
-
-}  // namespace
-
-Tensor eq(const Variable& a, const Variable& b) { return compare(BinaryOp::Eq, a, b); }
-Tensor ne(const Variable& a, const Variable& b) { return compare(BinaryOp::Ne, a, b); }
-Tensor lt(const Variable& a, const Variable& b) { return compare(BinaryOp::Lt, a, b); }
-Tensor le(const Variable& a, const Variable& b) { return compare(BinaryOp::Le, a, b); }
-Tensor gt(const Variable& a, const Variable& b) { return compare(BinaryOp::Gt, a, b); }
-Tensor ge(const Variable& a, const Variable& b) { return compare(BinaryOp::Ge, a, b); }
-Tensor eq(const Variable& a, double s) { return compare(BinaryOp::Eq, a, s); }
-Tensor ne(const Variable& a, double s) { return compare(BinaryOp::Ne, a, s); }
-Tensor lt(const Variable& a, double s) { return compare(BinaryOp::Lt, a, s); }
-Tensor le(const Variable& a, double s) { return compare(BinaryOp::Le, a, s); }
-Tensor gt(const Variable& a, double s) { return compare(BinaryOp::Gt, a, s); }
-Tensor ge(const Variable& a, double s) { return compare(BinaryOp::Ge, a, s); }
+// The comparisons give constant masks: the named kernel forms (core/kernels.h) on the data.
+Tensor eq(const Variable& a, const Variable& b) { return kernels::eq(a.data(), b.data()); }
+Tensor ne(const Variable& a, const Variable& b) { return kernels::ne(a.data(), b.data()); }
+Tensor lt(const Variable& a, const Variable& b) { return kernels::lt(a.data(), b.data()); }
+Tensor le(const Variable& a, const Variable& b) { return kernels::le(a.data(), b.data()); }
+Tensor gt(const Variable& a, const Variable& b) { return kernels::gt(a.data(), b.data()); }
+Tensor ge(const Variable& a, const Variable& b) { return kernels::ge(a.data(), b.data()); }
+Tensor eq(const Variable& a, double s) { return kernels::eq(a.data(), s); }
+Tensor ne(const Variable& a, double s) { return kernels::ne(a.data(), s); }
+Tensor lt(const Variable& a, double s) { return kernels::lt(a.data(), s); }
+Tensor le(const Variable& a, double s) { return kernels::le(a.data(), s); }
+Tensor gt(const Variable& a, double s) { return kernels::gt(a.data(), s); }
+Tensor ge(const Variable& a, double s) { return kernels::ge(a.data(), s); }
 
 Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
   MOELAB_CHECK(cond.defined() && a.defined() && b.defined() && cond.shape() == a.shape() && a.shape() == b.shape(),
@@ -40,7 +32,7 @@ Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
   // Column 0 holds b, column 1 holds a; the index picks column 1 where cond != 0.
   const Variable both = concat({reshape(b, {n, 1}), reshape(a, {n, 1})}, 1);  // [n, 2]
   const Tensor take_a = kernels::cast(
-      kernels::binary_scalar(BinaryOp::Ne, kernels::cast(cond, DType::Float64), 0.0).reshape({n, 1}), DType::Int32);
+      kernels::ne(kernels::cast(cond, DType::Float64), 0.0).reshape({n, 1}), DType::Int32);
   return reshape(gather_last(both, take_a), a.shape());
 }
 

@@ -11,11 +11,13 @@
 //   exp y   log 1/x   sqrt 1/(2y)   square 2x   sigmoid y(1-y)   tanh 1-y^2   reciprocal -y^2
 //   relu, abs: kernels::relu_backward masks g by x > 0 (abs: g where x > 0, -g where x < 0).
 #include "autograd/ops_elementwise.h"
+#include "autograd/ops_unary.h"
 
 #include <utility>
 
 #include "autograd/grad_utils.h"
 #include "autograd/record.h"
+#include "core/kernels/elementwise_ops.h"
 
 namespace moelab {
 namespace {

@@ -1,4 +1,5 @@
-// autograd/ops_elementwise.h — differentiable elementwise arithmetic and activations.
+// autograd/ops_elementwise.h — differentiable elementwise arithmetic (the unary functions, exp,
+// relu and the rest, are in autograd/ops_unary.h).
 //
 // Binary ops broadcast the NumPy way, exactly as kernels::binary does (core/kernels.h): shapes
 // aligned from the right, each pair of axes equal or one of them 1, e.g.
@@ -6,7 +7,7 @@
 // The result has the broadcast shape; each operand's gradient is summed back over the axes it was
 // repeated along (g above gets the row sums of its gradient). Forms with a double operand treat it
 // as a constant (no gradient). Every function here is in the registry: the binary ones are listed
-// in autograd/op_list.h, the unary ones are the list of core/kernels/elementwise_ops.h.
+// in autograd/op_list.h.
 #pragma once
 
 #include "autograd/variable.h"
@@ -48,18 +49,6 @@ Variable operator/(const Variable& a, double b);
 Variable operator/(double a, const Variable& b);
 Variable operator-(const Variable& x);
 
-// ---------------------------------------------------------------- unary (x: [...] -> [...])
-Variable neg(const Variable& x);
-Variable exp(const Variable& x);
-Variable log(const Variable& x);         // x > 0
-Variable sqrt(const Variable& x);        // x > 0 for a finite gradient
-Variable abs(const Variable& x);         // gradient 0 at x == 0
-Variable square(const Variable& x);
-Variable relu(const Variable& x);        // gradient 0 at x == 0
-Variable sigmoid(const Variable& x);
-Variable tanh(const Variable& x);
-Variable sin(const Variable& x);
-Variable cos(const Variable& x);
-Variable reciprocal(const Variable& x);  // 1 / x
+// The unary math functions (exp, log, relu, ...) are in autograd/ops_unary.h.
 
 }  // namespace moelab

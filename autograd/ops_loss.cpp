@@ -34,7 +34,8 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int ignore
 Variable mse_loss(const Variable& pred, const Variable& target) {
   MOELAB_CHECK(pred.shape() == target.shape(), "mse_loss", "pred ", pred.shape(), " and target ", target.shape(),
                " differ in shape");
-  return mean(square(pred - target));
+  const Variable diff = pred - target;  // diff * diff: square(diff) to the last bit, gradient included
+  return mean(diff * diff);
 }
 
 }  // namespace moelab

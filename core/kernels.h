@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/kernels/elementwise_ops.h"
 #include "core/tensor.h"
 
 namespace moelab {
@@ -90,8 +89,15 @@ Tensor row_groups(const Tensor& offsets, std::int64_t rows);
 
 
 // ---------------------------------------------------------------- elementwise
-// UnaryOp, BinaryOp and op_name() come from the one list of elementwise ops,
-// core/kernels/elementwise_ops.h (included above), which also says how to add one.
+// An op is named by an enumerator of UnaryOp or BinaryOp. Here they are declared by name only
+// (opaque enums): their enumerators, op_name() and the op tables are the one list of elementwise
+// ops, core/kernels/elementwise_ops.h, which also says how to add one. Include that header where
+// you name an op by its enumerator (exp(x)); the named forms further down
+// (kernels::add, kernels::exp, ...) need nothing more. Kept apart so that adding an op recompiles
+// the few files that include the list, not every file that includes this one.
+enum class UnaryOp : int;
+enum class BinaryOp : int;
+
 
 Tensor unary(UnaryOp op, const Tensor& x);
 // a op b, broadcasting the NumPy way (core/broadcast.h). Align the shapes from the right; a missing
@@ -109,6 +115,53 @@ Tensor unary(UnaryOp op, const Tensor& x);
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor binary_scalar(BinaryOp op, const Tensor& a, double b);   // a op b
 Tensor scalar_binary(BinaryOp op, double a, const Tensor& b);   // a op b (e.g. 1 / x, 1 - x)
+// Named forms (core/kernels/elementwise.cpp), for code that does not dispatch by op:
+//   add(a, b) = binary(BinaryOp::Add, a, b)   add(a, 2.0) = binary_scalar(BinaryOp::Add, a, 2.0)
+//   sub(1.0, x) = scalar_binary(BinaryOp::Sub, 1.0, x)         exp(x) = unary(UnaryOp::Exp, x)
+// Comparisons give 1 where the relation holds, else 0, in the operands' dtype. A new op of the
+// list has only its enumerator form unless a line is added here.
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, double b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, double b);
+Tensor sub(double a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, double b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, double b);
+Tensor div(double a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, double b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, double b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, double b);
+Tensor pow(double a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, double b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, double b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, double b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, double b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, double b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, double b);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+
 // d relu: grad where x > 0, else 0.  x, grad: same shape.
 Tensor relu_backward(const Tensor& x, const Tensor& grad);
 

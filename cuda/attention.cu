@@ -11,6 +11,7 @@
 // softmax's backward gives them exactly 0 gradient, as on the CPU. No host reads.
 #include <limits>
 
+#include "core/kernels/elementwise_ops.h"
 #include "cuda/cuda_backend.h"
 
 namespace moelab {

@@ -23,6 +23,7 @@
 #include "cuda/context.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/device_utils.cuh"
+#include "core/kernels/elementwise_ops.h"
 
 namespace moelab {
 namespace {

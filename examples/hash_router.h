@@ -53,12 +53,12 @@ class HashRouter : public Router {
       const std::int64_t b = planes_.size(0);
       const Tensor bits = positive_mask(kernels::matmul(x.data(), planes_, false, /*trans_b=*/true));  // [T, b] 0/1
       const Tensor i = arange(0.0, static_cast<double>(b), 1.0, x.dtype(), x.device()).reshape({b, 1});
-      const Tensor powers = kernels::scalar_binary(BinaryOp::Pow, 2.0, i);  // 2^i, made on the device: [b, 1]
+      const Tensor powers = kernels::pow(2.0, i);  // 2^i, made on the device: [b, 1]
       code = kernels::matmul(bits, powers);  // [T, 1]
       // code mod E = code - E * trunc(code / E) (casting to int32 truncates)
-      const Tensor q = kernels::cast(kernels::cast(kernels::binary_scalar(BinaryOp::Div, code, static_cast<double>(E)),
+      const Tensor q = kernels::cast(kernels::cast(kernels::div(code, static_cast<double>(E)),
                                                    DType::Int32), x.dtype());
-      code = kernels::binary(BinaryOp::Sub, code, kernels::binary_scalar(BinaryOp::Mul, q, static_cast<double>(E)));
+      code = kernels::sub(code, kernels::mul(q, static_cast<double>(E)));
     }
     PlanParts parts;                                   // nn/moe/router_toolkit.h
     parts.chosen = kernels::cast(code, DType::Int32);  // int32 [T, 1]

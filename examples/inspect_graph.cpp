@@ -31,6 +31,7 @@
 #include "autograd/graph_print.h"
 #include "autograd/no_grad.h"
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "nn/linear.h"
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
   // sums of that masked gradient.
   const Tensor dfc1 = kernels::relu_backward(hidden.data(), hidden.grad());  // [4, 8]
   const double bias_gap =
-      norm(kernels::binary(kernels::BinaryOp::Sub, kernels::sum(dfc1, 0), model.fc1->bias().grad()));
+      norm(kernels::sub(kernels::sum(dfc1, 0), model.fc1->bias().grad()));
   std::printf("\ndloss/dhidden %s, kept by retain_grad(); norm %.5f\n", hidden.grad().shape().str().c_str(),
               norm(hidden.grad()));
   std::printf("fc1.bias.grad() equals the column sums of relu'(hidden) * dloss/dhidden: difference %.1e\n", bias_gap);
@@ -130,8 +131,7 @@ int main(int argc, char** argv) {
   // One SGD step, then the loss again (no graph needed for the check).
   for (Variable p : model.parameters()) {
     // p -= 0.5 * grad, written into the parameter's own storage (every handle of it sees the update).
-    kernels::copy(p.data(), kernels::binary(kernels::BinaryOp::Sub, p.data(),
-                                            kernels::binary_scalar(kernels::BinaryOp::Mul, p.grad(), 0.5)));
+    kernels::copy(p.data(), kernels::sub(p.data(), kernels::mul(p.grad(), 0.5)));
     p.zero_grad();
   }
   double loss_after;

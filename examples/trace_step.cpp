@@ -35,6 +35,7 @@
 
 #include "autograd/graph_print.h"
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/kernels.h"

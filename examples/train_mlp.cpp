@@ -19,6 +19,7 @@
 
 #include "autograd/no_grad.h"
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "autograd/variable.h"
 #include "core/factories.h"
 #include "core/kernels.h"
@@ -91,10 +92,8 @@ class MomentumSGD : public Optimizer {
     const double lr = groups_[0].lr;
     for (std::size_t i = 0; i < velocity_.size(); ++i) {
       Variable p = groups_[0].params[i];
-      velocity_[i] = kernels::binary(kernels::BinaryOp::Add,
-                                     kernels::binary_scalar(kernels::BinaryOp::Mul, velocity_[i], momentum_), p.grad());
-      kernels::copy(p.data(), kernels::binary(kernels::BinaryOp::Sub, p.data(),
-                                              kernels::binary_scalar(kernels::BinaryOp::Mul, velocity_[i], lr)));
+      velocity_[i] = kernels::add(kernels::mul(velocity_[i], momentum_), p.grad());
+      kernels::copy(p.data(), kernels::sub(p.data(), kernels::mul(velocity_[i], lr)));
     }
     ++steps_taken_;
   }

@@ -68,7 +68,7 @@ Generation generate_sample(Decoder& model, const Tensor& prompts, std::int64_t n
     // The k largest logits per row, largest first (ties: lower id first), and their ids: [B, 1, k].
     const kernels::TopKResult top = kernels::topk(step_logits, k);
     // p = softmax(z / temperature) over the kept k, computed by the kernel (any device), read back.
-    const Tensor p = kernels::softmax(kernels::binary_scalar(kernels::BinaryOp::Div, top.values, temperature));
+    const Tensor p = kernels::softmax(kernels::div(top.values, temperature));
     const std::vector<float> probs = p.to(DType::Float32).to_vector<float>();
     const std::vector<std::int32_t> ids = top.indices.to_vector<std::int32_t>();
     const std::int64_t B = step_logits.size(0);

@@ -2,6 +2,7 @@
 #include "nn/mlp.h"
 
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 
 namespace moelab {
 

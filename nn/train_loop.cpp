@@ -64,8 +64,7 @@ LoopState train_loop(Module& model, Optimizer& opt, const LoopOptions& o, const 
     Tensor probe = s.loss.data();  // the value read back: loss itself, or loss + 0 * total
     if (const Variable aux = s.aux.total(); aux.defined()) {
       total = s.loss + aux;
-      probe = kernels::binary(kernels::BinaryOp::Add, s.loss.data(),
-                              kernels::binary_scalar(kernels::BinaryOp::Mul, total.data(), 0.0));
+      probe = kernels::add(s.loss.data(), kernels::mul(total.data(), 0.0));
     }
     opt.zero_grad();
     total.backward();

@@ -215,7 +215,7 @@ inline Variable output_and_aux(MoELayer& moe, const Variable& x) {
 inline Tensor train_step(MoELayer& moe, AdamW& opt, const Tensor& x, const Tensor& target) {
   AuxLosses aux;
   const Variable y = moe.forward_with_aux(Variable(x), aux);
-  const Variable loss = aux.added_to(mean(square(y - Variable(target))));
+  const Variable loss = aux.added_to(mse_loss(y, Variable(target)));
   opt.zero_grad();
   loss.backward();
   opt.step();

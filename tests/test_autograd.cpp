@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "autograd/record.h"
 #include "core/factories.h"
 #include "core/kernels.h"

@@ -39,10 +39,10 @@ Composed composed(const Tensor& q4, const Tensor& key4, const Tensor& v4, double
   const std::int64_t b = q4.size(0);
   const Tensor q = heads(q4), key = heads(key4), v = heads(v4), dy = heads(dy4);
   Composed c;
-  c.p = k::softmax(k::causal_mask(k::binary_scalar(k::BinaryOp::Mul, k::matmul(q, key, false, true), scale),
+  c.p = k::softmax(k::causal_mask(k::mul(k::matmul(q, key, false, true), scale),
                                   -std::numeric_limits<double>::infinity()));
   c.y = unheads(k::matmul(c.p, v), b);
-  const Tensor ds = k::binary_scalar(k::BinaryOp::Mul, k::softmax_backward(c.p, k::matmul(dy, v, false, true)), scale);
+  const Tensor ds = k::mul(k::softmax_backward(c.p, k::matmul(dy, v, false, true)), scale);
   c.dq = unheads(k::matmul(ds, key), b);
   c.dk = unheads(k::matmul(ds, q, true, false), b);
   c.dv = unheads(k::matmul(c.p, dy, true, false), b);

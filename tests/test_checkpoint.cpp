@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "core/factories.h"
 #include "nn/io/checkpoint.h"
 #include "nn/optim/adam.h"

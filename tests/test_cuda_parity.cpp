@@ -18,6 +18,7 @@
 #include "core/backend.h"
 #include "core/factories.h"
 #include "core/kernels.h"
+#include "core/kernels/elementwise_ops.h"
 #include "core/random.h"
 #include "cuda_parity.h"
 

@@ -19,6 +19,7 @@
 #include "core/broadcast.h"
 #include "core/factories.h"
 #include "core/kernels.h"
+#include "core/kernels/elementwise_ops.h"
 #include "core/parallel.h"
 #include "tests/test_util.h"
 #include "tests/unary_reference.h"

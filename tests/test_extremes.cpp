@@ -23,6 +23,7 @@
 
 #include "core/factories.h"
 #include "core/kernels.h"
+#include "core/kernels/elementwise_ops.h"
 #include "tests/test_util.h"
 #include "tests/unary_reference.h"
 

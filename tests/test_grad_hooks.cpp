@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "core/factories.h"
 #include "core/kernels.h"
 
@@ -17,7 +18,7 @@ namespace {
 
 Tensor f64(const std::vector<double>& v, const Shape& shape) { return from_vector(v, shape); }
 std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
-Tensor scaled(const Tensor& g, double s) { return kernels::binary_scalar(kernels::BinaryOp::Mul, g, s); }
+Tensor scaled(const Tensor& g, double s) { return kernels::mul(g, s); }
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "core/factories.h"
 #include "core/kernels/elementwise_ops.h"
 

@@ -13,6 +13,7 @@
 
 #include "autograd/graph_print.h"
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "core/factories.h"
 
 using namespace moelab;

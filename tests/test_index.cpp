@@ -107,12 +107,12 @@ void check_scaled_rows_bitwise(DType dtype, std::int64_t m_count, std::int64_t i
   const Tensor index = random_index({m_count}, rows, gen);
   const Tensor dy = uniform({rows, inner}, -1.0, 1.0, gen, dtype);
   const Tensor column = scale.reshape({m_count, 1});
-  const Tensor want = kernels::scatter_add_rows(kernels::binary(kernels::BinaryOp::Mul, src, column), index, rows);
+  const Tensor want = kernels::scatter_add_rows(kernels::mul(src, column), index, rows);
   const Tensor got = kernels::scatter_add_rows_scaled(src, scale, index, rows);
   CHECK(got.to(DType::Float64).to_vector<double>() == want.to(DType::Float64).to_vector<double>());
   const Tensor gy = kernels::index_select(dy, index);
-  const Tensor want_dsrc = kernels::binary(kernels::BinaryOp::Mul, gy, column);
-  const Tensor want_dscale = kernels::sum(kernels::binary(kernels::BinaryOp::Mul, gy, src), 1);
+  const Tensor want_dsrc = kernels::mul(gy, column);
+  const Tensor want_dscale = kernels::sum(kernels::mul(gy, src), 1);
   const kernels::ScaledRowsGrad grad = kernels::scatter_add_rows_scaled_backward(dy, src, scale, index);
   CHECK(grad.src.to(DType::Float64).to_vector<double>() == want_dsrc.to(DType::Float64).to_vector<double>());
   CHECK(grad.scale.to(DType::Float64).to_vector<double>() == want_dscale.to(DType::Float64).to_vector<double>());

@@ -206,7 +206,8 @@ TEST_CASE("AdamW minimises a quadratic through autograd") {
   double first = 0, last = 0;
   for (int s = 0; s < 400; ++s) {
     opt.zero_grad();
-    Variable loss = sum(square(w - Variable(target)));
+    const Variable diff = w - Variable(target);
+    Variable loss = sum(diff * diff);
     loss.backward();
     opt.step();
     (s == 0 ? first : last) = loss.data().item<float>();

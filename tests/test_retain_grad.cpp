@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "core/factories.h"
 #include "tests/test_util.h"
 

@@ -158,8 +158,8 @@ TEST_CASE("aux-free: repeated updates flatten a skewed load; update_rate 0 leave
     auto r = make_router("aux-free", config(d, E, 1, {{"update_rate", std::to_string(u)}}), gen);
     auto* af = dynamic_cast<AuxFreeRouter*>(r.get());
     const Tensor w0 = kernels::narrow(af->weight().data(), 0, 0, 1);  // [1, d]
-    const Tensor shift = kernels::binary_scalar(kernels::BinaryOp::Mul, w0, 10.0);  // [1, d]
-    const Tensor skewed = kernels::binary(kernels::BinaryOp::Add, x, shift);
+    const Tensor shift = kernels::mul(w0, 10.0);  // [1, d]
+    const Tensor skewed = kernels::add(x, shift);
     cv_before = r->route(Variable(skewed)).metrics().at("load_cv");
     for (int step = 0; step < 200; ++step) {
       r->route(Variable(skewed));
@@ -180,7 +180,7 @@ TEST_CASE("balanced: every expert exactly its share in training, top-k in evalua
     CAPTURE(k);
     auto r = make_router("balanced", config(5, E, k), gen);
     // skewed inputs, so that plain top-k would be unbalanced
-    Tensor x = kernels::binary_scalar(kernels::BinaryOp::Add, normal({T, 5}, 0, 1, gen, DType::Float64), 1.0);
+    Tensor x = kernels::add(normal({T, 5}, 0, 1, gen, DType::Float64), 1.0);
     const RoutingPlan plan = r->route(Variable(x));
     const std::vector<std::int32_t> counts = plan.tokens_per_expert.to_vector<std::int32_t>();
     for (std::int64_t e = 0; e < E; ++e)

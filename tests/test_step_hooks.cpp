@@ -67,7 +67,7 @@ TEST_CASE("an aux-free MoE layer balances in a loop that only calls opt.step(): 
   CHECK(bias() == std::vector<float>(4, 0.0f));
   for (int step = 0; step < 3; ++step) {
     AuxLosses aux;
-    const Variable loss = aux.added_to(mean(square(moe.forward_with_aux(Variable(x), aux) - Variable(target))));
+    const Variable loss = aux.added_to(mse_loss(moe.forward_with_aux(Variable(x), aux), Variable(target)));
     opt.zero_grad();
     loss.backward();
     opt.step();  // nothing else: the bias update is the layer's step hook

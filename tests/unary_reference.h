@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "core/kernels.h"
+#include "core/kernels/elementwise_ops.h"
 
 namespace moelab::testing {
 

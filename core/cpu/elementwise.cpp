@@ -43,6 +43,7 @@
 #include "core/cpu/chunks.h"
 #include "core/cpu/exact_math.h"
 #include "core/dtype_dispatch.h"
+#include "core/kernels/elementwise_ops.h"
 
 namespace moelab {
 namespace {

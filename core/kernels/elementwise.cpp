@@ -4,6 +4,7 @@
 //   binary(op, a, b):        a, b: shapes that broadcast (core/broadcast.h) -> the broadcast shape
 //   binary_scalar(op, a, s): a op s;  scalar_binary(op, s, b): s op b
 //   relu_backward(x, grad):  x, grad: [...] -> [...]
+//   add(a, b), mul(a, 2.0), exp(x), ...: the named forms of core/kernels.h (at the end)
 //
 // binary broadcasts the NumPy way (the rule is in core/kernels.h). Two backend entry points:
 //   - Backend::binary for the three forms that already have a's shape as the result: b equal to
@@ -21,6 +22,7 @@
 #include "core/backend.h"
 #include "core/broadcast.h"
 #include "core/kernels.h"
+#include "core/kernels/elementwise_ops.h"
 
 namespace moelab::kernels {
 
@@ -101,5 +103,51 @@ Tensor relu_backward(const Tensor& x, const Tensor& grad) {
   if (out.numel() > 0) backend(x.device()).relu_backward(x, grad, out);
   return out;
 }
+
+// ---------------------------------------------------------------- the named forms
+// kernels::add(a, b) is binary(BinaryOp::Add, a, b), and so on (declared in core/kernels.h), so
+// that code which only computes need not include the op list and recompile when an op is added.
+// a op b for tensors, a op b with a scalar on the right, and (sub, div, pow) on the left.
+#define MOELAB_NAMED_BINARY(name, Op)                                                                \
+  Tensor name(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Op, a, b); }              \
+  Tensor name(const Tensor& a, double b) { return binary_scalar(BinaryOp::Op, a, b); }
+#define MOELAB_NAMED_SCALAR_FIRST(name, Op) \
+  Tensor name(double a, const Tensor& b) { return scalar_binary(BinaryOp::Op, a, b); }
+#define MOELAB_NAMED_UNARY(name, Op) \
+  Tensor name(const Tensor& x) { return unary(UnaryOp::Op, x); }
+
+MOELAB_NAMED_BINARY(add, Add)
+MOELAB_NAMED_BINARY(sub, Sub)
+MOELAB_NAMED_SCALAR_FIRST(sub, Sub)
+MOELAB_NAMED_BINARY(mul, Mul)
+MOELAB_NAMED_BINARY(div, Div)
+MOELAB_NAMED_SCALAR_FIRST(div, Div)
+MOELAB_NAMED_BINARY(maximum, Maximum)
+MOELAB_NAMED_BINARY(minimum, Minimum)
+MOELAB_NAMED_BINARY(pow, Pow)
+MOELAB_NAMED_SCALAR_FIRST(pow, Pow)
+MOELAB_NAMED_BINARY(eq, Eq)
+MOELAB_NAMED_BINARY(ne, Ne)
+MOELAB_NAMED_BINARY(lt, Lt)
+MOELAB_NAMED_BINARY(le, Le)
+MOELAB_NAMED_BINARY(gt, Gt)
+MOELAB_NAMED_BINARY(ge, Ge)
+
+MOELAB_NAMED_UNARY(neg, Neg)
+MOELAB_NAMED_UNARY(exp, Exp)
+MOELAB_NAMED_UNARY(log, Log)
+MOELAB_NAMED_UNARY(sqrt, Sqrt)
+MOELAB_NAMED_UNARY(abs, Abs)
+MOELAB_NAMED_UNARY(square, Square)
+MOELAB_NAMED_UNARY(relu, Relu)
+MOELAB_NAMED_UNARY(sigmoid, Sigmoid)
+MOELAB_NAMED_UNARY(tanh, Tanh)
+MOELAB_NAMED_UNARY(sin, Sin)
+MOELAB_NAMED_UNARY(cos, Cos)
+MOELAB_NAMED_UNARY(reciprocal, Reciprocal)
+
+#undef MOELAB_NAMED_BINARY
+#undef MOELAB_NAMED_SCALAR_FIRST
+#undef MOELAB_NAMED_UNARY
 
 }  // namespace moelab::kernels

@@ -13,7 +13,8 @@
 //                                   spoil a finite-difference gradient)
 //
 // Everything that has to name every op is generated from these lists, so none can forget one:
-//   - enum class UnaryOp / BinaryOp, op_name(), and the tables kUnaryOps / kBinaryOps (here);
+//   - enum class UnaryOp / BinaryOp, op_name(), and the tables kUnaryOps / kBinaryOps (here;
+//     core/kernels.h declares the two enums by name only, so include this header to name an op);
 //   - the CPU dispatch (core/cpu/elementwise.cpp): case Op -> that file's function `name`;
 //   - the CUDA functors and dispatch (cuda/elementwise.cu): the same, on the device;
 //   - the autograd registry: every unary op is a differentiable op moelab::name(x) (autograd/
@@ -26,14 +27,16 @@
 //   1. here:                            X(Softplus, softplus, Real)
 //   2. core/cpu/elementwise.cpp         its math on the host, an Eigen array expression
 //   3. cuda/elementwise.cu              its math on the device (a CUDA build fails without it)
-//   4. autograd/ops_elementwise.h       Variable softplus(const Variable& x);
+//   4. autograd/ops_unary.h             Variable softplus(const Variable& x);
 //   5. autograd/ops_elementwise.cpp     its derivative (dx = g * sigmoid(x))
 //   6. tests/test_elementwise.cpp       its reference value in double precision (unary_ref)
 // Each missing piece is a compile error (2, 3, 6: -Werror=switch; 4, 5: the generated gradcheck
 // calls moelab::softplus), never a silent default. The gradcheck, the CPU value test and the
-// CPU/CUDA parity test then cover it with no further line. A binary op is the same list line,
-// math and reference, plus its autograd forms and gradcheck cases written by hand (its forms,
-// Variable op double and double op Variable, differ from op to op).
+// CPU/CUDA parity test then cover it with no further line. Only the files that include this list
+// or autograd/ops_unary.h recompile (core/kernels.h declares the enums by name only): 24 of some
+// 300 objects, counted by scripts/rebuild_cost.sh; a ctest of that name fails past 24. A binary
+// op is the same list line, math and reference, plus its autograd forms and gradcheck cases
+// written by hand (its forms, Variable op double and double op Variable, differ from op to op).
 // The comparisons eq, ne, lt, le, gt, ge give 1 where the relation holds and 0 elsewhere, in the
 // operands' dtype (a comparison with NaN holds only for ne, as in IEEE and PyTorch); they have no
 // gradient, so autograd offers them as constant masks (autograd/ops_compare.h), beside where().
@@ -75,8 +78,9 @@ namespace moelab::kernels {
 enum class OpDomain { Real, Positive, NonZero };
 
 #define MOELAB_ELEMENTWISE_ENUMERATOR(Op, ...) Op,
-enum class UnaryOp { MOELAB_UNARY_OPS(MOELAB_ELEMENTWISE_ENUMERATOR) };
-enum class BinaryOp { MOELAB_BINARY_OPS(MOELAB_ELEMENTWISE_ENUMERATOR) };
+// The enums core/kernels.h declares by name only (so their underlying type, int, is fixed there too).
+enum class UnaryOp : int { MOELAB_UNARY_OPS(MOELAB_ELEMENTWISE_ENUMERATOR) };
+enum class BinaryOp : int { MOELAB_BINARY_OPS(MOELAB_ELEMENTWISE_ENUMERATOR) };
 #undef MOELAB_ELEMENTWISE_ENUMERATOR
 
 // Every op with its name and domains, in list order (so kUnaryOps[int(op)].op == op).

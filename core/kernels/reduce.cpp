@@ -64,7 +64,7 @@ Tensor mean(const Tensor& x) {
   MOELAB_CHECK(x.numel() > 0, "mean", "the mean of an empty tensor ", x.shape(), " is undefined");
   Tensor total = Tensor::empty(Shape{}, x.dtype(), x.device());
   backend(x.device()).sum(x, 1, x.numel(), 1, total);
-  return binary_scalar(BinaryOp::Div, total, static_cast<double>(x.numel()));
+  return div(total, static_cast<double>(x.numel()));
 }
 
 Tensor mean(const Tensor& x, int axis, bool keepdim) {
@@ -72,7 +72,7 @@ Tensor mean(const Tensor& x, int axis, bool keepdim) {
   const int ax = x.shape().normalize_axis(axis, "mean");
   MOELAB_CHECK(x.shape()[ax] > 0, "mean", "axis ", axis, " of ", x.shape(), " is empty: the mean of nothing is undefined");
   Tensor total = sum_impl(x, ax, keepdim, "mean");
-  return binary_scalar(BinaryOp::Div, total, static_cast<double>(x.shape()[ax]));
+  return div(total, static_cast<double>(x.shape()[ax]));
 }
 
 Tensor max(const Tensor& x) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/kernels.h"
@@ -48,7 +49,7 @@ RoutingPlan AuxFreeRouter::route(const Variable& x) {
   const Variable scores = options_.sigmoid ? sigmoid(logits) : softmax(logits);  // [T, E]
 
   // Selection (constant) on the biased scores: [T, E] + [E] broadcasts the bias over tokens.
-  const Tensor biased = kernels::binary(BinaryOp::Add, scores.data(), expert_bias_);
+  const Tensor biased = kernels::add(scores.data(), expert_bias_);
   PlanParts parts;
   parts.chosen = kernels::topk(biased, static_cast<int>(k())).indices;  // [T, k]
   const Variable g = gather_last(scores, parts.chosen);                // unbiased scores
@@ -57,7 +58,7 @@ RoutingPlan AuxFreeRouter::route(const Variable& x) {
   parts.gates = options_.renorm && k() > 1 ? renormalize_rows(g) : g;
   if (!options_.sigmoid) parts.probs = scores.data();
   // The bias buffer is updated in place later: the metric reads a snapshot of it.
-  parts.extra = [b = kernels::binary_scalar(BinaryOp::Mul, expert_bias_, 1.0)]() {  // a copy
+  parts.extra = [b = kernels::mul(expert_bias_, 1.0)]() {  // a copy
     const std::vector<double> v = host_doubles(b);
     const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
     return std::map<std::string, double>{{"expert_bias_range", *hi - *lo}};
@@ -66,7 +67,7 @@ RoutingPlan AuxFreeRouter::route(const Variable& x) {
 
   if (is_training()) {
     const Tensor counts = kernels::cast(plan.tokens_per_expert, expert_bias_.dtype());
-    pending_ = pending_.defined() ? kernels::binary(BinaryOp::Add, pending_, counts) : counts;
+    pending_ = pending_.defined() ? kernels::add(pending_, counts) : counts;
   }
   return plan;
 }
@@ -74,12 +75,10 @@ RoutingPlan AuxFreeRouter::route(const Variable& x) {
 void AuxFreeRouter::after_optimizer_step() {
   if (!pending_.defined()) return;
   // err_e = mean(c) - c_e; sign(err) = [err > 0] - [err < 0]; b += u * sign(err)
-  const Tensor err = kernels::scalar_binary(BinaryOp::Sub, 0.0,
-                                            kernels::binary(BinaryOp::Sub, pending_, kernels::mean(pending_)));
-  const Tensor sign = kernels::binary(BinaryOp::Sub, positive_mask(err),
-                                      positive_mask(kernels::scalar_binary(BinaryOp::Sub, 0.0, err)));
+  const Tensor err = kernels::sub(0.0, kernels::sub(pending_, kernels::mean(pending_)));
+  const Tensor sign = kernels::sub(positive_mask(err), positive_mask(kernels::sub(0.0, err)));
   const Tensor updated =
-      kernels::binary(BinaryOp::Add, expert_bias_, kernels::binary_scalar(BinaryOp::Mul, sign, options_.update_rate));
+      kernels::add(expert_bias_, kernels::mul(sign, options_.update_rate));
   kernels::copy(expert_bias_, updated);  // in place: the buffer's storage is the module's
   pending_ = Tensor();
 }

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/kernels.h"

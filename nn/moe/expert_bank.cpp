@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "core/factories.h"
 #include "core/kernels.h"
 

@@ -67,7 +67,7 @@ RoutingPlan expert_choice_route(const Variable& x, const Variable& weight, const
   //   mask[t, e]   = 1 if expert e chose token t, else 0: ones scattered into [E, T], transposed
   //   chosen[t, e] = e where mask is 1, kUnusedSlot elsewhere (not a drop: e simply took others)
   const Tensor mask = kernels::transpose(kernels::scatter_add_last(ones({E, C}, dtype, device), chosen, T));  // [T, E]
-  const Tensor column_ids = kernels::binary(kernels::BinaryOp::Mul, ones({T, 1}, dtype, device),
+  const Tensor column_ids = kernels::mul(ones({T, 1}, dtype, device),
                                             arange(0.0, static_cast<double>(E), 1.0, dtype, device).reshape({1, E}));
   PlanParts parts;
   parts.chosen = select_ids(kernels::cast(column_ids, DType::Int32), mask, kUnusedSlot);  // [T, E]

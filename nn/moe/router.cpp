@@ -86,8 +86,7 @@ Tensor counts_from_offsets(const Tensor& offsets) {
   // Through float64 (exact for any int32): the float ops run on every device; int32 ones do not.
   const Tensor f = kernels::cast(offsets, DType::Float64);
   const std::int64_t E = offsets.numel() - 1;
-  return kernels::cast(kernels::binary(kernels::BinaryOp::Sub, kernels::narrow(f, 0, 1, E), kernels::narrow(f, 0, 0, E)),
-                       DType::Int32);
+  return kernels::cast(kernels::sub(kernels::narrow(f, 0, 1, E), kernels::narrow(f, 0, 0, E)), DType::Int32);
 }
 
 

@@ -35,15 +35,13 @@ Variable repeat_column(const Variable& col, std::int64_t k) {
 Tensor repeat_column(const Tensor& col, std::int64_t k) {
   MOELAB_CHECK(col.rank() == 2 && col.size(1) == 1 && k >= 1, "repeat_column", "col must be [T, 1] and k >= 1, got ",
                col.shape(), " and k ", k);
-  return kernels::binary(BinaryOp::Mul, col, ones({1, k}, col.dtype(), col.device()));
+  return kernels::mul(col, ones({1, k}, col.dtype(), col.device()));
 }
 
 Tensor positive_mask(const Tensor& x) {
   // min(max(x * 1e300, 0), 1) in float64: any x >= 1e-300 saturates to 1, x <= 0 gives 0.
   const Tensor f = x.dtype() == DType::Float64 ? x : kernels::cast(x, DType::Float64);
-  const Tensor m = kernels::binary_scalar(
-      BinaryOp::Minimum, kernels::binary_scalar(BinaryOp::Maximum, kernels::binary_scalar(BinaryOp::Mul, f, 1e300), 0.0),
-      1.0);
+  const Tensor m = kernels::minimum(kernels::maximum(kernels::mul(f, 1e300), 0.0), 1.0);
   const DType out = x.dtype() == DType::Int32 ? DType::Float64 : x.dtype();
   return out == DType::Float64 ? m : kernels::cast(m, out);
 }
@@ -51,7 +49,7 @@ Tensor positive_mask(const Tensor& x) {
 Tensor slot_mask(const Tensor& ids, DType dtype) {
   MOELAB_CHECK(ids.dtype() == DType::Int32, "slot_mask", "ids must be int32, got ", ids.dtype());
   // ids + 1 > 0  <=>  ids >= 0
-  const Tensor m = positive_mask(kernels::binary_scalar(BinaryOp::Add, as_f64(ids), 1.0));
+  const Tensor m = positive_mask(kernels::add(as_f64(ids), 1.0));
   return dtype == DType::Float64 ? m : kernels::cast(m, dtype);
 }
 
@@ -62,14 +60,13 @@ Tensor select_ids(const Tensor& ids, const Tensor& keep, std::int32_t sentinel) 
   // (ids - s) * keep + s
   const double s = static_cast<double>(sentinel);
   const Tensor k = kernels::cast(keep, DType::Float64);
-  const Tensor out = kernels::binary_scalar(
-      BinaryOp::Add, kernels::binary(BinaryOp::Mul, kernels::binary_scalar(BinaryOp::Sub, as_f64(ids), s), k), s);
+  const Tensor out = kernels::add(kernels::mul(kernels::sub(as_f64(ids), s), k), s);
   return kernels::cast(out, DType::Int32);
 }
 
 Tensor ids_for_grouping(const Tensor& ids) {
   MOELAB_CHECK(ids.dtype() == DType::Int32, "ids_for_grouping", "ids must be int32, got ", ids.dtype());
-  return kernels::cast(kernels::binary_scalar(BinaryOp::Maximum, as_f64(ids), -1.0), DType::Int32);
+  return kernels::cast(kernels::maximum(as_f64(ids), -1.0), DType::Int32);
 }
 
 Tensor exclusive_prefix_sums(const Tensor& v) {
@@ -78,7 +75,7 @@ Tensor exclusive_prefix_sums(const Tensor& v) {
   // U[i, j] = [j - i > 0], made on v's device from two aranges (nothing uploaded). [k, k]
   const std::int64_t k = v.size(1);
   const Tensor idx = arange(0.0, static_cast<double>(k), 1.0, v.dtype(), v.device());
-  const Tensor u = positive_mask(kernels::binary(BinaryOp::Sub, idx.reshape({1, k}), idx.reshape({k, 1})));
+  const Tensor u = positive_mask(kernels::sub(idx.reshape({1, k}), idx.reshape({k, 1})));
   return kernels::matmul(v, u);  // [T, k] @ [k, k]
 }
 
@@ -167,9 +164,9 @@ RoutingPlan make_routing_plan(const PlanParts& parts, std::int64_t E) {
   Tensor ids = parts.chosen;
   if (parts.keep.defined()) {
     // drop = (1 - keep) * [id >= 0]; ids := ids where drop is 0, -1 where it is 1
-    const Tensor not_kept = kernels::scalar_binary(BinaryOp::Sub, 1.0, kernels::cast(parts.keep, DType::Float64));
-    const Tensor drop = kernels::binary(BinaryOp::Mul, not_kept, slot_mask(ids, DType::Float64));
-    ids = select_ids(ids, kernels::scalar_binary(BinaryOp::Sub, 1.0, drop), kDroppedSlot);
+    const Tensor not_kept = kernels::sub(1.0, kernels::cast(parts.keep, DType::Float64));
+    const Tensor drop = kernels::mul(not_kept, slot_mask(ids, DType::Float64));
+    ids = select_ids(ids, kernels::sub(1.0, drop), kDroppedSlot);
   }
   std::int64_t capacity = parts.capacity;
   Tensor wanted;  // the counts before the capacity, when it was applied in another order than tokens
@@ -178,9 +175,9 @@ RoutingPlan make_routing_plan(const PlanParts& parts, std::int64_t E) {
     const CapacityDrop c = drop_in_order(grouping, E, capacity, parts.capacity_order,
                                          parts.capacity_scores.defined() ? parts.capacity_scores : parts.gates.data());
     // drop = [id >= 0] * [kept < 0]: unused slots stay unused, earlier drops stay dropped
-    const Tensor drop = kernels::binary(BinaryOp::Mul, slot_mask(ids, DType::Float64),
-                                        kernels::scalar_binary(BinaryOp::Sub, 1.0, slot_mask(c.kept, DType::Float64)));
-    ids = select_ids(ids, kernels::scalar_binary(BinaryOp::Sub, 1.0, drop), kDroppedSlot);
+    const Tensor drop = kernels::mul(slot_mask(ids, DType::Float64),
+                                        kernels::sub(1.0, slot_mask(c.kept, DType::Float64)));
+    ids = select_ids(ids, kernels::sub(1.0, drop), kDroppedSlot);
     wanted = c.wanted;
     capacity = -1;  // applied: the grouping below only sorts
   }
@@ -193,10 +190,9 @@ RoutingPlan make_routing_plan(const PlanParts& parts, std::int64_t E) {
   plan.tokens_per_expert = counts_from_offsets(groups.offsets);
   if (parts.variable_slots) {
     // unused = [ids == -2] = [-1 - ids > 0]; experts = kept - unused puts -2 back in those slots
-    const Tensor unused = positive_mask(kernels::scalar_binary(BinaryOp::Sub, -1.0, as_f64(ids)));  // [T, k]
-    plan.experts = kernels::cast(kernels::binary(BinaryOp::Sub, as_f64(groups.kept), unused), DType::Int32);
-    plan.slots = kernels::cast(kernels::scalar_binary(BinaryOp::Sub, static_cast<double>(k), kernels::sum(unused, 1)),
-                               DType::Int32);  // [T]
+    const Tensor unused = positive_mask(kernels::sub(-1.0, as_f64(ids)));  // [T, k]
+    plan.experts = kernels::cast(kernels::sub(as_f64(groups.kept), unused), DType::Int32);
+    plan.slots = kernels::cast(kernels::sub(static_cast<double>(k), kernels::sum(unused, 1)), DType::Int32);  // [T]
   } else {
     plan.experts = groups.kept;
   }
@@ -207,7 +203,7 @@ RoutingPlan make_routing_plan(const PlanParts& parts, std::int64_t E) {
   if (parts.renormalize_kept) {
     // g / sum of the row's kept g; a row with nothing kept divides its zeros by 1.
     const Variable row_sum = sum(plan.gates, 1, /*keepdim=*/true);  // [T, 1]
-    const Tensor empty_row = kernels::scalar_binary(BinaryOp::Sub, 1.0, positive_mask(row_sum.data()));
+    const Tensor empty_row = kernels::sub(1.0, positive_mask(row_sum.data()));
     plan.gates = plan.gates / (row_sum + Variable(kernels::cast(empty_row, plan.gates.dtype())));
   }
   if (parts.max_kept >= 0)

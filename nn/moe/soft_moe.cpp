@@ -9,6 +9,7 @@
 
 #include "autograd/no_grad.h"
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "core/factories.h"
 #include "core/kernels.h"
 

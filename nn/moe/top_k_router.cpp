@@ -124,8 +124,7 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   RoutingPlan plan = make_routing_plan(parts, E);
 
   // f_e = wanted_e / (T*k): the routing decision before dropping (constant). [E]
-  const Tensor f = kernels::binary_scalar(kernels::BinaryOp::Div, kernels::cast(plan.groups->wanted, x.dtype()),
-                                          static_cast<double>(T * k));
+  const Tensor f = kernels::div(kernels::cast(plan.groups->wanted, x.dtype()), static_cast<double>(T * k));
 
   // The toolkit's metrics plus the two aux losses' raw values (host, float64, on demand).
   plan.metrics = [common = plan.metrics, probs = probs.data(), logits = logits.data(), f, T, E]() {
@@ -159,7 +158,7 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   if (o.z_loss > 0.0) {
     // logsumexp(l_t) = l_t0 - log_softmax(l_t)_0, stable and built from differentiable ops. [T, 1]
     Variable lse = narrow(logits, 1, 0, 1) - narrow(log_softmax(logits), 1, 0, 1);
-    plan.aux_losses.emplace_back("z_loss", mean(square(lse)) * o.z_loss);
+    plan.aux_losses.emplace_back("z_loss", mean(lse * lse) * o.z_loss);
   }
   return plan;
 }

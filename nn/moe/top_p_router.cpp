@@ -45,7 +45,7 @@ RoutingPlan top_p_route(const Variable& x, const Variable& weight, const Variabl
   // Selection (constant): experts by decreasing p; slot j used while the mass before it < threshold.
   const kernels::TopKResult sorted = kernels::topk(probs.data(), static_cast<int>(K));     // [T, K]
   const Tensor before = exclusive_prefix_sums(sorted.values);                              // [T, K]
-  const Tensor used = positive_mask(kernels::scalar_binary(kernels::BinaryOp::Sub, o.threshold, before));  // 0/1
+  const Tensor used = positive_mask(kernels::sub(o.threshold, before));  // 0/1
 
   PlanParts parts;
   parts.chosen = select_ids(sorted.indices, used, kUnusedSlot);
@@ -63,7 +63,7 @@ RoutingPlan top_p_route(const Variable& x, const Variable& weight, const Variabl
   if (o.load_balance > 0.0) {
     // f_e = used slots of e / all used slots (constant) [E]
     const Tensor counts = kernels::cast(plan.tokens_per_expert, x.dtype());
-    const Tensor f = kernels::binary(kernels::BinaryOp::Div, counts, kernels::sum(counts));
+    const Tensor f = kernels::div(counts, kernels::sum(counts));
     plan.aux_losses.emplace_back("load_balance", sum(mean(probs, 0) * Variable(f)) * (o.load_balance * E));
   }
   return plan;

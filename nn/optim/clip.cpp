@@ -22,14 +22,14 @@ Tensor grad_norm_tensor(const std::vector<Variable>& params) {
     if (!g.defined() || g.numel() == 0) continue;
     // Square in the gradient's dtype, sum in double along a fixed tree (core/cpu/accumulate.h),
     // then add the per-parameter sums in parameter order in double.
-    const Tensor s = kernels::sum(kernels::unary(kernels::UnaryOp::Square, g)).to(DType::Float64);
-    sum_sq = sum_sq.defined() ? kernels::binary(BinaryOp::Add, sum_sq, s) : s;
+    const Tensor s = kernels::sum(kernels::square(g)).to(DType::Float64);
+    sum_sq = sum_sq.defined() ? kernels::add(sum_sq, s) : s;
   }
   if (!sum_sq.defined()) {  // no gradient at all: norm 0, on the CPU
     sum_sq = Tensor::empty(Shape{}, DType::Float64, Device::cpu());
     kernels::fill(sum_sq, 0.0);
   }
-  return kernels::unary(kernels::UnaryOp::Sqrt, sum_sq);
+  return kernels::sqrt(sum_sq);
 }
 
 double grad_norm(const std::vector<Variable>& params) { return grad_norm_tensor(params).item<double>(); }
@@ -41,13 +41,13 @@ Tensor clip_grad_norm_tensor(const std::vector<Variable>& params, double max_nor
   // factor = min(1, max_norm / (total + 1e-6)), all in double: exactly the old host arithmetic.
   // A factor of 1 multiplies every gradient by 1, which changes no bit.
   const Tensor coef =
-      kernels::scalar_binary(BinaryOp::Div, max_norm, kernels::binary_scalar(BinaryOp::Add, total, 1e-6));
-  const Tensor factor = kernels::binary_scalar(BinaryOp::Minimum, coef, 1.0);
+      kernels::div(max_norm, kernels::add(total, 1e-6));
+  const Tensor factor = kernels::minimum(coef, 1.0);
   for (Variable p : params) {
     const Tensor& g = p.grad();
     if (!g.defined() || g.numel() == 0) continue;
     // The factor rounded once to the gradient's dtype, as binary_scalar rounds its double.
-    p.set_grad(kernels::binary(BinaryOp::Mul, g, factor.to(g.dtype())));
+    p.set_grad(kernels::mul(g, factor.to(g.dtype())));
   }
   return total;
 }
@@ -63,7 +63,7 @@ double clip_grad_norm(const std::vector<Variable>& params, double max_norm) {
   for (Variable p : params) {
     const Tensor& g = p.grad();
     if (!g.defined()) continue;
-    p.set_grad(kernels::binary_scalar(BinaryOp::Mul, g, coef));
+    p.set_grad(kernels::mul(g, coef));
   }
   return total;
 }
