@@ -15,16 +15,20 @@ namespace moelab {
 
 namespace {
 constexpr const char* kScheme = "AuxFreeRouter";
-using kernels::BinaryOp;
 }  // namespace
 
 AuxFreeOptions parse_aux_free_options(const RouterConfig& config) {
-  check_router_options(config, {"score", "renorm", "update_rate", "bias"}, kScheme);
+  check_router_options(config, {"score", "renorm", "update_rate", "bias", "groups", "topk_groups", "scale", "seq_aux"},
+                       kScheme);
   AuxFreeOptions o;
   o.sigmoid = router_option_choice(config, "score", "sigmoid", {"sigmoid", "softmax"}, kScheme) == "sigmoid";
   o.renorm = router_option_bool(config, "renorm", true, kScheme);
   o.update_rate = router_option_double(config, "update_rate", 1e-3, kScheme);
   o.bias = router_option_bool(config, "bias", false, kScheme);
+  o.groups = router_option_int(config, "groups", 1, kScheme);
+  o.topk_groups = router_option_int(config, "topk_groups", 0, kScheme);
+  o.scale = router_option_double(config, "scale", 1.0, kScheme);
+  o.seq_aux = router_option_double(config, "seq_aux", 0.0, kScheme);
   return o;
 }
 
@@ -34,14 +38,65 @@ AuxFreeRouter::AuxFreeRouter(std::int64_t d, std::int64_t experts, std::int64_t 
   MOELAB_CHECK(dtype != DType::Int32, kScheme, "needs a float dtype, got ", dtype);
   MOELAB_CHECK(options.update_rate >= 0.0 && std::isfinite(options.update_rate), kScheme,
                "update_rate must be a finite number >= 0, got ", options.update_rate);
+  const std::int64_t G = options.groups;
+  MOELAB_CHECK(G >= 1 && experts % G == 0, kScheme, "groups must be >= 1 and divide the ", experts,
+               " experts, got ", G);
+  if (options_.topk_groups == 0) options_.topk_groups = G;
+  const std::int64_t M = options_.topk_groups;
+  MOELAB_CHECK(M >= 1 && M <= G, kScheme, "topk_groups must be in [1, groups = ", G, "], got ", M);
+  MOELAB_CHECK(G == 1 || experts / G >= 2, kScheme, "a group's score sums its two best experts: groups of ",
+               experts / G, " expert(s) are too small (", experts, " experts in ", G, " groups)");
+  MOELAB_CHECK(k <= M * (experts / G), kScheme, "k = ", k, " experts do not fit in ", M, " groups of ", experts / G);
+  MOELAB_CHECK(options.scale > 0.0 && std::isfinite(options.scale), kScheme,
+               "scale must be a finite number > 0, got ", options.scale);
+  MOELAB_CHECK(options.seq_aux >= 0.0 && std::isfinite(options.seq_aux), kScheme,
+               "seq_aux must be a finite number >= 0, got ", options.seq_aux);
   const double bound = 1.0 / std::sqrt(static_cast<double>(d));
   weight_ = register_parameter("weight", uniform({experts, d}, -bound, bound, gen, dtype));
   if (options.bias) bias_ = register_parameter("bias", zeros({experts}, dtype));
   expert_bias_ = register_buffer("expert_bias", zeros({experts}, dtype));
 }
 
-RoutingPlan AuxFreeRouter::route(const Variable& x) {
+Tensor AuxFreeRouter::choose(const Tensor& biased) const {
+  const int k = static_cast<int>(this->k());
+  const std::int64_t G = options_.groups, M = options_.topk_groups;
+  if (M == G) return kernels::topk(biased, k).indices;  // [T, k]: no group limit
+  const std::int64_t T = biased.size(0), E = experts(), per = E / G;
+  // A group's score: the sum of its two best biased scores (DeepSeek-V3, with the bias).
+  const Tensor best2 = kernels::topk(biased.reshape({T * G, per}), 2).values;            // [T G, 2]
+  const Tensor group_score = kernels::sum(best2, 1).reshape({T, G});                     // [T, G]
+  const Tensor picked = kernels::topk(group_score, static_cast<int>(M)).indices;          // int32 [T, M]
+  // in_group[t, g] = 1 when g is among t's M groups: compare the picks with 0..G-1 and add.
+  const Tensor groups = arange(0.0, static_cast<double>(G), 1.0, biased.dtype(), biased.device());  // [G]
+  const Tensor in_group = kernels::sum(
+      kernels::eq(kernels::cast(picked, biased.dtype()).reshape({T, M, 1}), groups), 1);  // [T, G]
+  // Experts of the other groups drop to -1e30, far below any score + bias, so top-k skips them
+  // (k <= M * per was checked). Written as in * s + (1 - in) * (-1e30): exact for the kept ones.
+  const Tensor keep = kernels::mul(in_group.reshape({T, G, 1}), ones({1, 1, per}, biased.dtype(), biased.device()))
+                          .reshape({T, E});                                                 // [T, E]
+  const Tensor masked = kernels::add(kernels::mul(keep, biased), kernels::mul(kernels::sub(1.0, keep), -1e30));
+  return kernels::topk(masked, k).indices;
+}
+
+Variable AuxFreeRouter::sequence_balance_loss(const Variable& scores, const Tensor& chosen,
+                                              std::int64_t sequence_length) const {
+  const std::int64_t T = scores.size(0), E = experts(), k = this->k(), S = sequence_length, B = T / S;
+  const DType dtype = scores.dtype();
+  // f[b, e] = E / (k S) * (times e was chosen in sequence b): compare every choice with 0..E-1.
+  const Tensor all_experts = arange(0.0, static_cast<double>(E), 1.0, dtype, scores.device());  // [E]
+  const Tensor hits = kernels::eq(kernels::cast(chosen, dtype).reshape({B, S * k, 1}), all_experts);  // [B, S k, E]
+  const Tensor f = kernels::mul(kernels::sum(hits, 1), static_cast<double>(E) / static_cast<double>(k * S));  // [B, E]
+  // P[b, e] = mean over the sequence of the per-token normalised scores.
+  const Variable normalised = scores / sum(scores, 1, /*keepdim=*/true);             // [T, E]
+  const Variable P = mean(reshape(normalised, {B, S, E}), 1);                       // [B, E]
+  return mean(sum(Variable(f) * P, 1)) * options_.seq_aux;                          // []
+}
+
+RoutingPlan AuxFreeRouter::route(const Variable& x) { return route_sequences(x, x.defined() ? x.size(0) : 1); }
+
+RoutingPlan AuxFreeRouter::route_sequences(const Variable& x, std::int64_t sequence_length) {
   check_input(x, kScheme);
+  check_sequence_length(x, sequence_length, kScheme);
   MOELAB_CHECK(x.dtype() == weight_.dtype(), kScheme, "x is ", x.dtype(), " but the router weight is ", weight_.dtype());
   const std::int64_t E = experts();
   Variable logits = matmul(x, weight_, false, /*trans_b=*/true);  // [T, E]
@@ -51,11 +106,12 @@ RoutingPlan AuxFreeRouter::route(const Variable& x) {
   // Selection (constant) on the biased scores: [T, E] + [E] broadcasts the bias over tokens.
   const Tensor biased = kernels::add(scores.data(), expert_bias_);
   PlanParts parts;
-  parts.chosen = kernels::topk(biased, static_cast<int>(k())).indices;  // [T, k]
-  const Variable g = gather_last(scores, parts.chosen);                // unbiased scores
+  parts.chosen = choose(biased);                                 // [T, k]
+  const Variable g = gather_last(scores, parts.chosen);          // unbiased scores
   // Renormalised only when k > 1, as Megatron-LM's router does: at k = 1 it would make every gate
   // s/s = 1 and the router would get no gradient from the task loss (the k = 1 trap).
-  parts.gates = options_.renorm && k() > 1 ? renormalize_rows(g) : g;
+  const Variable renormed = options_.renorm && k() > 1 ? renormalize_rows(g) : g;
+  parts.gates = options_.scale != 1.0 ? renormed * options_.scale : renormed;
   if (!options_.sigmoid) parts.probs = scores.data();
   // The bias buffer is updated in place later: the metric reads a snapshot of it.
   parts.extra = [b = kernels::mul(expert_bias_, 1.0)]() {  // a copy
@@ -64,6 +120,8 @@ RoutingPlan AuxFreeRouter::route(const Variable& x) {
     return std::map<std::string, double>{{"expert_bias_range", *hi - *lo}};
   };
   RoutingPlan plan = make_routing_plan(parts, E);
+  if (options_.seq_aux > 0.0)
+    plan.aux_losses.emplace_back("seq_aux", sequence_balance_loss(scores, parts.chosen, sequence_length));
 
   if (is_training()) {
     const Tensor counts = kernels::cast(plan.tokens_per_expert, expert_bias_.dtype());

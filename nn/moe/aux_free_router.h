@@ -25,8 +25,25 @@
 // exact here since mean_e c - c_e is a multiple of 1/E): nothing is read back.
 // Selection per token depends only on that token and the bias, so a causal decoder stays causal.
 //
+// DeepSeek-V3's router in full (its inference/model.py Gate, and section 2.1.2 of the report),
+// three more options, all off by default:
+//   groups = G, topk_groups = M   group-limited (node-limited) routing: the E experts form G
+//            groups of E / G; a group's score is the sum of its two largest s + b; each token
+//            picks its M best groups and its k experts among theirs only (V3: G = 8, M = 4)
+//   scale = c      the routed scaling factor: every gate is multiplied by c after the
+//                  renormalisation (V3: 2.5), so the gates sum to c
+//   seq_aux = a    the complementary sequence-wise balance loss, beside the bias (V3: a tiny a,
+//                  0.0001). For each sequence of S tokens (Router::route_sequences: the MoE layer
+//                  passes its [B, S, d] shape; a [T, d] input is one sequence):
+//                    s'_t,e = s_t,e / sum_j s_t,j          (the scores normalised per token)
+//                    f_e = E / (k S) * #{t in the sequence : e among t's k chosen experts}
+//                    P_e = (1 / S) sum_t s'_t,e
+//                    L = a * sum_e f_e P_e, averaged over the B sequences ("seq_aux" in the plan)
+//                  f is a count (no gradient); the router learns from P.
+//
 // Options: score ("sigmoid" | "softmax"), renorm (default true), update_rate u >= 0 (0 freezes the
-// bias), bias ("true": a trainable logit bias as well, distinct from the selection bias).
+// bias), bias ("true": a trainable logit bias as well, distinct from the selection bias), groups,
+// topk_groups, scale, seq_aux (above).
 // Metrics: the toolkit's, and expert_bias_range = max_e b - min_e b.
 #pragma once
 
@@ -42,6 +59,10 @@ struct AuxFreeOptions {
   bool renorm = true;
   double update_rate = 1e-3;
   bool bias = false;
+  std::int64_t groups = 1;       // G: expert groups (1: no group limit)
+  std::int64_t topk_groups = 0;  // M: groups each token may use (0: all G)
+  double scale = 1.0;            // the routed scaling factor
+  double seq_aux = 0.0;          // the sequence-wise balance loss's coefficient (0: none)
 };
 
 AuxFreeOptions parse_aux_free_options(const RouterConfig& config);
@@ -52,11 +73,14 @@ class AuxFreeRouter : public Router {
                 DType dtype = DType::Float32);
 
   // x: [T, d] -> plan; in training mode, adds the plan's tokens per expert to the pending counts.
+  // route(x) treats the T tokens as one sequence (for seq_aux).
   RoutingPlan route(const Variable& x) override;
+  RoutingPlan route_sequences(const Variable& x, std::int64_t sequence_length) override;
   // b += u * sign(mean(c) - c) over the pending counts, then clears them (no-op without any).
   void after_optimizer_step() override;
   // One when renormalised (k > 1); else sigmoid scores promise nothing, softmax ones sum to <= 1.
   GateSum gate_sum() const override {
+    if (options_.scale != 1.0) return GateSum::Free;  // they sum to scale
     if (options_.renorm && k() > 1) return GateSum::One;
     return options_.sigmoid ? GateSum::Free : GateSum::AtMostOne;
   }
@@ -69,6 +93,11 @@ class AuxFreeRouter : public Router {
   Variable weight_, bias_;
   Tensor expert_bias_;  // a buffer: shares storage with the module's "expert_bias"
   Tensor pending_;      // [E] assignments counted since the last update (undefined: none)
+
+  // The k experts of each token on the biased scores [T, E], within its topk_groups best groups.
+  Tensor choose(const Tensor& biased) const;
+  // The sequence-wise balance loss (seq_aux) of the chosen ids [T, k] and the scores [T, E].
+  Variable sequence_balance_loss(const Variable& scores, const Tensor& chosen, std::int64_t sequence_length) const;
 };
 
 // The registry's factory for "aux-free".

@@ -56,7 +56,9 @@ Variable MoELayer::forward_with_aux(const Variable& x, AuxLosses& aux) {
   const Variable xf = x.rank() == 2 ? x : reshape(x, {-1, d});  // [T, d]
   const std::int64_t T = xf.size(0);
 
-  RoutingPlan plan = router_->route(xf);
+  // [B, S, d]: B sequences of S tokens, for routers that look at sequences; [T, d]: one sequence.
+  const std::int64_t sequence_length = x.rank() >= 3 ? x.size(-2) : T;
+  RoutingPlan plan = router_->route_sequences(xf, sequence_length);
   for (const auto& [name, loss] : plan.aux_losses) aux.add(name, loss);
   metrics_ = plan.metrics;
   tokens_per_expert_ = plan.tokens_per_expert;

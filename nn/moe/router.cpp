@@ -73,6 +73,18 @@ void Router::check_input(const Variable& x, const char* scheme) const {
   MOELAB_CHECK(x.size(0) >= 1, scheme, "x must have at least one token, got ", x.shape());
 }
 
+RoutingPlan Router::route_sequences(const Variable& x, std::int64_t sequence_length) {
+  check_sequence_length(x, sequence_length, "Router::route_sequences");
+  return route(x);
+}
+
+void Router::check_sequence_length(const Variable& x, std::int64_t sequence_length, const char* scheme) const {
+  MOELAB_CHECK(x.defined() && x.rank() == 2, scheme, "x must be [T, ", d_, "], got ",
+               x.defined() ? x.shape().str() : std::string("an undefined Variable"));
+  MOELAB_CHECK(sequence_length >= 1 && x.size(0) % sequence_length == 0, scheme, "sequence_length ", sequence_length,
+               " must be >= 1 and divide the ", x.size(0), " tokens");
+}
+
 const char* gate_sum_name(GateSum sum) {
   switch (sum) {
     case GateSum::Free: return "free";
@@ -144,6 +156,15 @@ double router_option_double(const RouterConfig& config, const std::string& key, 
   MOELAB_CHECK(parsed && std::isfinite(v), scheme, "option '", key, "' must be a number, got '", *text, "'");
   MOELAB_CHECK(v >= min_value, scheme, "option '", key, "' must be >= ", min_value, ", got '", *text, "'");
   return v;
+}
+
+std::int64_t router_option_int(const RouterConfig& config, const std::string& key, std::int64_t fallback,
+                               const char* scheme, std::int64_t min_value) {
+  const double v = router_option_double(config, key, static_cast<double>(fallback), scheme,
+                                        static_cast<double>(min_value));
+  MOELAB_CHECK(v == std::floor(v) && v <= 1e15, scheme, "option '", key, "' must be a whole number, got '",
+               *find_option(config, key), "'");
+  return static_cast<std::int64_t>(v);
 }
 
 bool router_option_bool(const RouterConfig& config, const std::string& key, bool fallback, const char* scheme) {

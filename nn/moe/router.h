@@ -102,6 +102,12 @@ class Router : public Module {
  public:
   // x: [T, d] -> the plan for its T*k assignments.
   virtual RoutingPlan route(const Variable& x) = 0;
+  // The same, told that the T tokens are T / sequence_length sequences of sequence_length
+  // consecutive tokens (the MoE layer passes its input's [B, S, d] shape this way; a [T, d]
+  // input is one sequence). For schemes that look at sequences, such as DeepSeek-V3's
+  // sequence-wise balance loss (aux-free's option seq_aux); the default checks that the length
+  // divides T and routes as route(x).
+  virtual RoutingPlan route_sequences(const Variable& x, std::int64_t sequence_length);
 
   std::int64_t d() const { return d_; }
   std::int64_t experts() const { return experts_; }
@@ -122,6 +128,8 @@ class Router : public Module {
   Router(std::int64_t d, std::int64_t experts, std::int64_t k, const char* scheme);
   // Checks that x is [T, d] with T >= 1 (throws naming `scheme`).
   void check_input(const Variable& x, const char* scheme) const;
+  // Checks that sequence_length >= 1 divides x's T (throws naming `scheme`).
+  void check_sequence_length(const Variable& x, std::int64_t sequence_length, const char* scheme) const;
 
  private:
   std::int64_t d_, experts_, k_;
@@ -154,6 +162,9 @@ void check_router_options(const RouterConfig& config, const std::vector<std::str
 // not a finite number or below `min_value`.
 double router_option_double(const RouterConfig& config, const std::string& key, double fallback, const char* scheme,
                             double min_value = 0.0);
+// The option as a whole number >= min_value (default when absent); throws naming key and value.
+std::int64_t router_option_int(const RouterConfig& config, const std::string& key, std::int64_t fallback,
+                               const char* scheme, std::int64_t min_value = 0);
 // The option as a boolean ("true"/"false"/"1"/"0"); throws naming key and value otherwise.
 bool router_option_bool(const RouterConfig& config, const std::string& key, bool fallback, const char* scheme);
 // The option as one of `choices`; throws naming key, value and the choices otherwise.
