@@ -12,7 +12,10 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <set>
 
 #include "core/parallel.h"
 #include "tasks/common/run_dir.h"
@@ -160,4 +163,57 @@ TEST_CASE("routing schemes: names, equal parameters, usage errors") {
   const ModelSize a = model_size(*topk), b = model_size(*shared);
   CHECK(a.non_embedding - b.non_embedding == 2 * 16);
   CHECK(a.active - b.active == 2 * 16);
+}
+
+TEST_CASE("routing schemes as data: custom_schemes defines, checks and runs a scheme by name") {
+  const std::vector<RouterScheme> custom =
+      parse_custom_schemes("dsv3:aux-free:groups=2:topk_groups=1:scale=2.5;top1:topk:k=1:gates=softmax-topk:shared=1");
+  REQUIRE(custom.size() == 2);
+  CHECK(custom[0].name == "dsv3");
+  CHECK(custom[0].router == "aux-free");
+  CHECK(custom[0].k == 2);
+  CHECK(custom[0].options == std::map<std::string, std::string>{{"groups", "2"}, {"topk_groups", "1"}, {"scale", "2.5"}});
+  CHECK(custom[1].k == 1);
+  CHECK(custom[1].shared_experts == 1);
+  CHECK(custom[1].options == std::map<std::string, std::string>{{"gates", "softmax-topk"}});
+  CHECK(parse_custom_schemes("").empty());
+
+  SchemeSettings knobs;
+  knobs.custom = custom;
+  CHECK(parse_scheme_list("topk,dsv3", knobs) == std::vector<std::string>{"topk", "dsv3"});
+  CHECK_THROWS_AS(parse_scheme_list("topk,dsv3"), UsageError);  // not defined without the settings
+  CHECK(router_scheme("dsv3", knobs, 4).router == "aux-free");
+  CHECK_THROWS_AS(router_scheme("top1", knobs, 2), UsageError);  // 1 shared of 2: 1 routed expert left
+
+  for (const char* bad : {"topk:topk", "x:no-such-router", "x:expert-choice", "x:topk:k=0", "x:topk:k=two",
+                          "x:topk:novalue", "x:topk:a=1:a=2", "a:topk;a:topk", "x:topk;", "x", "x y:topk", ";"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_custom_schemes(bad), UsageError);
+  }
+
+  // The experiment refuses a custom scheme whose router refuses its options, before any work, and
+  // runs a good one beside a built-in scheme: each gets its rows.
+  const Experiment e = routers_experiment();
+  Settings bad = e.settings();
+  bad.set_assignment("custom_schemes=odd:aux-free:groups=3");
+  bad.set_assignment("schemes=topk,odd");
+  CHECK_THROWS_AS(e.validate(bad), UsageError);
+
+  set_num_threads(1);
+  Settings s = e.settings();
+  for (const char* kv : {"tasks=phonebook", "custom_schemes=dsv3:aux-free:groups=2:topk_groups=1:scale=2.5:seq_aux=0.001",
+                         "schemes=topk,dsv3", "d=16", "heads=2", "layers=1", "experts=4", "book_sizes=32", "steps=20",
+                         "batch=16", "log_every=10", "test_names=8", "seeds=0"})
+    s.set_assignment(kv);
+  e.validate(s);
+  testing::TempDir tmp;
+  const RunDir dir(tmp.path() / "routers");
+  const RunContext ctx{s, dir, "test", /*seed=*/0, /*threads=*/1, Device::cpu()};
+  REQUIRE(e.run(ctx) == 0);
+  std::set<std::string> schemes;
+  for (const auto& r : read_csv(dir.file("results.csv"))) schemes.insert(r.text("scheme"));
+  CHECK(schemes == std::set<std::string>{"topk", "dsv3"});
+  std::ifstream summary(dir.file("summary.md"));
+  const std::string text((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
+  CHECK(text.find("custom: aux-free, k 2, groups=2 topk_groups=1 scale=2.5 seq_aux=0.001") != std::string::npos);
 }

@@ -2,9 +2,12 @@
 #include "tasks/routers/router_schemes.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <sstream>
 
 #include "nn/moe/moe_decoder.h"
+#include "nn/moe/router.h"
 #include "tasks/common/run_dir.h"
 #include "tasks/common/settings.h"
 
@@ -36,7 +39,10 @@ RouterScheme router_scheme(const std::string& name, const SchemeSettings& s, std
   const std::string lb = option_number(s.load_balance);
   RouterScheme r;
   r.name = name;
-  if (name == "topk") {
+  const auto custom = std::find_if(s.custom.begin(), s.custom.end(), [&](const RouterScheme& c) { return c.name == name; });
+  if (custom != s.custom.end()) {
+    r = *custom;
+  } else if (name == "topk") {
     r.router = "topk";
     r.description = "top-2, Mixtral gates, no aux loss, no capacity (the Mixture of Parrots baseline)";
   } else if (name == "topk-aux") {
@@ -65,7 +71,9 @@ RouterScheme router_scheme(const std::string& name, const SchemeSettings& s, std
     r.description = "1 shared expert + top-1 of " + std::to_string(experts - 1) +
                     " routed, gate = softmax probability (DeepSeekMoE)";
   } else {
-    throw UsageError("no routing scheme '" + name + "' (the schemes: " + joined_names() + ")");
+    std::string known = joined_names();
+    for (const RouterScheme& c : s.custom) known += ", " + c.name;
+    throw UsageError("no routing scheme '" + name + "' (the schemes: " + known + ")");
   }
   const std::int64_t routed = experts - r.shared_experts;
   if (routed < 2 || r.k > routed)
@@ -74,7 +82,7 @@ RouterScheme router_scheme(const std::string& name, const SchemeSettings& s, std
   return r;
 }
 
-std::vector<std::string> parse_scheme_list(const std::string& text) {
+std::vector<std::string> parse_scheme_list(const std::string& text, const SchemeSettings& settings) {
   std::vector<std::string> out;
   // getline drops a last empty item: "topk," would read as "topk" (router_options refuses it too).
   if (!text.empty() && text.back() == ',')
@@ -85,10 +93,66 @@ std::vector<std::string> parse_scheme_list(const std::string& text) {
     if (name.empty()) throw UsageError("schemes: an empty name in '" + text + "' (the schemes: " + joined_names() + ")");
     if (std::find(out.begin(), out.end(), name) != out.end())
       throw UsageError("schemes: '" + name + "' is listed twice");
-    router_scheme(name, SchemeSettings{}, 8);  // the name is known
+    router_scheme(name, settings, 64);  // the name is known (64 experts: enough for any k)
     out.push_back(name);
   }
   if (out.empty()) throw UsageError("schemes: give at least one (the schemes: " + joined_names() + ")");
+  return out;
+}
+
+std::vector<RouterScheme> parse_custom_schemes(const std::string& text) {
+  std::vector<RouterScheme> out;
+  if (text.empty()) return out;
+  const auto refuse = [&](const std::string& entry, const std::string& why) {
+    throw UsageError("custom_schemes: '" + entry + "': " + why +
+                     " (the form: NAME:ROUTER[:KEY=VALUE]..., several separated by ';')");
+  };
+  std::stringstream entries(text);
+  std::string entry;
+  while (std::getline(entries, entry, ';')) {
+    std::vector<std::string> parts;
+    std::stringstream fields(entry);
+    std::string field;
+    while (std::getline(fields, field, ':')) parts.push_back(field);
+    if (parts.size() < 2 || parts[0].empty() || parts[1].empty()) refuse(entry, "needs a name and a router");
+    RouterScheme r;
+    r.name = parts[0], r.router = parts[1];
+    const bool name_ok = std::all_of(r.name.begin(), r.name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+    });
+    if (!name_ok) refuse(entry, "a name is letters, digits, '-' and '_'");
+    const std::vector<std::string> builtin = scheme_names();
+    if (std::find(builtin.begin(), builtin.end(), r.name) != builtin.end()) refuse(entry, "a built-in scheme's name");
+    for (const RouterScheme& c : out)
+      if (c.name == r.name) refuse(entry, "the name is defined twice");
+    const std::vector<std::string> routers = router_names();
+    if (std::find(routers.begin(), routers.end(), r.router) == routers.end())
+      refuse(entry, "no router '" + r.router + "'");
+    if (r.router == "expert-choice") refuse(entry, "expert-choice is not causal (tasks/routers/router_schemes.h)");
+    std::string options;
+    for (std::size_t i = 2; i < parts.size(); ++i) {
+      const std::size_t eq = parts[i].find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == parts[i].size()) refuse(entry, "'" + parts[i] + "' is not KEY=VALUE");
+      const std::string key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
+      if (key == "k" || key == "shared") {
+        char* end = nullptr;
+        const long long v = std::strtoll(value.c_str(), &end, 10);
+        if (end != value.c_str() + value.size() || v < (key == "k" ? 1 : 0) || v > 4096)
+          refuse(entry, key + " must be a whole number" + (key == "k" ? " >= 1" : " >= 0") + ", got '" + value + "'");
+        (key == "k" ? r.k : r.shared_experts) = v;
+      } else {
+        if (!r.options.emplace(key, value).second) refuse(entry, "option '" + key + "' given twice");
+        options += " " + key + "=" + value;
+      }
+    }
+    r.variable_k = r.router == "top-p";
+    r.batch_dependent = r.router == "balanced";
+    r.description = "custom: " + r.router + ", k " + std::to_string(r.k) +
+                    (r.shared_experts > 0 ? ", " + std::to_string(r.shared_experts) + " shared" : "") +
+                    (options.empty() ? "" : "," + options);
+    out.push_back(std::move(r));
+  }
+  if (out.empty() || text.back() == ';') refuse(text, "an empty entry");
   return out;
 }
 

@@ -24,6 +24,11 @@
 //                 all, so total AND active parameters equal topk's (the router has E - 1 rows,
 //                 d fewer parameters per layer)
 //
+// More schemes without editing this file: the setting custom_schemes (parse_custom_schemes
+// below), e.g. DeepSeek-V3's full router beside the others:
+//   moelab routers --set schemes=topk,aux-free,dsv3
+//                  --set custom_schemes=dsv3:aux-free:groups=2:topk_groups=1:scale=2.5
+//
 // Left out on purpose: expert choice (nn/moe/expert_choice_router.h). Its experts choose tokens
 // across the whole batch, later positions included, so a causal decoder trained with it sees the
 // future, and greedy decoding (one batch of prompts at a time) routes differently from training:
@@ -48,13 +53,17 @@
 
 namespace moelab {
 
-// The knobs of the schemes that have one (the experiment's settings).
+struct RouterScheme;
+
+// The knobs of the schemes that have one (the experiment's settings), and the schemes defined on
+// the command line (setting custom_schemes, parse_custom_schemes below).
 struct SchemeSettings {
   double load_balance = 0.01;     // Switch loss coefficient (topk-aux, topk-cap, top-p)
   double capacity_factor = 1.25;  // topk-cap
   double aux_free_rate = 1e-3;    // aux-free's bias update rate u
   double top_p_threshold = 0.4;   // top-p's p
   std::int64_t top_p_max_k = 0;   // top-p's most experts per token (0: all E)
+  std::vector<RouterScheme> custom;  // more schemes, by name
 };
 
 struct RouterScheme {
@@ -74,9 +83,18 @@ std::vector<std::string> scheme_names();
 // name, or when E is too small for it: at least 2 routed experts and k of them, so E >= 2 for
 // top-2, E >= 3 for shared-top1, E >= top_p_max_k for top-p).
 RouterScheme router_scheme(const std::string& name, const SchemeSettings& settings, std::int64_t experts);
-// "a,b,c" -> names, each checked by router_scheme; UsageError for an empty list, an empty name
-// (a trailing comma included) or a repeat.
-std::vector<std::string> parse_scheme_list(const std::string& text);
+// "a,b,c" -> names, each checked by router_scheme (the custom schemes of `settings` included);
+// UsageError for an empty list, an empty name (a trailing comma included) or a repeat.
+std::vector<std::string> parse_scheme_list(const std::string& text, const SchemeSettings& settings = {});
+
+// Schemes as data: "NAME:ROUTER[:KEY=VALUE]...", several separated by ';', e.g.
+//   dsv3:aux-free:groups=2:topk_groups=1:scale=2.5:seq_aux=0.0001;top1:topk:k=1:gates=softmax-topk
+// KEY k sets the slots per token (default 2), KEY shared the always-active experts taken from the
+// E (default 0); every other KEY=VALUE is a router option, checked by the router's factory when
+// the experiment validates its grid. NAME: letters, digits, '-' and '_', not a built-in scheme's.
+// ROUTER: a registered router but expert-choice (not causal: see above). UsageError naming the
+// entry for anything else. An empty text gives no scheme.
+std::vector<RouterScheme> parse_custom_schemes(const std::string& text);
 
 // The spec of the scheme's routed experts on `base`: its k, router and options, and E - shared
 // experts (shared-top1: E - 1).

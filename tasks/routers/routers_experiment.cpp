@@ -29,6 +29,11 @@ Settings routers_settings() {
   s.add_text("schemes", all_schemes(),
              "routing schemes to compare, comma-separated (tasks/routers/router_schemes.h; expert choice is left out: "
              "not causal)");
+  s.add_text("custom_schemes", "",
+             "more schemes as data, to name in `schemes`: NAME:ROUTER[:KEY=VALUE]... separated by ';' (KEY k: slots "
+             "per token, default 2; shared: always-active experts; others: router options), e.g. "
+             "dsv3:aux-free:groups=2:topk_groups=1:scale=2.5",
+             {}, /*may_be_empty=*/true);
   s.add_text("tasks", "phonebook,shortest-path",
              "tasks, comma-separated: phonebook (one task per size of book_sizes), shortest-path (one per size of "
              "path_n)");
@@ -67,7 +72,7 @@ Settings routers_settings() {
                  "test names, initial weights and batches, the same for every scheme", 0, 1e9);
   add_job_settings(s, "aux-free-N1500-seed0");
   // Each point depends only on its scheme, task and seed: more of them add points, they change none.
-  s.may_change_on_resume({"schemes", "tasks", "book_sizes", "path_n", "seeds"});
+  s.may_change_on_resume({"schemes", "custom_schemes", "tasks", "book_sizes", "path_n", "seeds"});
   return s;
 }
 
@@ -99,13 +104,14 @@ std::vector<Preset> routers_presets() {
 SchemeSettings scheme_settings(const Settings& s) {
   return {.load_balance = s.real("load_balance"), .capacity_factor = s.real("capacity_factor"),
           .aux_free_rate = s.real("aux_free_rate"), .top_p_threshold = s.real("top_p_threshold"),
-          .top_p_max_k = s.integer("top_p_max_k")};
+          .top_p_max_k = s.integer("top_p_max_k"), .custom = parse_custom_schemes(s.text("custom_schemes"))};
 }
 
 std::vector<RouterScheme> schemes_of(const Settings& s) {
   std::vector<RouterScheme> out;
-  for (const std::string& name : parse_scheme_list(s.text("schemes")))
-    out.push_back(router_scheme(name, scheme_settings(s), s.integer("experts")));
+  const SchemeSettings settings = scheme_settings(s);
+  for (const std::string& name : parse_scheme_list(s.text("schemes"), settings))
+    out.push_back(router_scheme(name, settings, s.integer("experts")));
   return out;
 }
 
