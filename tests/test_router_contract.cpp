@@ -377,6 +377,8 @@ TEST_CASE("router contract: top-p, aux-free, balanced, and shared experts beside
   check_contract(contract("top-p", 2, {{"threshold", "0.9"}, {"gates", "renorm"}, {"bias", "true"}}));
   check_contract(contract("aux-free", 2, {{"update_rate", "0.01"}}));
   check_contract(contract("aux-free", 1, {{"score", "softmax"}, {"renorm", "false"}}));
+  // topk's Switch loss per sequence (balance_scope; the contract's inputs are one sequence).
+  check_contract(contract("topk", 2, {{"load_balance", "0.01"}, {"balance_scope", "sequence"}}));
   // DeepSeek-V3's router in full: 2 groups of 4, one group per token, scaled gates, seq_aux.
   check_contract(contract("aux-free", 2, {{"groups", "2"}, {"topk_groups", "1"}, {"scale", "2.5"}, {"seq_aux", "0.01"}},
                           8));

@@ -24,6 +24,7 @@
 #include "nn/moe/balanced_router.h"
 #include "nn/moe/moe_decoder.h"
 #include "nn/moe/router_toolkit.h"
+#include "nn/moe/top_k_router.h"
 #include "nn/moe/top_p_router.h"
 #include "tests/temp_dir.h"
 
@@ -219,4 +220,59 @@ TEST_CASE("shared experts: one MLP beside the routed experts, counted as active"
   Generator g2(0);
   Decoder plain(dc, g2, moe_feed_forward(none));
   CHECK(moe_parameter_counts(model).active - moe_parameter_counts(plain).active == 2 * 8 * 12);
+}
+
+TEST_CASE("topk balance_scope: the Switch loss over the whole batch or per sequence") {
+  Generator gen(12);
+  const std::int64_t d = 5, E = 6, k = 2, B = 4, S = 6, T = B * S;
+  const double a = 0.01;
+  const Tensor x = normal({T, d}, 0.0, 1.0, gen, DType::Float64);
+  Generator g1(3), g2(3);
+  auto batch = std::dynamic_pointer_cast<TopKRouter>(make_router("topk", config(d, E, k, {{"load_balance", "0.01"}}), g1));
+  auto per_seq = std::dynamic_pointer_cast<TopKRouter>(
+      make_router("topk", config(d, E, k, {{"load_balance", "0.01"}, {"balance_scope", "sequence"}}), g2));
+  REQUIRE(batch);
+  REQUIRE(per_seq);
+
+  // Host reference: p = softmax(x W^T); f and P over tokens [lo, hi); loss a E sum_e f_e P_e.
+  const std::vector<double> xv = x.to_vector<double>(), wv = batch->weight().data().to_vector<double>();
+  std::vector<double> p(static_cast<std::size_t>(T * E));
+  for (std::int64_t t = 0; t < T; ++t) {
+    double mx = -1e300, total = 0;
+    std::vector<double> z(static_cast<std::size_t>(E));
+    for (std::int64_t e = 0; e < E; ++e) {
+      for (std::int64_t i = 0; i < d; ++i) z[e] += xv[t * d + i] * wv[e * d + i];
+      mx = std::max(mx, z[e]);
+    }
+    for (std::int64_t e = 0; e < E; ++e) total += std::exp(z[e] - mx);
+    for (std::int64_t e = 0; e < E; ++e) p[t * E + e] = std::exp(z[e] - mx) / total;
+  }
+  const RoutingPlan pb = batch->route_sequences(Variable(x), S), ps = per_seq->route_sequences(Variable(x), S);
+  const std::vector<std::int32_t> chosen = pb.experts.to_vector<std::int32_t>();
+  CHECK(ps.experts.to_vector<std::int32_t>() == chosen);  // the same router weights: the same selection
+  const auto loss = [&](std::int64_t lo, std::int64_t hi) {
+    std::vector<double> f(static_cast<std::size_t>(E), 0.0), P(static_cast<std::size_t>(E), 0.0);
+    const double n = static_cast<double>(hi - lo);
+    for (std::int64_t t = lo; t < hi; ++t) {
+      for (std::int64_t j = 0; j < k; ++j) f[chosen[t * k + j]] += 1.0 / (n * k);
+      for (std::int64_t e = 0; e < E; ++e) P[e] += p[t * E + e] / n;
+    }
+    double l = 0;
+    for (std::int64_t e = 0; e < E; ++e) l += a * E * f[e] * P[e];
+    return l;
+  };
+  double sequences = 0;
+  for (std::int64_t b = 0; b < B; ++b) sequences += loss(b * S, (b + 1) * S) / B;
+  REQUIRE(pb.aux_losses.size() == 1);
+  REQUIRE(ps.aux_losses.size() == 1);
+  CHECK(pb.aux_losses[0].second.data().item<double>() == doctest::Approx(loss(0, T)));
+  CHECK(ps.aux_losses[0].second.data().item<double>() == doctest::Approx(sequences));
+  CHECK(loss(0, T) != doctest::Approx(sequences));  // the two scopes differ on this batch
+  // One sequence (route(x)): the two scopes agree.
+  CHECK(per_seq->route(Variable(x)).aux_losses[0].second.data().item<double>() == doctest::Approx(loss(0, T)));
+  // The per-sequence loss trains the router.
+  ps.aux_losses[0].second.backward();
+  const std::vector<double> grad = per_seq->weight().grad().to_vector<double>();
+  CHECK(std::any_of(grad.begin(), grad.end(), [](double g) { return g != 0.0; }));
+  CHECK_THROWS_AS(make_router("topk", config(d, E, k, {{"balance_scope", "micro"}}), gen), Error);
 }

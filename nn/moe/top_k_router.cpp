@@ -36,7 +36,7 @@ const char* gate_mode_name(GateMode mode) {
 
 TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
   check_router_options(config, {"gates", "bias", "jitter", "jitter_seed", "load_balance", "z_loss", "capacity_factor",
-                                "drop_order", "renormalize_kept", "forced", "allow_constant_gates"},
+                                "drop_order", "renormalize_kept", "forced", "allow_constant_gates", "balance_scope"},
                        kScheme);
   TopKRouterOptions o;
   const std::string gates = router_option_choice(
@@ -59,6 +59,8 @@ TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
                "options 'drop_order' and 'renormalize_kept' say what happens when an expert is over its capacity: "
                "they need 'capacity_factor' > 0 (none is set, so nothing is ever dropped)");
   o.allow_constant_gates = router_option_bool(config, "allow_constant_gates", false, kScheme);
+  o.balance_per_sequence =
+      router_option_choice(config, "balance_scope", "batch", {"batch", "sequence"}, kScheme) == "sequence";
   if (config.options.count("jitter_seed")) {
     const double s = router_option_double(config, "jitter_seed", 0.0, kScheme);
     MOELAB_CHECK(s == std::floor(s) && s < 1.8e19, kScheme, "option 'jitter_seed' must be a whole number, got '",
@@ -74,7 +76,8 @@ bool top_k_gates_constant(GateMode mode, std::int64_t k) {
 
 // ---------------------------------------------------------------- the routing computation
 RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variable& bias, std::int64_t k,
-                        const TopKRouterOptions& o, const Tensor& noise, const Tensor& forced) {
+                        const TopKRouterOptions& o, const Tensor& noise, const Tensor& forced,
+                        std::int64_t sequence_length) {
   MOELAB_CHECK(x.rank() == 2 && weight.rank() == 2 && x.size(1) == weight.size(1), "top_k_route",
                "x must be [T, d] and weight [E, d], got x ", x.shape(), " and weight ", weight.shape());
   const std::int64_t T = x.size(0), E = weight.size(0);
@@ -151,9 +154,20 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   };
 
   // Aux losses (differentiable) when their coefficient is on.
-  if (o.load_balance > 0.0) {
+  const std::int64_t S = sequence_length > 0 ? sequence_length : T;
+  MOELAB_CHECK(T % S == 0, "top_k_route", "sequence_length ", S, " must divide the ", T, " tokens");
+  if (o.load_balance > 0.0 && (!o.balance_per_sequence || S == T)) {
     Variable P = mean(probs, 0);  // [E]
     plan.aux_losses.emplace_back("load_balance", sum(P * Variable(f)) * (o.load_balance * E));
+  } else if (o.load_balance > 0.0) {
+    // Per sequence b of S tokens: f_be = (its assignments to e) / (S k), P_be = mean of its p; the
+    // loss a E sum_e f_be P_be averaged over the B sequences. [B, E]
+    const std::int64_t B = T / S;
+    const Tensor all_experts = arange(0.0, static_cast<double>(E), 1.0, x.dtype(), x.device());  // [E]
+    const Tensor hits = kernels::eq(kernels::cast(chosen, x.dtype()).reshape({B, S * k, 1}), all_experts);
+    const Tensor fb = kernels::div(kernels::sum(hits, 1), static_cast<double>(S * k));  // [B, E]
+    const Variable Pb = mean(reshape(probs, {B, S, E}), 1);                               // [B, E]
+    plan.aux_losses.emplace_back("load_balance", mean(sum(Pb * Variable(fb), 1)) * (o.load_balance * E));
   }
   if (o.z_loss > 0.0) {
     // logsumexp(l_t) = l_t0 - log_softmax(l_t)_0, stable and built from differentiable ops. [T, 1]
@@ -212,8 +226,11 @@ void TopKRouter::replay(const Tensor& ids) {
 
 void TopKRouter::stop_replay() { replay_ = Tensor(); }
 
-RoutingPlan TopKRouter::route(const Variable& x) {
+RoutingPlan TopKRouter::route(const Variable& x) { return route_sequences(x, x.defined() ? x.size(0) : 1); }
+
+RoutingPlan TopKRouter::route_sequences(const Variable& x, std::int64_t sequence_length) {
   check_input(x, kScheme);
+  check_sequence_length(x, sequence_length, kScheme);
   MOELAB_CHECK(x.dtype() == weight_.dtype(), kScheme, "x is ", x.dtype(), " but the router weight is ", weight_.dtype());
   Tensor noise;
   if (is_training() && options_.jitter > 0.0) {
@@ -238,7 +255,7 @@ RoutingPlan TopKRouter::route(const Variable& x) {
   if (forced.defined())
     MOELAB_CHECK(forced.size(0) == x.size(0), kScheme, "replayed experts are for ", forced.size(0),
                  " tokens, this batch has ", x.size(0));
-  return top_k_route(x, weight_, bias_, k(), options_, noise, forced);
+  return top_k_route(x, weight_, bias_, k(), options_, noise, forced, sequence_length);
 }
 
 GateSum TopKRouter::gate_sum() const {

@@ -36,6 +36,13 @@
 //                      a * E * sum_e f_e * P_e,  f_e = (assignments to e) / (T*k) (counted before
 //                      any capacity drop, not differentiable), P_e = mean_t p_t,e
 //                    (1 when perfectly balanced, for every k; HF Mixtral's version is k times this)
+//   balance_scope    where load_balance counts f and P: "batch" (default) over every token of the
+//                    step's batch, the global-batch form (Qiu et al. 2025, "Demons in the Detail",
+//                    Qwen: balance over the global batch, not each micro-batch; one step here is
+//                    one batch, with no gradient accumulation); or "sequence": f and P per sequence
+//                    of the batch (the MoE layer's [B, S, d], Router::route_sequences), the loss
+//                    averaged over the sequences: the micro-batch-of-one-sequence form that paper
+//                    compares against. The load_balance_raw metric stays the batch's
 //   z_loss           coefficient >= 0 of the router z-loss (ST-MoE, Zoph et al. 2022):
 //                      mean_t logsumexp(logits_t)^2
 //   allow_constant_gates  "true": accept k = 1 with softmax-topk-renorm or topk-softmax (see above);
@@ -93,6 +100,7 @@ struct TopKRouterOptions {
   bool renormalize_kept = false;
   bool forced_balanced = false;
   bool allow_constant_gates = false;
+  bool balance_per_sequence = false;  // balance_scope = "sequence"
   std::optional<std::uint64_t> jitter_seed;
 };
 
@@ -107,10 +115,11 @@ bool top_k_gates_constant(GateMode mode, std::int64_t k);
 // The routing computation for given parameters, so that tests can differentiate with respect to
 // leaves of their own. x: [T, d], weight: [E, d], bias: [E] or undefined, 1 <= k <= E;
 // noise: [T, d] multiplicative jitter factors, or undefined for none; forced: int32 [T, k] experts
-// to use instead of the top-k selection (gates, aux losses and capacity as usual), or undefined.
+// to use instead of the top-k selection (gates, aux losses and capacity as usual), or undefined;
+// sequence_length: the tokens per sequence for balance_scope = sequence (-1: all T, one sequence).
 RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variable& bias, std::int64_t k,
                         const TopKRouterOptions& options, const Tensor& noise = Tensor(),
-                        const Tensor& forced = Tensor());
+                        const Tensor& forced = Tensor(), std::int64_t sequence_length = -1);
 
 class TopKRouter : public Router {
  public:
@@ -118,8 +127,10 @@ class TopKRouter : public Router {
   TopKRouter(std::int64_t d, std::int64_t experts, std::int64_t k, const TopKRouterOptions& options, Generator& gen,
              DType dtype = DType::Float32);
 
-  // x: [T, d] -> plan; draws jitter noise in training mode when options.jitter > 0.
+  // x: [T, d] -> plan; draws jitter noise in training mode when options.jitter > 0. route(x) is
+  // one sequence of T (it matters for balance_scope = sequence only).
   RoutingPlan route(const Variable& x) override;
+  RoutingPlan route_sequences(const Variable& x, std::int64_t sequence_length) override;
   // One for the renormalised modes, topk-softmax and equal; AtMostOne for softmax-topk.
   GateSum gate_sum() const override;
 
