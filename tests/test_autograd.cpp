@@ -247,3 +247,19 @@ TEST_CASE("ops on bad arguments throw moelab::Error naming the op") {
                        doctest::Contains("index_select"), Error);
   CHECK_THROWS_WITH_AS(topk(a, 4), doctest::Contains("topk"), Error);
 }
+
+// mse_loss multiplies the difference by itself (autograd/ops_loss.cpp) so that it needs no unary
+// op; that is square(d) to the last bit, forward and backward, in both float dtypes.
+TEST_CASE("mse_loss is mean(square(pred - target)) bit for bit, gradients included") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    Generator gen(4);
+    const Tensor p0 = normal({7, 5}, 0.0, 1.0, gen, dtype), t0 = normal({7, 5}, 0.0, 1.0, gen, dtype);
+    Variable a(p0.clone(), true), b(t0.clone(), true), c(p0.clone(), true), d(t0.clone(), true);
+    const Variable fused = mse_loss(a, b), reference = mean(square(c - d));
+    CHECK(fused.data().to_vector<double>() == reference.data().to_vector<double>());
+    fused.backward();
+    reference.backward();
+    CHECK(a.grad().to_vector<double>() == c.grad().to_vector<double>());
+    CHECK(b.grad().to_vector<double>() == d.grad().to_vector<double>());
+  }
+}
