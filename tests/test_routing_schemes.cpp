@@ -276,3 +276,67 @@ TEST_CASE("topk balance_scope: the Switch loss over the whole batch or per seque
   CHECK(std::any_of(grad.begin(), grad.end(), [](double g) { return g != 0.0; }));
   CHECK_THROWS_AS(make_router("topk", config(d, E, k, {{"balance_scope", "micro"}}), gen), Error);
 }
+
+TEST_CASE("topk null_experts: zero-computation slots, their share in the gates, the loss and the metric") {
+  Generator gen(21);
+  const std::int64_t d = 5, E = 4, N = 2, E_all = E + N, k = 2, T = 30;
+  const double a = 0.01;
+  auto r = std::dynamic_pointer_cast<TopKRouter>(
+      make_router("topk", config(d, E, k, {{"null_experts", "2"}, {"load_balance", "0.01"}}), gen));
+  REQUIRE(r);
+  CHECK(r->weight().shape() == Shape{E_all, d});
+  CHECK(r->gate_sum() == GateSum::AtMostOne);
+  const Tensor x = normal({T, d}, 0.0, 1.0, gen, DType::Float64);
+  const RoutingPlan plan = r->route(Variable(x));
+
+  // Host reference: p over the E + N experts, the top k of them, gates p / (sum of the k chosen p).
+  const std::vector<double> xv = x.to_vector<double>(), wv = r->weight().data().to_vector<double>();
+  const std::vector<std::int32_t> experts = plan.experts.to_vector<std::int32_t>();
+  const std::vector<double> gates = plan.gates.data().to_vector<double>();
+  std::vector<double> f(static_cast<std::size_t>(E_all), 0.0), P(static_cast<std::size_t>(E_all), 0.0);
+  double nulls = 0;
+  for (std::int64_t t = 0; t < T; ++t) {
+    std::vector<double> z(static_cast<std::size_t>(E_all), 0.0), p(static_cast<std::size_t>(E_all));
+    double mx = -1e300, total = 0;
+    for (std::int64_t e = 0; e < E_all; ++e) {
+      for (std::int64_t i = 0; i < d; ++i) z[e] += xv[t * d + i] * wv[e * d + i];
+      mx = std::max(mx, z[e]);
+    }
+    for (std::int64_t e = 0; e < E_all; ++e) total += std::exp(z[e] - mx);
+    for (std::int64_t e = 0; e < E_all; ++e) p[e] = std::exp(z[e] - mx) / total;
+    std::vector<std::int64_t> order(static_cast<std::size_t>(E_all));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::int64_t u, std::int64_t v) { return z[u] > z[v]; });
+    const double chosen_mass = p[order[0]] + p[order[1]];
+    for (std::int64_t j = 0; j < k; ++j) {
+      const std::int64_t e = order[j];
+      f[e] += 1.0 / (T * k);
+      INFO("token ", t, " slot ", j);
+      if (e >= E) {
+        nulls += 1;
+        CHECK(experts[t * k + j] == kUnusedSlot);
+        CHECK(gates[t * k + j] == 0.0);
+      } else {
+        CHECK(experts[t * k + j] == e);
+        CHECK(gates[t * k + j] == doctest::Approx(p[e] / chosen_mass));
+      }
+    }
+    for (std::int64_t e = 0; e < E_all; ++e) P[e] += p[e] / T;
+  }
+  CHECK(nulls > 0);  // some choices went to a null expert: the case tests something
+  CHECK(plan.metrics()["null_fraction"] == doctest::Approx(nulls / (T * k)));
+  const std::vector<std::int32_t> slots = plan.slots.to_vector<std::int32_t>();
+  CHECK(std::accumulate(slots.begin(), slots.end(), 0.0) == doctest::Approx(T * k - nulls));
+  double lb = 0;
+  for (std::int64_t e = 0; e < E_all; ++e) lb += a * E_all * f[e] * P[e];
+  REQUIRE(plan.aux_losses.size() == 1);
+  CHECK(plan.aux_losses[0].second.data().item<double>() == doctest::Approx(lb));
+
+  // The null experts' rows learn: their probability is in every real gate's denominator.
+  sum(plan.gates * Variable(normal({T, k}, 0.0, 1.0, gen, DType::Float64))).backward();
+  const std::vector<double> grad = r->weight().grad().to_vector<double>();
+  CHECK(std::any_of(grad.begin() + E * d, grad.end(), [](double g) { return g != 0.0; }));
+
+  CHECK_THROWS_AS(make_router("topk", config(d, E, k, {{"null_experts", "1"}, {"forced", "balanced"}}), gen), Error);
+  CHECK_THROWS_AS(r->replay(plan.experts), Error);
+}

@@ -36,7 +36,8 @@ const char* gate_mode_name(GateMode mode) {
 
 TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
   check_router_options(config, {"gates", "bias", "jitter", "jitter_seed", "load_balance", "z_loss", "capacity_factor",
-                                "drop_order", "renormalize_kept", "forced", "allow_constant_gates", "balance_scope"},
+                                "drop_order", "renormalize_kept", "forced", "allow_constant_gates", "balance_scope",
+                                "null_experts"},
                        kScheme);
   TopKRouterOptions o;
   const std::string gates = router_option_choice(
@@ -61,6 +62,9 @@ TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
   o.allow_constant_gates = router_option_bool(config, "allow_constant_gates", false, kScheme);
   o.balance_per_sequence =
       router_option_choice(config, "balance_scope", "batch", {"batch", "sequence"}, kScheme) == "sequence";
+  o.null_experts = router_option_int(config, "null_experts", 0, kScheme);
+  MOELAB_CHECK(!o.forced_balanced || o.null_experts == 0, kScheme,
+               "forced = balanced routes to real experts only: it does not combine with null_experts");
   if (config.options.count("jitter_seed")) {
     const double s = router_option_double(config, "jitter_seed", 0.0, kScheme);
     MOELAB_CHECK(s == std::floor(s) && s < 1.8e19, kScheme, "option 'jitter_seed' must be a whole number, got '",
@@ -80,12 +84,15 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
                         std::int64_t sequence_length) {
   MOELAB_CHECK(x.rank() == 2 && weight.rank() == 2 && x.size(1) == weight.size(1), "top_k_route",
                "x must be [T, d] and weight [E, d], got x ", x.shape(), " and weight ", weight.shape());
-  const std::int64_t T = x.size(0), E = weight.size(0);
+  // The weight's rows: E experts, then o.null_experts null ones (E_all in all).
+  const std::int64_t T = x.size(0), E_all = weight.size(0), N = o.null_experts, E = E_all - N;
   MOELAB_CHECK(T >= 1, "top_k_route", "x must have at least one token, got ", x.shape());
-  MOELAB_CHECK(k >= 1 && k <= E, "top_k_route", "k must be in [1, E = ", E, "], got ", k);
+  MOELAB_CHECK(N >= 0 && E >= 1, "top_k_route", "the weight's ", E_all, " rows must hold at least one expert beside ",
+               N, " null experts");
+  MOELAB_CHECK(k >= 1 && k <= E_all, "top_k_route", "k must be in [1, E = ", E_all, "], got ", k);
   MOELAB_CHECK(x.dtype() == weight.dtype(), "top_k_route", "x is ", x.dtype(), " but the weight is ", weight.dtype());
-  MOELAB_CHECK(!bias.defined() || (bias.rank() == 1 && bias.size(0) == E), "top_k_route", "bias must be [", E,
-               "], got ", bias.shape());
+  MOELAB_CHECK(!bias.defined() || (bias.rank() == 1 && bias.size(0) == E_all), "top_k_route", "bias must be [",
+               E_all, "], got ", bias.shape());
 
   // logits = (x * noise) W^T (+ b): [T, E]; p = softmax(logits): [T, E]
   Variable xin = noise.defined() ? x * Variable(noise) : x;
@@ -99,14 +106,23 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
                                      forced.device() == x.device()),
                "top_k_route", "forced experts must be int32 [", T, ", ", k, "] on x's device, got ",
                forced.defined() ? forced.str() : std::string());
-  const Tensor chosen = forced.defined() ? forced : kernels::topk(logits.data(), static_cast<int>(k)).indices;
+  MOELAB_CHECK(!forced.defined() || N == 0, "top_k_route", "forced (replayed) experts do not combine with null experts");
+  const Tensor chosen_all = forced.defined() ? forced : kernels::topk(logits.data(), static_cast<int>(k)).indices;
+  // Null experts (ids E .. E_all - 1) compute nothing: their slots become kUnusedSlot, so the
+  // token's output is the gated sum of its real slots alone (their gates keep the nulls' share in
+  // the denominator). [T, k]
+  Tensor is_null, chosen = chosen_all;
+  if (N > 0) {
+    is_null = kernels::ge(kernels::cast(chosen_all, DType::Float64), static_cast<double>(E));  // 0/1 float64
+    chosen = select_ids(chosen_all, kernels::sub(1.0, is_null), kUnusedSlot);
+  }
 
   // Gates before dropping: [T, k]
   Variable gates;
   switch (o.gates) {
-    case GateMode::SoftmaxTopkRenorm: gates = renormalize_rows(gather_last(probs, chosen)); break;  // rows sum to 1
-    case GateMode::SoftmaxTopk: gates = gather_last(probs, chosen); break;
-    case GateMode::TopkSoftmax: gates = softmax(gather_last(logits, chosen)); break;
+    case GateMode::SoftmaxTopkRenorm: gates = renormalize_rows(gather_last(probs, chosen_all)); break;  // rows sum to 1
+    case GateMode::SoftmaxTopk: gates = gather_last(probs, chosen_all); break;
+    case GateMode::TopkSoftmax: gates = softmax(gather_last(logits, chosen_all)); break;
     case GateMode::Equal: gates = Variable(full({T, k}, 1.0 / static_cast<double>(k), x.dtype(), x.device())); break;
   }
 
@@ -120,17 +136,33 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   parts.gates = gates;
   parts.capacity = capacity;
   parts.capacity_order = o.drop_order;
-  if (o.drop_order == CapacityOrder::Probability) parts.capacity_scores = gather_last(probs, chosen).data();
+  if (o.drop_order == CapacityOrder::Probability) parts.capacity_scores = gather_last(probs, chosen_all).data();
   parts.renormalize_kept = o.renormalize_kept;
-  parts.probs = probs.data();
+  if (N == 0) {
+    parts.probs = probs.data();
+  } else {
+    parts.variable_slots = true;  // null slots are unused slots: `slots` counts the real ones
+    parts.extra = [is_null]() {
+      const std::vector<double> v = host_doubles(is_null);
+      double nulls = 0;
+      for (double z : v) nulls += z;
+      return std::map<std::string, double>{{"null_fraction", v.empty() ? 0.0 : nulls / static_cast<double>(v.size())}};
+    };
+  }
 
   RoutingPlan plan = make_routing_plan(parts, E);
 
-  // f_e = wanted_e / (T*k): the routing decision before dropping (constant). [E]
-  const Tensor f = kernels::div(kernels::cast(plan.groups->wanted, x.dtype()), static_cast<double>(T * k));
+  // f_e = wanted_e / (T*k): the routing decision before dropping (constant). [E]; with null
+  // experts, over all E_all: each one's share of the T*k choices, nulls included.
+  const Tensor f = N == 0 ? kernels::div(kernels::cast(plan.groups->wanted, x.dtype()), static_cast<double>(T * k))
+                          : kernels::div(kernels::sum(kernels::eq(kernels::cast(chosen_all, x.dtype()).reshape({T * k, 1}),
+                                                                  arange(0.0, static_cast<double>(E_all), 1.0, x.dtype(),
+                                                                         x.device())),
+                                                      0),
+                                         static_cast<double>(T * k));
 
   // The toolkit's metrics plus the two aux losses' raw values (host, float64, on demand).
-  plan.metrics = [common = plan.metrics, probs = probs.data(), logits = logits.data(), f, T, E]() {
+  plan.metrics = [common = plan.metrics, probs = probs.data(), logits = logits.data(), f, T, E = E_all]() {
     std::map<std::string, double> m = common();
     const std::vector<double> p = host_doubles(probs), l = host_doubles(logits), fe = host_doubles(f);
     double z_raw = 0.0;
@@ -158,16 +190,16 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   MOELAB_CHECK(T % S == 0, "top_k_route", "sequence_length ", S, " must divide the ", T, " tokens");
   if (o.load_balance > 0.0 && (!o.balance_per_sequence || S == T)) {
     Variable P = mean(probs, 0);  // [E]
-    plan.aux_losses.emplace_back("load_balance", sum(P * Variable(f)) * (o.load_balance * E));
+    plan.aux_losses.emplace_back("load_balance", sum(P * Variable(f)) * (o.load_balance * E_all));
   } else if (o.load_balance > 0.0) {
     // Per sequence b of S tokens: f_be = (its assignments to e) / (S k), P_be = mean of its p; the
     // loss a E sum_e f_be P_be averaged over the B sequences. [B, E]
     const std::int64_t B = T / S;
-    const Tensor all_experts = arange(0.0, static_cast<double>(E), 1.0, x.dtype(), x.device());  // [E]
-    const Tensor hits = kernels::eq(kernels::cast(chosen, x.dtype()).reshape({B, S * k, 1}), all_experts);
-    const Tensor fb = kernels::div(kernels::sum(hits, 1), static_cast<double>(S * k));  // [B, E]
-    const Variable Pb = mean(reshape(probs, {B, S, E}), 1);                               // [B, E]
-    plan.aux_losses.emplace_back("load_balance", mean(sum(Pb * Variable(fb), 1)) * (o.load_balance * E));
+    const Tensor all_experts = arange(0.0, static_cast<double>(E_all), 1.0, x.dtype(), x.device());  // [E_all]
+    const Tensor hits = kernels::eq(kernels::cast(chosen_all, x.dtype()).reshape({B, S * k, 1}), all_experts);
+    const Tensor fb = kernels::div(kernels::sum(hits, 1), static_cast<double>(S * k));  // [B, E_all]
+    const Variable Pb = mean(reshape(probs, {B, S, E_all}), 1);                           // [B, E_all]
+    plan.aux_losses.emplace_back("load_balance", mean(sum(Pb * Variable(fb), 1)) * (o.load_balance * E_all));
   }
   if (o.z_loss > 0.0) {
     // logsumexp(l_t) = l_t0 - log_softmax(l_t)_0, stable and built from differentiable ops. [T, 1]
@@ -192,8 +224,10 @@ TopKRouter::TopKRouter(std::int64_t d, std::int64_t experts, std::int64_t k, con
                "DeepSeekMoE's top-1 gate, p itself), k >= 2, or option allow_constant_gates = true if a fixed "
                "router is what you want");
   const double bound = 1.0 / std::sqrt(static_cast<double>(d));
-  weight_ = register_parameter("weight", uniform({experts, d}, -bound, bound, gen, dtype));
-  if (options.bias) bias_ = register_parameter("bias", zeros({experts}, dtype));
+  MOELAB_CHECK(options.null_experts >= 0, kScheme, "null_experts must be >= 0, got ", options.null_experts);
+  const std::int64_t rows = experts + options.null_experts;  // real experts, then the null ones
+  weight_ = register_parameter("weight", uniform({rows, d}, -bound, bound, gen, dtype));
+  if (options.bias) bias_ = register_parameter("bias", zeros({rows}, dtype));
   if (options.jitter > 0.0) {
     // The stream's key and counter are a host buffer: checkpoints save them, so a resumed run draws
     // the noise the uninterrupted one would have.
@@ -209,6 +243,8 @@ TopKRouter::TopKRouter(std::int64_t d, std::int64_t experts, std::int64_t k, con
 }
 
 void TopKRouter::replay(const Tensor& ids) {
+  MOELAB_CHECK(options_.null_experts == 0, kScheme, "replay does not combine with null_experts (a plan's null "
+               "slots are unused slots, not ids to replay)");
   MOELAB_CHECK(ids.defined() && ids.dtype() == DType::Int32 && ids.rank() == 2 && ids.size(1) == k(), kScheme,
                "replay needs the int32 [T, ", k(), "] experts of a plan, got ",
                ids.defined() ? ids.str() : std::string("an undefined tensor"));
@@ -259,6 +295,8 @@ RoutingPlan TopKRouter::route_sequences(const Variable& x, std::int64_t sequence
 }
 
 GateSum TopKRouter::gate_sum() const {
+  // A null slot's share stays in the other gates' denominator: they sum to at most 1.
+  if (options_.null_experts > 0) return options_.gates == GateMode::Equal ? GateSum::Free : GateSum::AtMostOne;
   return options_.gates == GateMode::SoftmaxTopk ? GateSum::AtMostOne : GateSum::One;
 }
 

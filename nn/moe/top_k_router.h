@@ -43,6 +43,15 @@
 //                    of the batch (the MoE layer's [B, S, d], Router::route_sequences), the loss
 //                    averaged over the sequences: the micro-batch-of-one-sequence form that paper
 //                    compares against. The load_balance_raw metric stays the batch's
+//   null_experts     N >= 0 zero-computation experts (MoE++, Jin et al. 2024, its "zero experts"):
+//                    the router scores E + N experts (weight [E + N, d]); a slot that picks one
+//                    of the N computes nothing: it becomes an unused slot (kUnusedSlot, its gate 0),
+//                    while its probability stays in the renormalised gates' denominator, so the
+//                    token's output is sum over its real slots of p_e / (sum of its k chosen p,
+//                    nulls included) * expert_e(x). load_balance then counts f and P over all E + N
+//                    (a null expert is balanced like any other). Metrics: null_fraction (the share
+//                    of the T*k choices that went to a null expert) and mean_slots (real slots per
+//                    token); router_entropy is not reported. Not with forced or replay
 //   z_loss           coefficient >= 0 of the router z-loss (ST-MoE, Zoph et al. 2022):
 //                      mean_t logsumexp(logits_t)^2
 //   allow_constant_gates  "true": accept k = 1 with softmax-topk-renorm or topk-softmax (see above);
@@ -101,6 +110,7 @@ struct TopKRouterOptions {
   bool forced_balanced = false;
   bool allow_constant_gates = false;
   bool balance_per_sequence = false;  // balance_scope = "sequence"
+  std::int64_t null_experts = 0;      // zero-computation experts beside the E real ones
   std::optional<std::uint64_t> jitter_seed;
 };
 
