@@ -9,9 +9,14 @@
 // the masked half costs little next to a launch per block of rows, which is what the CPU kernel's
 // block-by-block skipping would take. The masked entries of p come out exactly 0 (exp(-inf)), so
 // softmax's backward gives them exactly 0 gradient, as on the CPU. No host reads.
+// The scale, the mask and the softmax are one kernel when S <= 1024 (cuda::fused_attention_softmax,
+// softmax.cu: a warp per row of scores, read once, written once), as are softmax's backward and
+// the scale; with the same roundings as the separate kernels, which longer rows (and
+// MOELAB_CUDA_GENERIC=1) still take.
 #include <limits>
 
 #include "core/kernels/elementwise_ops.h"
+#include "cuda/context.h"
 #include "cuda/cuda_backend.h"
 
 namespace moelab {
@@ -38,11 +43,13 @@ void CudaBackend::causal_attention(const Tensor& q, const Tensor& k, const Tenso
   const Tensor qh = heads_first(*this, q), kh = heads_first(*this, k), vh = heads_first(*this, v);
   Tensor scores = Tensor::empty({qh.size(0), qh.size(1), kh.size(1)}, q.dtype(), q.device());
   matmul(qh, kh, false, true, scores);                                    // [B*H, T, hd] @ [B*H, S, hd]^T
-  binary_scalar(kernels::BinaryOp::Mul, scores, scale, false, scores);    // elementwise: in place is safe
-  causal_mask(scores, -std::numeric_limits<double>::infinity(), scores);
   Tensor weights = p.reshape(scores.shape());
-  const std::int64_t keys = scores.size(2);
-  softmax(scores, scores.numel() / keys, keys, 1, weights);  // over the last axis: rows of S keys
+  if (!cuda::fused_attention_softmax(scores, scale, weights)) {  // S > 1024, or MOELAB_CUDA_GENERIC=1
+    binary_scalar(kernels::BinaryOp::Mul, scores, scale, false, scores);  // elementwise: in place is safe
+    causal_mask(scores, -std::numeric_limits<double>::infinity(), scores);
+    const std::int64_t keys = scores.size(2);
+    softmax(scores, scores.numel() / keys, keys, 1, weights);  // over the last axis: rows of S keys
+  }
   Tensor yh = Tensor::empty(qh.shape(), q.dtype(), q.device());
   matmul(weights, vh, false, false, yh);                                  // [B*H, T, S] @ [B*H, S, hd]
   heads_back(*this, yh, batch, y);
@@ -57,9 +64,11 @@ void CudaBackend::causal_attention_backward(const Tensor& q, const Tensor& k, co
   Tensor dp = Tensor::empty(weights.shape(), p.dtype(), p.device());
   matmul(gh, vh, false, true, dp);  // dp = g @ v^T: [B*H, T, S]
   Tensor ds = Tensor::empty(weights.shape(), p.dtype(), p.device());
-  const std::int64_t keys = weights.size(2);
-  softmax_backward(weights, dp, weights.numel() / keys, keys, 1, ds);  // 0 wherever p is 0 (the masked entries)
-  binary_scalar(kernels::BinaryOp::Mul, ds, scale, false, ds);
+  if (!cuda::fused_attention_softmax_backward(weights, dp, scale, ds)) {
+    const std::int64_t keys = weights.size(2);
+    softmax_backward(weights, dp, weights.numel() / keys, keys, 1, ds);  // 0 wherever p is 0 (the masked entries)
+    binary_scalar(kernels::BinaryOp::Mul, ds, scale, false, ds);
+  }
   Tensor dqh = Tensor::empty(qh.shape(), q.dtype(), q.device()), dkh = Tensor::empty(kh.shape(), q.dtype(), q.device());
   Tensor dvh = Tensor::empty(kh.shape(), q.dtype(), q.device());
   matmul(ds, kh, false, false, dqh);  // [B*H, T, S] @ [B*H, S, hd]

@@ -105,6 +105,19 @@ std::string op_of(const char* function) {
 bool sync_each_launch() { return sync_flag().load(std::memory_order_relaxed); }
 void set_sync_each_launch(bool on) { sync_flag().store(on, std::memory_order_relaxed); }
 
+namespace {
+std::atomic<bool>& generic_flag() {
+  static std::atomic<bool> flag{[] {
+    const char* value = std::getenv("MOELAB_CUDA_GENERIC");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }()};
+  return flag;
+}
+}  // namespace
+
+bool generic_kernels() { return generic_flag().load(std::memory_order_relaxed); }
+void set_generic_kernels(bool on) { generic_flag().store(on, std::memory_order_relaxed); }
+
 void check_launch(const char* function, const char* file, int line) {
   const cudaError_t launched = cudaGetLastError();
   if (launched != cudaSuccess)

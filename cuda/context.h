@@ -37,6 +37,13 @@ void check_launch(const char* function, const char* file, int line);
 // Whether every launch synchronises (MOELAB_CUDA_SYNC=1 when the process started; tests set it).
 bool sync_each_launch();
 void set_sync_each_launch(bool on);
+// Whether the general kernels run where a specialised one would apply (MOELAB_CUDA_GENERIC=1
+// when the process started; tests set it to run both paths): softmax's block per row instead of
+// a warp per short row (cuda/softmax.cu), permute's 64-bit index walk over single elements
+// instead of 16-byte words and 32-bit indices (cuda/shape_ops.cu). Same results, bit for bit in
+// permute's case; for timing the specialised kernels against the general ones.
+bool generic_kernels();
+void set_generic_kernels(bool on);
 
 cudaStream_t stream();          // the one stream everything runs on
 cublasHandle_t cublas();        // bound to stream()

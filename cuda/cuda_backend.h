@@ -94,4 +94,14 @@ class CudaBackend final : public Backend {
   void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const kernels::SgdHyper& h) override;
 };
 
+namespace cuda {
+// The attention's three passes over its scores [B*H, T, S] in one kernel (softmax.cu), for rows
+// the warp-per-row softmax takes (S <= 1024, MOELAB_CUDA_GENERIC unset); false: not launched,
+// run the separate kernels. Bitwise the separate kernels' results:
+//   p = softmax(causal_mask(scale * scores, -inf))  (the forward, attention.cu)
+//   ds = scale * softmax_backward(p, dp)             (the backward)
+bool fused_attention_softmax(const Tensor& scores, double scale, Tensor& p);
+bool fused_attention_softmax_backward(const Tensor& p, const Tensor& dp, double scale, Tensor& ds);
+}  // namespace cuda
+
 }  // namespace moelab

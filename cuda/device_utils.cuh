@@ -38,6 +38,10 @@ struct DeviceMath<float> {
   static __device__ float sin(float x) { return ::sinf(x); }
   static __device__ float cos(float x) { return ::cosf(x); }
   static __device__ float pow(float x, float y) { return ::powf(x, y); }
+  static __device__ float infinity() { return __int_as_float(0x7f800000); }
+  // x * y rounded to float, never contracted with a following add into an FMA (as a product
+  // stored to memory by one kernel and read by the next would be)
+  static __device__ float mul_rounded(float x, float y) { return __fmul_rn(x, y); }
 };
 
 template <>
@@ -50,6 +54,8 @@ struct DeviceMath<double> {
   static __device__ double sin(double x) { return ::sin(x); }
   static __device__ double cos(double x) { return ::cos(x); }
   static __device__ double pow(double x, double y) { return ::pow(x, y); }
+  static __device__ double infinity() { return __longlong_as_double(0x7ff0000000000000LL); }
+  static __device__ double mul_rounded(double x, double y) { return __dmul_rn(x, y); }
 };
 
 // Threads per block for row-wise kernels: the smallest power of two >= n, between 32 and 256.

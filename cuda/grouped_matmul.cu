@@ -39,6 +39,14 @@
 //   128 x 128v  a thread owns rows ty*4 + {0..3} and 64 + ty*4 + {0..3} (columns alike) and reads
 //               them as 4 float4 (rows padded by 4, keeping 16-byte alignment): 4 reads for 64
 //               multiply-adds. The default for float32.
+//   128 x 128d  128v with two shared tiles used in turn (double buffering): each thread loads the
+//               next k-step's elements into registers before multiplying out of the current tile
+//               and stores them into the other tile after, so global memory's latency can hide
+//               behind the arithmetic and a k-step has one barrier instead of two. Not faster on
+//               an H200 (docs/results/gpu-h200-2026-11-26-2: 245.1k tokens/s against 128v's
+//               247.2k on 8 experts, 221.7k against 222.8k on 64): two resident blocks of 8 warps
+//               per SM already hide the loads, and the prefetch registers push the forward kernel
+//               to 128 registers with a small spill. Kept as an option for other GPUs.
 // MOELAB_GROUPED_TILE picks one per kernel (GroupedTiles below). On an H100 (the GPU preset's
 // step, 8 experts top-2, d 512; docs/results/gpu-h100-2026-11-26) the step ran at 168.5k tokens/s
 // with 64 x 64 tiles and no split, 169.5k with 128 x 128, 188.0k with 128 x 128 and the split
@@ -58,7 +66,7 @@
 // read or write outside the tensors.
 //
 // Cost, honestly. This runs on the CUDA cores in FP32/FP64 FMAs: no tensor cores, no TF32, no
-// asynchronous copies or double buffering. What it buys is a MoE layer with no host round trip.
+// asynchronous copies (cp.async) or vector loads from global memory. What it buys is a MoE layer with no host round trip.
 // A faster version (tensor-core MMA tiles, cp.async pipelining, or cuBLASLt grouped GEMM with
 // device-side size arrays if a future CUDA allows it) would change only this file.
 #include <algorithm>
@@ -81,7 +89,7 @@ namespace {
 // A tile shape: kM x kN outputs per 256-thread block (16 x 16 threads, each owning a
 // (kM / 16) x (kN / 16) block of registers), k advancing 16 at a time. Three are instantiated
 // (GroupedTiles below picks one per kernel; see the header for what each costs).
-template <int kM, int kN, bool kVec = false>
+template <int kM, int kN, bool kVec = false, int kStages = 1>
 struct Tile {
   static constexpr int M = kM;                    // output rows per block tile
   static constexpr int N = kN;                    // output columns per block tile
@@ -97,6 +105,14 @@ struct Tile {
   static constexpr bool Vec = kVec;
   static constexpr int Pad = kVec ? 4 : 1;
   static_assert(!kVec || (RegM == 8 && RegN == 8), "the vector layout is two float4 per operand");
+  // kStages = 2: two shared tiles; while the block multiplies out of one, each thread already
+  // holds the next k-step's elements in registers (loaded from global memory before the
+  // multiply, stored into the other tile after it), so the loads' latency hides behind the
+  // arithmetic and a k-step needs one __syncthreads instead of two.
+  static constexpr int Stages = kStages;
+  static_assert(kStages == 1 || kStages == 2, "one shared tile, or two in turn");
+  static constexpr int LoadsA = M * K / Threads;  // elements of A each thread loads per k-step
+  static constexpr int LoadsB = N * K / Threads;
   static_assert(M % ThreadsY == 0 && N % ThreadsX == 0, "whole register blocks");
   static_assert(M * K % Threads == 0 && N * K % Threads == 0,
                 "every thread loads the same number of elements of each shared tile");
@@ -104,9 +120,11 @@ struct Tile {
 using SmallTile = Tile<64, 64>;
 using LargeTile = Tile<128, 128>;
 using WideTile = Tile<128, 128, true>;  // float32 only
+using PipelinedTile = Tile<128, 128, true, 2>;  // float32 only
 constexpr int kTileThreads = 256;               // every tile's block size
 constexpr int kCheckThreads = 256;              // threads of the offsets check (one block)
 constexpr unsigned int kMaxGridYZ = 65535;      // CUDA's limit on grid.y and grid.z
+constexpr std::int64_t kMaxWidth = 1 << 24;     // in and out below this: tile_product's int offsets
 
 using cuda::clamped_offset;
 
@@ -156,7 +174,7 @@ __device__ __forceinline__ int register_row(int t, int i, int half) {
 template <class T, class Tl, bool kATransposed, bool kBTransposed>
 __device__ void tile_product(const T* a, std::int64_t lda, const T* b, std::int64_t ldb, int m_count, int n_count,
                              std::int64_t k_count, T* c, std::int64_t ldc) {
-  __shared__ SharedTiles<T, Tl> tiles;
+  __shared__ SharedTiles<T, Tl> tiles[Tl::Stages];
   const int tx = static_cast<int>(threadIdx.x) % Tl::ThreadsX, ty = static_cast<int>(threadIdx.x) / Tl::ThreadsX;
   T acc[Tl::RegM][Tl::RegN];
 #pragma unroll
@@ -164,50 +182,101 @@ __device__ void tile_product(const T* a, std::int64_t lda, const T* b, std::int6
 #pragma unroll
     for (int j = 0; j < Tl::RegN; ++j) acc[i][j] = T(0);
 
-  for (std::int64_t k0 = 0; k0 < k_count; k0 += Tl::K) {
+  // This thread's share of the k-step at k0: LoadsA elements of A and LoadsB of B, read from
+  // global memory into registers (fetch), then written to a shared tile (stash). Offsets inside
+  // a k-step are int (below 128 * lda + 16: the host keeps lda and ldb, the matrices' widths,
+  // below kMaxWidth = 2^24), which spares the registers 64-bit index arithmetic would take.
+  T a_next[Tl::LoadsA], b_next[Tl::LoadsB];
+  const auto fetch = [&](std::int64_t k0) {
+    const T* a_step = kATransposed ? a + k0 * lda : a + k0;  // A[.][k0], B[k0][.]
+    const T* b_step = kBTransposed ? b + k0 : b + k0 * ldb;
+    const int k_left = k_count - k0 < Tl::K ? static_cast<int>(k_count - k0) : Tl::K;
+    const int lda32 = static_cast<int>(lda), ldb32 = static_cast<int>(ldb);
 #pragma unroll
-    for (int l = 0; l < Tl::M * Tl::K / Tl::Threads; ++l) {
+    for (int l = 0; l < Tl::LoadsA; ++l) {
       const int at = static_cast<int>(threadIdx.x) + l * Tl::Threads;
       const int m = kATransposed ? at % Tl::M : at / Tl::K;  // transposed: m is the contiguous index
       const int k = kATransposed ? at / Tl::M : at % Tl::K;
       T v = T(0);
-      if (m < m_count && k0 + k < k_count) v = kATransposed ? a[(k0 + k) * lda + m] : a[m * lda + k0 + k];
-      tiles.a[k][m] = v;
+      if (m < m_count && k < k_left) v = a_step[kATransposed ? k * lda32 + m : m * lda32 + k];
+      a_next[l] = v;
     }
 #pragma unroll
-    for (int l = 0; l < Tl::N * Tl::K / Tl::Threads; ++l) {
+    for (int l = 0; l < Tl::LoadsB; ++l) {
       const int at = static_cast<int>(threadIdx.x) + l * Tl::Threads;
       const int n = kBTransposed ? at / Tl::K : at % Tl::N;  // not transposed: n is the contiguous index
       const int k = kBTransposed ? at % Tl::K : at / Tl::N;
       T v = T(0);
-      if (n < n_count && k0 + k < k_count) v = kBTransposed ? b[n * ldb + k0 + k] : b[(k0 + k) * ldb + n];
-      tiles.b[k][n] = v;
+      if (n < n_count && k < k_left) v = b_step[kBTransposed ? n * ldb32 + k : k * ldb32 + n];
+      b_next[l] = v;
     }
-    __syncthreads();
+  };
+  const auto stash = [&](SharedTiles<T, Tl>& tile) {
+#pragma unroll
+    for (int l = 0; l < Tl::LoadsA; ++l) {
+      const int at = static_cast<int>(threadIdx.x) + l * Tl::Threads;
+      tile.a[kATransposed ? at / Tl::M : at % Tl::K][kATransposed ? at % Tl::M : at / Tl::K] = a_next[l];
+    }
+#pragma unroll
+    for (int l = 0; l < Tl::LoadsB; ++l) {
+      const int at = static_cast<int>(threadIdx.x) + l * Tl::Threads;
+      tile.b[kBTransposed ? at % Tl::K : at / Tl::N][kBTransposed ? at / Tl::K : at % Tl::N] = b_next[l];
+    }
+  };
+  // acc += this k-step's A tile @ B tile, k = 0, 1, ..., 15 in order.
+  const auto multiply = [&](const SharedTiles<T, Tl>& tile) {
 #pragma unroll
     for (int k = 0; k < Tl::K; ++k) {
       T a_reg[Tl::RegM], b_reg[Tl::RegN];
       if constexpr (Tl::Vec) {
-        const float4 a0 = *reinterpret_cast<const float4*>(&tiles.a[k][ty * 4]);
-        const float4 a1 = *reinterpret_cast<const float4*>(&tiles.a[k][Tl::M / 2 + ty * 4]);
-        const float4 b0 = *reinterpret_cast<const float4*>(&tiles.b[k][tx * 4]);
-        const float4 b1 = *reinterpret_cast<const float4*>(&tiles.b[k][Tl::N / 2 + tx * 4]);
+        const float4 a0 = *reinterpret_cast<const float4*>(&tile.a[k][ty * 4]);
+        const float4 a1 = *reinterpret_cast<const float4*>(&tile.a[k][Tl::M / 2 + ty * 4]);
+        const float4 b0 = *reinterpret_cast<const float4*>(&tile.b[k][tx * 4]);
+        const float4 b1 = *reinterpret_cast<const float4*>(&tile.b[k][Tl::N / 2 + tx * 4]);
         a_reg[0] = a0.x, a_reg[1] = a0.y, a_reg[2] = a0.z, a_reg[3] = a0.w;
         a_reg[4] = a1.x, a_reg[5] = a1.y, a_reg[6] = a1.z, a_reg[7] = a1.w;
         b_reg[0] = b0.x, b_reg[1] = b0.y, b_reg[2] = b0.z, b_reg[3] = b0.w;
         b_reg[4] = b1.x, b_reg[5] = b1.y, b_reg[6] = b1.z, b_reg[7] = b1.w;
       } else {
 #pragma unroll
-        for (int i = 0; i < Tl::RegM; ++i) a_reg[i] = tiles.a[k][register_row<Tl>(ty, i, Tl::M / 2)];
+        for (int i = 0; i < Tl::RegM; ++i) a_reg[i] = tile.a[k][register_row<Tl>(ty, i, Tl::M / 2)];
 #pragma unroll
-        for (int j = 0; j < Tl::RegN; ++j) b_reg[j] = tiles.b[k][register_row<Tl>(tx, j, Tl::N / 2)];
+        for (int j = 0; j < Tl::RegN; ++j) b_reg[j] = tile.b[k][register_row<Tl>(tx, j, Tl::N / 2)];
       }
 #pragma unroll
       for (int i = 0; i < Tl::RegM; ++i)
 #pragma unroll
         for (int j = 0; j < Tl::RegN; ++j) acc[i][j] += a_reg[i] * b_reg[j];
     }
-    __syncthreads();  // the tiles are overwritten by the next step
+  };
+
+  if constexpr (Tl::Stages == 1) {
+    for (std::int64_t k0 = 0; k0 < k_count; k0 += Tl::K) {
+      fetch(k0);
+      stash(tiles[0]);
+      __syncthreads();
+      multiply(tiles[0]);
+      __syncthreads();  // the tile is overwritten by the next step
+    }
+  } else {
+    // Step s multiplies out of tiles[s % 2] while step s + 1's elements travel from global memory
+    // into registers, then stores them into tiles[(s + 1) % 2]: nobody reads that tile during
+    // step s (its last readers were in step s - 1, before the barrier that ended it), and the
+    // barrier at the end of step s makes the stores visible to step s + 1.
+    if (k_count > 0) {
+      fetch(0);
+      stash(tiles[0]);
+    }
+    __syncthreads();
+    int current = 0;
+    for (std::int64_t k0 = 0; k0 < k_count; k0 += Tl::K) {
+      const bool more = k0 + Tl::K < k_count;  // the same in every thread: the barrier is uniform
+      if (more) fetch(k0 + Tl::K);
+      multiply(tiles[current]);
+      if (more) stash(tiles[current ^ 1]);
+      __syncthreads();
+      current ^= 1;
+    }
   }
 
 #pragma unroll
@@ -304,14 +373,14 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 
 // The tile of the float32 forward and weight-gradient kernels (float64 always uses 64 x 64: a
 // 128 x 128 tile's 64 double accumulators a thread would spill): MOELAB_GROUPED_TILE=SHAPE or
-// =FORWARD,WEIGHT_GRAD with each one of 64 (SmallTile), 128 (LargeTile), 128v (WideTile), for
+// =FORWARD,WEIGHT_GRAD with each one of 64 (SmallTile), 128 (LargeTile), 128v (WideTile), 128d (PipelinedTile), for
 // benchmarks and for the parity tests that run every shape. Results are bitwise the same for
 // every choice (see tile_product); the weight gradient's splits (below) do change them.
-enum class TileShape { Small, Large, Wide };
+enum class TileShape { Small, Large, Wide, Pipelined };
 
-struct GroupedTiles {  // the default: the fastest on an H100 (docs/results/gpu-h100-2026-11-26)
-  TileShape forward = TileShape::Wide;
-  TileShape weight_grad = TileShape::Wide;
+struct GroupedTiles {  // the default: see the header
+  TileShape forward = TileShape::Pipelined;
+  TileShape weight_grad = TileShape::Pipelined;
 };
 
 GroupedTiles grouped_tiles() {
@@ -323,9 +392,12 @@ GroupedTiles grouped_tiles() {
     const std::size_t comma = text.find(',');
     const std::string first = text.substr(0, comma), second = comma == std::string::npos ? first : text.substr(comma + 1);
     const auto shape = [&](const std::string& part) {
-      MOELAB_CHECK(part == "64" || part == "128" || part == "128v", "grouped_matmul", "MOELAB_GROUPED_TILE='", text,
-                   "': expected 64, 128, 128v or FORWARD,WEIGHT_GRAD with each one of those");
-      return part == "64" ? TileShape::Small : part == "128" ? TileShape::Large : TileShape::Wide;
+      MOELAB_CHECK(part == "64" || part == "128" || part == "128v" || part == "128d", "grouped_matmul",
+                   "MOELAB_GROUPED_TILE='", text, "': expected 64, 128, 128v, 128d or FORWARD,WEIGHT_GRAD with each one of those");
+      return part == "64"     ? TileShape::Small
+             : part == "128"  ? TileShape::Large
+             : part == "128v" ? TileShape::Wide
+                              : TileShape::Pipelined;
     };
     chosen.forward = shape(first);
     chosen.weight_grad = shape(second);
@@ -342,6 +414,7 @@ void with_tile(TileShape shape, Body&& body) {
       case TileShape::Small: body.template operator()<SmallTile>(); return;
       case TileShape::Large: body.template operator()<LargeTile>(); return;
       case TileShape::Wide: body.template operator()<WideTile>(); return;
+      case TileShape::Pipelined: body.template operator()<PipelinedTile>(); return;
     }
   }
   body.template operator()<SmallTile>();
@@ -352,8 +425,9 @@ template <class T, class Tl>
 void launch_grouped_forward(const T* x, const T* w, const std::int32_t* offsets, std::int64_t groups,
                             std::int64_t rows, std::int64_t in, std::int64_t out_dim, bool trans_w, T* out) {
   const std::int64_t slots = ceil_div(rows, Tl::M) + groups, column_tiles = ceil_div(out_dim, Tl::N);
-  MOELAB_CHECK(slots <= INT_MAX && column_tiles <= kMaxGridYZ, "grouped_matmul", "N = ", rows, ", E = ", groups,
-               ", out = ", out_dim, " need more thread blocks than the CUDA backend's tiling allows");
+  MOELAB_CHECK(slots <= INT_MAX && column_tiles <= kMaxGridYZ && in < kMaxWidth && out_dim < kMaxWidth,
+               "grouped_matmul", "N = ", rows, ", E = ", groups, ", in = ", in, ", out = ", out_dim,
+               " need more thread blocks (or wider offsets) than the CUDA backend's tiling allows");
   const dim3 grid(static_cast<unsigned int>(slots), static_cast<unsigned int>(column_tiles));
   if (trans_w)
     grouped_forward_kernel<T, Tl, true>
@@ -392,9 +466,10 @@ void launch_grouped_weight_grad(const T* x, const T* dy, const std::int32_t* off
   std::int64_t splits = std::min(max_splits(), std::max<std::int64_t>(1, ceil_div(kTargetBlocks, tiles)));
   // Runs of fewer than 2 k-steps of rows are not worth a scratch buffer (rows / groups: the mean group).
   splits = std::max<std::int64_t>(1, std::min(splits, rows / std::max<std::int64_t>(groups, 1) / (2 * Tl::K)));
-  MOELAB_CHECK(column_tiles <= INT_MAX && row_tiles <= kMaxGridYZ && groups * splits <= kMaxGridYZ,
+  MOELAB_CHECK(column_tiles <= INT_MAX && row_tiles <= kMaxGridYZ && groups * splits <= kMaxGridYZ && in < kMaxWidth &&
+                   out_dim < kMaxWidth,
                "grouped_matmul_weight_grad", "E = ", groups, ", in = ", in, ", out = ", out_dim,
-               " need more thread blocks than the CUDA backend's tiling allows");
+               " need more thread blocks (or wider offsets) than the CUDA backend's tiling allows");
   const dim3 grid(static_cast<unsigned int>(column_tiles), static_cast<unsigned int>(row_tiles),
                   static_cast<unsigned int>(groups * splits));
   const std::int64_t count = groups * in * out_dim;

@@ -32,6 +32,9 @@
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "core/tensor.h"
+#ifdef MOELAB_HAVE_CUDA
+#include "cuda/context.h"
+#endif
 
 namespace moelab::testing {
 
@@ -135,6 +138,25 @@ inline void check_parity_both(const Op& op, const Tensors& inputs, double tol32,
     INFO("float64");
     check_parity(op, to_f64(inputs), tol32 == kExact ? kExact : tol64);
   }
+}
+
+// Runs body() with the specialised kernels and again with the general ones (MOELAB_CUDA_GENERIC,
+// cuda/context.h), for ops that have both: a short-row softmax, a permute in 16-byte words.
+inline void with_each_kernel_path(const std::function<void()>& body) {
+#ifdef MOELAB_HAVE_CUDA
+  struct Restore {
+    bool before = cuda::generic_kernels();
+    ~Restore() { cuda::set_generic_kernels(before); }
+  } restore;
+  for (bool generic : {false, true}) {
+    const char* path = generic ? "general kernels" : "specialised kernels";
+    INFO(path);
+    cuda::set_generic_kernels(generic);
+    body();
+  }
+#else
+  body();
+#endif
 }
 
 // Random inputs (drawn on the host, so both devices see the same values).

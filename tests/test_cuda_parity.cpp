@@ -265,21 +265,29 @@ TEST_CASE("cuda parity: sum, mean and max over everything and over each axis, ke
 
 TEST_CASE("cuda parity: softmax, log_softmax and their backwards") {
   Generator gen(7);
-  for (const Shape& shape : {Shape{7, 33}, Shape{2, 3, 1000}, Shape{5, 1}, Shape{1, 5000}}) {
+  // Rows of every register count of the warp-per-row kernels (n <= 32, 64, 128, 256, 512, 1024;
+  // row counts that leave a block's last warps without a row) and longer rows (a block per row),
+  // each with the specialised kernels and with the general ones.
+  for (const Shape& shape : {Shape{7, 33}, Shape{2, 3, 1000}, Shape{5, 1}, Shape{1, 5000}, Shape{9, 64},
+                             Shape{3, 100}, Shape{2, 5, 256}, Shape{11, 300}, Shape{4, 1024}, Shape{3, 1025}}) {
     INFO(shape);
     const Tensor x = randn(shape, gen), dy = randn(shape, gen);
-    check_parity_both([](const Tensors& in) {
-      const Tensor y = k::softmax(in[0]), ly = k::log_softmax(in[0]);
-      return Tensors{y, k::softmax_backward(y, in[1]), ly, k::log_softmax_backward(ly, in[1])};
-    }, {x, dy}, kTol32);
+    with_each_kernel_path([&] {
+      check_parity_both([](const Tensors& in) {
+        const Tensor y = k::softmax(in[0]), ly = k::log_softmax(in[0]);
+        return Tensors{y, k::softmax_backward(y, in[1]), ly, k::log_softmax_backward(ly, in[1])};
+      }, {x, dy}, kTol32);
+    });
   }
   // Large logits (the max subtraction matters) and -inf entries (masked scores).
   std::vector<float> v = randn({4, 10}, gen).to_vector<float>();
   for (float& e : v) e *= 80.0f;
   v[3] = -std::numeric_limits<float>::infinity();
   v[17] = -std::numeric_limits<float>::infinity();
-  check_parity_both([](const Tensors& in) { return Tensors{k::softmax(in[0]), k::log_softmax(in[0])}; },
-                    {from_vector(v, {4, 10})}, kTol32);
+  with_each_kernel_path([&] {
+    check_parity_both([](const Tensors& in) { return Tensors{k::softmax(in[0]), k::log_softmax(in[0])}; },
+                      {from_vector(v, {4, 10})}, kTol32);
+  });
   // Over another axis (rows of n at stride inner): Soft MoE's dispatch [B, m, S] over m, a long
   // strided column, and the first axis.
   for (const auto& [shape, axis] : {std::pair<Shape, int>{{3, 4, 128}, 1}, {{2, 300, 5}, 1}, {{6, 7}, 0}}) {

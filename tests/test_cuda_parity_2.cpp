@@ -19,6 +19,9 @@
 #include "core/kernels.h"
 #include "core/random.h"
 #include "cuda_parity.h"
+#ifdef MOELAB_HAVE_CUDA
+#include "cuda/cuda_backend.h"  // cuda::fused_attention_softmax
+#endif
 
 using namespace moelab;
 using namespace moelab::testing;
@@ -185,6 +188,16 @@ TEST_CASE("cuda parity: concat, split, narrow, transpose and permute (every dtyp
   check_parity_both([](const Tensors& in) {
     return Tensors{k::transpose(in[0]), k::transpose(in[0], 0, 2), k::transpose(in[1])};
   }, {x, randn({33, 65}, gen)}, kExact);
+  // The attention's head split and merge ([B, S, H, Dh] <-> [B, H, S, Dh]) and a transpose whose
+  // last axis stays put: 16-byte words where they apply (Dh = 8 floats, 4 doubles or 4 ints),
+  // and each again with the general kernel, which must give the same bits.
+  const Tensor heads = randn({2, 6, 3, 8}, gen), ints = randint({2, 6, 3, 8}, -1000, 1000, gen);
+  with_each_kernel_path([&] {
+    check_parity_both([](const Tensors& in) {
+      return Tensors{k::permute(in[0], {0, 2, 1, 3}), k::permute(in[0], {2, 0, 1, 3}), k::permute(in[1], {1, 0, 3, 2})};
+    }, {heads, randn({5, 3, 4, 12}, gen)}, kExact);
+    check_parity([](const Tensors& in) { return Tensors{k::permute(in[0], {0, 2, 1, 3})}; }, {ints}, kExact);
+  });
   // Size-1 axes, rank 6, and a 0-d tensor.
   check_parity_both([](const Tensors& in) {
     return Tensors{k::permute(in[0], {5, 1, 3, 0, 4, 2}), k::permute(in[1], {})};
@@ -209,14 +222,52 @@ TEST_CASE("cuda parity: causal_attention, forward and backward, T == S and S > T
   for (const auto& [b, t, s, h, hd] :
        std::vector<std::array<std::int64_t, 5>>{{3, 5, 5, 1, 4}, {2, 30, 30, 2, 8}, {2, 7, 31, 3, 6}}) {
     INFO("B ", b, " T ", t, " S ", s, " H ", h, " hd ", hd);
-    check_parity_both([](const Tensors& in) {
-      k::AttentionResult r = k::causal_attention(in[0], in[1], in[2], 0.4);
-      k::AttentionGrads g = k::causal_attention_backward(in[0], in[1], in[2], 0.4, r.p, in[3]);
-      return Tensors{r.y, r.p, g.dq, g.dk, g.dv};
-    }, {randn({b, t, h, hd}, gen), randn({b, s, h, hd}, gen), randn({b, s, h, hd}, gen), randn({b, t, h, hd}, gen)},
-                      kTolGemm32);
+    const Tensors inputs = {randn({b, t, h, hd}, gen), randn({b, s, h, hd}, gen), randn({b, s, h, hd}, gen),
+                            randn({b, t, h, hd}, gen)};
+    with_each_kernel_path([&] {  // the fused scale-mask-softmax kernels, then the separate ones
+      check_parity_both([](const Tensors& in) {
+        k::AttentionResult r = k::causal_attention(in[0], in[1], in[2], 0.4);
+        k::AttentionGrads g = k::causal_attention_backward(in[0], in[1], in[2], 0.4, r.p, in[3]);
+        return Tensors{r.y, r.p, g.dq, g.dk, g.dv};
+      }, inputs, kTolGemm32);
+    });
   }
 }
+
+#ifdef MOELAB_HAVE_CUDA
+TEST_CASE("cuda: the attention's fused softmax kernels give the separate kernels' bits") {
+  // p = softmax(causal_mask(scale * scores, -inf)) and ds = scale * softmax_backward(p, dp), fused
+  // (cuda/softmax.cu) against the three ops run one by one on the GPU (each with its warp-per-row
+  // softmax): equal bit for bit, float32 and float64, T == S, S > T, rows of 1 to 1024 keys.
+  REQUIRE(cuda_available());
+  Generator gen(27);
+  for (const Shape& shape : {Shape{6, 5, 5}, Shape{4, 7, 31}, Shape{3, 40, 300}, Shape{2, 3, 1024}, Shape{5, 1, 1}}) {
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+      INFO(shape, " ", dtype_name(dtype));
+      const double scale = 0.37;
+      const Tensor scores = on_gpu(randn(shape, gen).to(dtype)), dp = on_gpu(randn(shape, gen).to(dtype));
+      Tensor fused = Tensor::empty(shape, dtype, Device::cuda()), fused_ds = Tensor::empty(shape, dtype, Device::cuda());
+      REQUIRE(cuda::fused_attention_softmax(scores, scale, fused));
+      const Tensor separate = k::softmax(k::causal_mask(k::mul(scores, scale), -std::numeric_limits<double>::infinity()));
+      CHECK(same_bits(fused, separate));
+      REQUIRE(cuda::fused_attention_softmax_backward(separate, dp, scale, fused_ds));
+      CHECK(same_bits(fused_ds, k::mul(k::softmax_backward(separate, dp), scale)));
+      // The masked entries are exactly 0 in p and in ds.
+      const std::vector<double> p = host_values(fused), ds = host_values(fused_ds);
+      const std::int64_t t = shape[1], n = shape[2];
+      for (std::int64_t r = 0; r < shape.numel() / n; ++r)
+        for (std::int64_t j = r % t + (n - t) + 1; j < n; ++j) {
+          CHECK(p[static_cast<std::size_t>(r * n + j)] == 0.0);
+          CHECK(ds[static_cast<std::size_t>(r * n + j)] == 0.0);
+        }
+    }
+  }
+  // Longer rows are left to the separate kernels.
+  const Tensor long_rows = on_gpu(randn({1, 2, 1025}, gen));
+  Tensor p = Tensor::empty(long_rows.shape(), DType::Float32, Device::cuda());
+  CHECK_FALSE(cuda::fused_attention_softmax(long_rows, 0.5, p));
+}
+#endif
 
 TEST_CASE("cuda parity: rmsnorm and layernorm, forward and backward") {
   Generator gen(17);
