@@ -379,8 +379,8 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 enum class TileShape { Small, Large, Wide, Pipelined };
 
 struct GroupedTiles {  // the default: see the header
-  TileShape forward = TileShape::Pipelined;
-  TileShape weight_grad = TileShape::Pipelined;
+  TileShape forward = TileShape::Wide;
+  TileShape weight_grad = TileShape::Wide;
 };
 
 GroupedTiles grouped_tiles() {

@@ -10,15 +10,17 @@
 #   test      the whole ctest suite (TEST_FILTER=REGEX: those tests only) with MOELAB_REQUIRE_CUDA=1:
 #             a GPU test that would skip fails;
 #             then the grouped-product parity cases again with each other tile shape
-#             (MOELAB_GROUPED_TILE=64, =128v and =128,64: cuda/grouped_matmul.cu)
+#             (MOELAB_GROUPED_TILE=64, =128d and =128,64: cuda/grouped_matmul.cu)
 #   sync      the GPU tests again with MOELAB_CUDA_SYNC=1 (a check after every launch)
 #   sanitize  compute-sanitizer memcheck on every GPU test, racecheck on the cases whose kernels use
-#             shared memory (refused on some machines: the stage then says so)
+#             shared memory, both again on the grouped products with each tile in SANITIZE_TILES
+#             (default 128d) (refused on some machines: the stage then says so)
 #   demo      moelab phonebook --preset demo on the GPU (DEMO_CPU=1: on the CPU too)
 #   l2norm    moelab softmoe-l2norm --preset cpu on the GPU
 #   bench     bench/compare_gpu.sh: the three GPU-scale models, moelab vs PyTorch (eager, compile, tf32)
 #   tiles     the two MoE models' step with each grouped-product setting (MOELAB_GROUPED_TILE,
-#             MOELAB_GROUPED_SPLIT); tilebench: bench with the fastest of them
+#             MOELAB_GROUPED_SPLIT) and once with MOELAB_CUDA_GENERIC=1; tilebench: bench with the
+#             fastest of them
 #   profile   ncu: GPU time per kernel name over a 2-layer moe-8e step (ncu-kernels.csv)
 #   paper     one grid point of each paper preset on the GPU, a few dozen steps: time per step
 #
@@ -87,7 +89,7 @@ stage_test() {
   keep "$out/ctest.log"
   grep -h "test_cuda_[a-z_0-9]*: on " "$build"/Testing/Temporary/LastTest.log | head -1
   local tile
-  for tile in 64 128v 128,64; do
+  for tile in 64 128d 128,64; do
     MOELAB_REQUIRE_CUDA=1 MOELAB_GROUPED_TILE=$tile "$build/test_cuda_parity" -tc='*grouped*' \
       > "$out/parity-tile-$tile.log" 2>&1 || { rc=1; echo "grouped parity with MOELAB_GROUPED_TILE=$tile FAILED"; }
     keep "$out/parity-tile-$tile.log"
@@ -127,6 +129,14 @@ stage_sanitize() {
   local cases='*grouped_matmul*,*sum*,*softmax*,*cross_entropy*,*topk*,*argsort*,*group_by_expert*'
   for t in "$build"/test_cuda_parity "$build"/test_cuda_parity_2; do
     run_sanitized "racecheck $(basename "$t")" --tool racecheck --racecheck-report all --error-exitcode 9 "$t" -tc="$cases"
+  done
+  # The grouped products' other float32 tiles (the runs above use the default one).
+  local tile
+  for tile in ${SANITIZE_TILES:-128d}; do
+    MOELAB_GROUPED_TILE=$tile run_sanitized "memcheck grouped, MOELAB_GROUPED_TILE=$tile" --tool memcheck \
+      --error-exitcode 9 --print-limit 20 "$build/test_cuda_parity" -tc='*grouped*'
+    MOELAB_GROUPED_TILE=$tile run_sanitized "racecheck grouped, MOELAB_GROUPED_TILE=$tile" --tool racecheck \
+      --racecheck-report all --error-exitcode 9 "$build/test_cuda_parity" -tc='*grouped*'
   done
   keep "$log"
   grep -E "^== |ERROR SUMMARY|RACECHECK SUMMARY|not supported|exit [0-9]+" "$log" | head -24
@@ -192,26 +202,31 @@ stage_bench() {
 }
 
 # The MoE models' step (train_step_bench --preset gpu) with each grouped-product setting:
-# TILE[/SPLIT] = MOELAB_GROUPED_TILE (64, 128, 128v, or FORWARD,WEIGHT_GRAD) and optionally
-# MOELAB_GROUPED_SPLIT (1: the weight gradient's rows are not split); TILES overrides the list.
+# TILE[/SPLIT][+g] = MOELAB_GROUPED_TILE (64, 128, 128v, 128d, or FORWARD,WEIGHT_GRAD), optionally
+# MOELAB_GROUPED_SPLIT (1: the weight gradient's rows are not split) and +g: MOELAB_CUDA_GENERIC=1
+# (the general softmax and permute kernels, cuda/context.h); TILES overrides the list.
 # The fastest setting on the 8-expert model is written to tiles-best.txt (used by tilebench).
 stage_tiles() {
   local log=$out/tiles.log rc=0 model setting tile split tps best=none best_tps=0
   : > "$log"
-  local settings=(${TILES:-64/1 128/1 128 128,64 128v 128v,128 128v,64})
+  local settings=(${TILES:-128v 128d 128v,128d 128d,128v 128v+g}) generic name
   printf '%-8s %-14s %12s\n' model setting tokens/s
   for model in 8 64; do
     for setting in "${settings[@]}"; do
-      tile=${setting%%/*}
+      generic=0
+      [[ $setting == *+g ]] && generic=1
+      tile=${setting%+g}
+      tile=${tile%%/*}
       split=8
-      [[ $setting == */* ]] && split=${setting#*/}
-      MOELAB_GROUPED_TILE=$tile MOELAB_GROUPED_SPLIT=$split timeout 120 "$build/train_step_bench" --device cuda \
-        --preset gpu --experts $model --k 2 --steps 20 --out "$out/tiles-$model-${setting//\//s}.json" >> "$log" 2>&1 ||
+      [[ ${setting%+g} == */* ]] && split=${setting#*/} && split=${split%+g}
+      name=$out/tiles-$model-$(echo "$setting" | tr '/+' 'sp').json
+      MOELAB_CUDA_GENERIC=$generic MOELAB_GROUPED_TILE=$tile MOELAB_GROUPED_SPLIT=$split timeout 120 \
+        "$build/train_step_bench" --device cuda --preset gpu --experts $model --k 2 --steps 20 --out "$name" >> "$log" 2>&1 ||
         { rc=1; echo "$model $setting FAILED"; }
-      tps=$(grep -oE '"tokens_per_second": *[0-9.]+' "$out/tiles-$model-${setting//\//s}.json" 2>/dev/null | grep -oE '[0-9.]+$')
+      tps=$(grep -oE '"tokens_per_second": *[0-9.]+' "$name" 2>/dev/null | grep -oE '[0-9.]+$')
       printf '%-8s %-14s %12.0f\n' "${model}e" "$setting" "${tps:-0}"
-      keep "$out/tiles-$model-${setting//\//s}.json"
-      if [[ $model == 8 && -n $tps ]] && awk -v a="$tps" -v b="$best_tps" 'BEGIN { exit !(a > b) }'; then
+      keep "$name"
+      if [[ $model == 8 && -n $tps && $generic == 0 ]] && awk -v a="$tps" -v b="$best_tps" 'BEGIN { exit !(a > b) }'; then
         best=$setting
         best_tps=$tps
       fi
