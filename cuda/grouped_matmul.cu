@@ -66,7 +66,8 @@
 // read or write outside the tensors.
 //
 // Cost, honestly. This runs on the CUDA cores in FP32/FP64 FMAs: no tensor cores, no TF32, no
-// asynchronous copies (cp.async) or vector loads from global memory. What it buys is a MoE layer with no host round trip.
+// asynchronous copies (cp.async) or vector loads from global memory. What it buys is a MoE layer
+// with no host round trip.
 // A faster version (tensor-core MMA tiles, cp.async pipelining, or cuBLASLt grouped GEMM with
 // device-side size arrays if a future CUDA allows it) would change only this file.
 #include <algorithm>
@@ -393,7 +394,8 @@ GroupedTiles grouped_tiles() {
     const std::string first = text.substr(0, comma), second = comma == std::string::npos ? first : text.substr(comma + 1);
     const auto shape = [&](const std::string& part) {
       MOELAB_CHECK(part == "64" || part == "128" || part == "128v" || part == "128d", "grouped_matmul",
-                   "MOELAB_GROUPED_TILE='", text, "': expected 64, 128, 128v, 128d or FORWARD,WEIGHT_GRAD with each one of those");
+                   "MOELAB_GROUPED_TILE='", text,
+                   "': expected 64, 128, 128v, 128d or FORWARD,WEIGHT_GRAD with each one of those");
       return part == "64"     ? TileShape::Small
              : part == "128"  ? TileShape::Large
              : part == "128v" ? TileShape::Wide

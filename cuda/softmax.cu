@@ -19,8 +19,8 @@
 // softmax ran at about a quarter of the memory bandwidth (docs/results/gpu-h100-2026-11-26).
 //
 // Other rows: one block per row, blockDim = the smallest power of two >= n between 32 and 256
-// (cuda::row_threads). MOELAB_CUDA_GENERIC=1 sends every row there (cuda/context.h). Each thread walks a strided slice of the row; the row maximum and the
-// row sums (s, sum(dy * y), sum(dy)) are combined with block_max / block_sum: sums in double, in a
+// (cuda::row_threads); MOELAB_CUDA_GENERIC=1 sends every row there (cuda/context.h). Each thread
+// walks a strided slice of the row; the row maximum and the row sums (s, sum(dy * y), sum(dy)) are combined with block_max / block_sum: sums in double, in a
 // fixed tree, so results repeat bitwise run after run (and match the CPU, which also sums in
 // double, to rounding). exp is evaluated in T as on the CPU, and the row is read twice rather
 // than keeping exponentials in a scratch row: the second read usually hits the L2 cache.
@@ -112,7 +112,14 @@ constexpr unsigned int kFullWarp = 0xffffffffu;
 // where key j > query i + S - T, then softmax), and softmax's backward times scale. Each does the
 // separate ops' roundings in the same order (s * scale rounded to T; y * (dy - dot) rounded, then
 // times scale), so the fused results are bitwise those of the three kernels.
-enum class RowOp { Softmax, LogSoftmax, SoftmaxBackward, LogSoftmaxBackward, ScaledCausalSoftmax, ScaledSoftmaxBackward };
+enum class RowOp {
+  Softmax,
+  LogSoftmax,
+  SoftmaxBackward,
+  LogSoftmaxBackward,
+  ScaledCausalSoftmax,
+  ScaledSoftmaxBackward
+};
 
 // Rows of the attention's scores [B*H, T, S]: row r is query i = r % T; keys j >= keep(i) =
 // clamp(i + S - T + 1, 0, S) are masked (cuda/mask.cu's boundary).

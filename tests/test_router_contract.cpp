@@ -386,6 +386,8 @@ TEST_CASE("router contract: top-p, aux-free, balanced, and shared experts beside
                           8));
   check_contract(contract("balanced", 1));
   check_contract(contract("balanced", 2, {{"balance_eval", "true"}}));
+  check_contract(contract("balanced", 2, {{"assignment", "exact"}}));
+  check_contract(contract("balanced", 1, {{"assignment", "sinkhorn"}}));
   RouterContract shared = contract("topk", 2, {}, 8);  // fine-grained: 8 experts of width 5
   shared.layer.shared_experts = 2;
   check_contract(shared);

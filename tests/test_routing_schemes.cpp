@@ -21,6 +21,7 @@
 #include "nn/io/checkpoint.h"
 #include "nn/io/safetensors.h"
 #include "nn/moe/aux_free_router.h"
+#include "nn/moe/balanced_assignment.h"
 #include "nn/moe/balanced_router.h"
 #include "nn/moe/moe_decoder.h"
 #include "nn/moe/router_toolkit.h"
@@ -200,7 +201,7 @@ TEST_CASE("balanced: every expert exactly its share in training, top-k in evalua
           kernels::topk(logits, static_cast<int>(k)).indices.to_vector<std::int32_t>());
   }
   // The greedy walk: the best pair (token 1, expert 0) first, so token 0 goes to expert 1.
-  CHECK(balanced_assignment({0.5, 0.1, 0.9, 0.2}, 2, 2, 1) == std::vector<std::int32_t>{1, 0});
+  CHECK(greedy_balanced_assignment({0.5, 0.1, 0.9, 0.2}, 2, 2, 1) == std::vector<std::int32_t>{1, 0});
 }
 
 TEST_CASE("shared experts: one MLP beside the routed experts, counted as active") {
