@@ -30,8 +30,10 @@ Variable Decoder::hidden(const Tensor& ids, KVCache* cache, AuxLosses* aux) {
   MOELAB_CHECK(offset + T <= config_.max_seq, "Decoder", "positions up to ", offset + T, " exceed max_seq ",
                config_.max_seq);
   Variable x = embed_->forward(ids);  // [B, T, d]
-  for (std::int64_t i = 0; i < config_.layers; ++i)
+  for (std::int64_t i = 0; i < config_.layers; ++i) {
+    (*layers_)[i].ffn().set_token_ids(ids);  // for FFNs that route on the token ids (token-hash)
     x = (*layers_)[i].forward(x, offset, cache ? &cache->layer(i) : nullptr, aux);
+  }
   return norm_->forward(x);
 }
 

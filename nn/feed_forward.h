@@ -47,6 +47,10 @@ class FeedForward : public Module {
     (void)aux;
     return forward(x);
   }
+  // The token ids of the positions the following forwards see (int32 [...], x's shape without
+  // its last axis), for sublayers that route on them (a MoE layer passes them to its router); a
+  // Decoder calls it before every forward. The default ignores them.
+  virtual void set_token_ids(const Tensor& ids) { (void)ids; }
 };
 
 }  // namespace moelab

@@ -36,7 +36,9 @@
 //                with a batch of identical tokens: the plan keeps clause 1 (no token on one expert
 //                twice), and routing twice, or in a twin layer, gives bitwise the same plan.
 // Clauses 2 and 3 run in training mode when routing there is deterministic (the same plan twice),
-// else in evaluation mode (a router with noise). The header uses no test framework, so an example
+// else in evaluation mode (a router with noise). A router that routes on token ids (token_ids =
+// true) has ids set on every layer for its rows first (give_ids: a fixed pattern with repeats).
+// The header uses no test framework, so an example
 // program outside tests/ can run it too (examples/custom_router.cpp --check-contract).
 #pragma once
 
@@ -68,6 +70,7 @@ struct RouterContract {
   std::int64_t tokens = 12;   // T
   std::uint64_t seed = 1;
   bool router_learns = true;  // the gates or aux losses carry gradient to the router's parameters
+  bool token_ids = false;     // the router routes on token ids: every layer is given ids for its rows
   std::int64_t thread_tokens = 2048;  // clause 8's batch
 };
 
@@ -259,6 +262,16 @@ inline void check_gate_sum(const RoutingPlan& plan, GateSum promise, std::ostrin
   }
 }
 
+// Token ids for a layer's next `rows` rows (MoELayer::set_token_ids), when the contract asks for
+// them: a fixed pattern with repeats (ids in [0, 50)), so that equal ids meet different tokens.
+inline void give_ids(const RouterContract& c, MoELayer& layer, std::int64_t rows) {
+  if (!c.token_ids) return;
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(rows));
+  for (std::int64_t t = 0; t < rows; ++t)
+    ids[static_cast<std::size_t>(t)] = static_cast<std::int32_t>((t * 37 + 11) % 50);
+  layer.set_token_ids(from_vector(ids, {rows}));
+}
+
 inline std::vector<std::pair<std::string, std::vector<double>>> state_of(const Module& m) {
   std::vector<std::pair<std::string, std::vector<double>>> out;
   for (const auto& [name, p] : m.named_parameters()) out.emplace_back(name, doubles(p.data()));
@@ -287,6 +300,8 @@ inline std::string router_contract_failures(const RouterContract& c) {
     // 4. determinism (first: the other clauses rely on it)
     Generator gen2(c.seed);
     MoELayer twin(cfg, gen2);
+    give_ids(c, moe, T);
+    give_ids(c, twin, T);
     if (state_of(moe) != state_of(twin)) out << "determinism: one seed built different parameters or buffers\n";
     const RoutingPlan plan = moe.router().route(Variable(x));
     if (!same_plan(plan, twin.router().route(Variable(x)))) out << "determinism: twin layers routed x differently\n";
@@ -326,6 +341,7 @@ inline std::string router_contract_failures(const RouterContract& c) {
     {
       Generator ga(c.seed + 7);
       MoELayer a(cfg, ga);
+      give_ids(c, a, T);
       AdamW opt_a(a.parameters(), AdamOptions{.lr = 1e-2});
       Generator batch_gen(c.seed + 2000);
       const Tensor target = normal({T, d}, 0.0, 1.0, batch_gen, DType::Float64);
@@ -335,6 +351,7 @@ inline std::string router_contract_failures(const RouterContract& c) {
       save_checkpoint(path, a, &opt_a, 3, &batch_gen);
       Generator gb(c.seed + 8);
       MoELayer b(cfg, gb);
+      give_ids(c, b, T);
       AdamW opt_b(b.parameters(), AdamOptions{.lr = 1e-2});
       Generator batch_b(0);
       load_checkpoint(path, b, &opt_b, &batch_b);
@@ -348,6 +365,7 @@ inline std::string router_contract_failures(const RouterContract& c) {
     if (c.router_learns) {
       Generator g6(c.seed);
       MoELayer fresh(cfg, g6);
+      give_ids(c, fresh, T);
       fresh.train(train_deterministic);
       if (fresh.router().parameters().empty())
         out << "learns: the router declares it learns but has no parameters\n";
@@ -360,6 +378,7 @@ inline std::string router_contract_failures(const RouterContract& c) {
     {
       Generator g7(c.seed);
       MoELayer fresh(cfg, g7);
+      give_ids(c, fresh, T);
       check_gate_sum(fresh.router().route(Variable(x)), fresh.router().gate_sum(), out);
       fresh.eval();
       check_gate_sum(fresh.router().route(Variable(x)), fresh.router().gate_sum(), out);
@@ -369,6 +388,7 @@ inline std::string router_contract_failures(const RouterContract& c) {
     {
       Generator g8(c.seed), d8(c.seed + 4000);
       MoELayer fresh(cfg, g8);
+      give_ids(c, fresh, c.thread_tokens);
       fresh.train(train_deterministic);
       const Tensor big = normal({c.thread_tokens, d}, 0.0, 1.0, d8, DType::Float64);
       set_num_threads(2);
@@ -383,6 +403,7 @@ inline std::string router_contract_failures(const RouterContract& c) {
       auto tied_layer = [&](std::uint64_t seed) {
         Generator g9(seed);
         auto layer = std::make_unique<MoELayer>(cfg, g9);
+        give_ids(c, *layer, T);
         layer->train(train_deterministic);
         for (Variable& p : layer->router().parameters()) {
           Tensor t = p.data();

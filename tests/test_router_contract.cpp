@@ -388,6 +388,13 @@ TEST_CASE("router contract: top-p, aux-free, balanced, and shared experts beside
   check_contract(contract("balanced", 2, {{"balance_eval", "true"}}));
   check_contract(contract("balanced", 2, {{"assignment", "exact"}}));
   check_contract(contract("balanced", 1, {{"assignment", "sinkhorn"}}));
+  // Hash Layers: experts fixed by the token id (the contract gives every layer ids); nothing learns.
+  for (std::int64_t k : {1, 2}) {
+    RouterContract hashed = contract("token-hash", k, {{"buckets", "50"}});
+    hashed.router_learns = false;
+    hashed.token_ids = true;
+    check_contract(hashed);
+  }
   RouterContract shared = contract("topk", 2, {}, 8);  // fine-grained: 8 experts of width 5
   shared.layer.shared_experts = 2;
   check_contract(shared);

@@ -49,6 +49,10 @@ Variable MoELayer::forward(const Variable& x) {
 }
 
 // x: [..., d] -> [..., d]
+void MoELayer::set_token_ids(const Tensor& ids) {
+  router_->set_token_ids(ids.defined() ? ids.reshape({ids.numel()}) : Tensor());
+}
+
 Variable MoELayer::forward_with_aux(const Variable& x, AuxLosses& aux) {
   check_defined(x.data(), "MoELayer", "x");
   const std::int64_t d = config_.d, E = config_.experts;

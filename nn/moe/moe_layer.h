@@ -93,6 +93,9 @@ class MoELayer : public FeedForward {
   Variable forward_with_aux(const Variable& x, AuxLosses& aux) override;
   // The same without the aux losses (evaluation).
   Variable forward(const Variable& x) override;
+  // The token ids of the following forwards' positions (int32, x's shape without its last axis),
+  // handed to the router flattened to [T] (Router::set_token_ids); a Decoder calls this.
+  void set_token_ids(const Tensor& ids) override;
 
   const MoEConfig& config() const { return config_; }
   Router& router() const { return *router_; }

@@ -16,6 +16,7 @@
 #include "nn/moe/aux_free_router.h"
 #include "nn/moe/balanced_router.h"
 #include "nn/moe/expert_choice_router.h"
+#include "nn/moe/token_hash_router.h"
 #include "nn/moe/top_k_router.h"
 #include "nn/moe/top_p_router.h"
 
@@ -33,6 +34,7 @@ Registry builtin_routers() {
   r["top-p"] = make_top_p_router;
   r["aux-free"] = make_aux_free_router;
   r["balanced"] = make_balanced_router;
+  r["token-hash"] = make_token_hash_router;
   return r;
 }
 

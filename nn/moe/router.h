@@ -123,6 +123,14 @@ class Router : public Module {
   // promises nothing.
   virtual GateSum gate_sum() const { return GateSum::Free; }
 
+  // The token ids of the rows that the following route calls see: int32 with one id per row, on
+  // the rows' device (an undefined Tensor clears them). The MoE layer sets them from
+  // MoELayer::set_token_ids, which a Decoder calls before every forward with its input ids; they
+  // stay until replaced. Routers that route on the token's identity (token-hash) read them; the
+  // others ignore them.
+  void set_token_ids(Tensor ids) { token_ids_ = std::move(ids); }
+  const Tensor& token_ids() const { return token_ids_; }
+
  protected:
   // Checks 1 <= k <= experts and d >= 1 (throws moelab::Error naming `scheme`).
   Router(std::int64_t d, std::int64_t experts, std::int64_t k, const char* scheme);
@@ -133,6 +141,7 @@ class Router : public Module {
 
  private:
   std::int64_t d_, experts_, k_;
+  Tensor token_ids_;
 };
 
 
