@@ -80,11 +80,20 @@ void check(curandStatus_t status, const char* what, const char* file, int line) 
 
 namespace {
 
+// Whether the environment variable `name` is "1".
+bool env_is_one(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && std::strcmp(value, "1") == 0;
+}
+
+// Switches read from the environment once, then settable (tests turn them on and off).
 std::atomic<bool>& sync_flag() {
-  static std::atomic<bool> flag{[] {
-    const char* value = std::getenv("MOELAB_CUDA_SYNC");
-    return value != nullptr && std::strcmp(value, "1") == 0;
-  }()};
+  static std::atomic<bool> flag{env_is_one("MOELAB_CUDA_SYNC")};
+  return flag;
+}
+
+std::atomic<bool>& generic_flag() {
+  static std::atomic<bool> flag{env_is_one("MOELAB_CUDA_GENERIC")};
   return flag;
 }
 
@@ -104,16 +113,6 @@ std::string op_of(const char* function) {
 
 bool sync_each_launch() { return sync_flag().load(std::memory_order_relaxed); }
 void set_sync_each_launch(bool on) { sync_flag().store(on, std::memory_order_relaxed); }
-
-namespace {
-std::atomic<bool>& generic_flag() {
-  static std::atomic<bool> flag{[] {
-    const char* value = std::getenv("MOELAB_CUDA_GENERIC");
-    return value != nullptr && std::strcmp(value, "1") == 0;
-  }()};
-  return flag;
-}
-}  // namespace
 
 bool generic_kernels() { return generic_flag().load(std::memory_order_relaxed); }
 void set_generic_kernels(bool on) { generic_flag().store(on, std::memory_order_relaxed); }
