@@ -181,6 +181,10 @@ inline std::vector<double> per_token_loop(const MoELayer& moe, const RoutingPlan
         y[static_cast<std::size_t>(t * d + o)] += g[static_cast<std::size_t>(t * k + j)] * s;
       }
     }
+  if (plan.direct_output.defined()) {  // + what the router computes itself (top-k's copy experts)
+    const std::vector<double> direct = doubles(plan.direct_output.data());
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] += direct[i];
+  }
   if (const MLP* shared = moe.shared()) {  // + relu(x up^T + b_up) down^T + b_down, every token
     const std::vector<double> up = doubles(shared->up().weight().data()), down = doubles(shared->down().weight().data());
     const bool sb = shared->up().bias().defined();

@@ -24,6 +24,7 @@
 #include "nn/moe/balanced_assignment.h"
 #include "nn/moe/balanced_router.h"
 #include "nn/moe/moe_decoder.h"
+#include "nn/moe/moe_layer.h"
 #include "nn/moe/router_toolkit.h"
 #include "nn/moe/top_k_router.h"
 #include "nn/moe/top_p_router.h"
@@ -340,4 +341,73 @@ TEST_CASE("topk null_experts: zero-computation slots, their share in the gates, 
 
   CHECK_THROWS_AS(make_router("topk", config(d, E, k, {{"null_experts", "1"}, {"forced", "balanced"}}), gen), Error);
   CHECK_THROWS_AS(r->replay(plan.experts), Error);
+}
+
+TEST_CASE("topk copy_experts: identity slots add their gate times the token, beside null and real experts") {
+  Generator gen(22);
+  const std::int64_t d = 5, E = 4, N = 1, M = 2, E_all = E + N + M, k = 2, T = 40;
+  auto r = std::dynamic_pointer_cast<TopKRouter>(
+      make_router("topk", config(d, E, k, {{"null_experts", "1"}, {"copy_experts", "2"}}), gen));
+  REQUIRE(r);
+  CHECK(r->weight().shape() == Shape{E_all, d});
+  CHECK(r->gate_sum() == GateSum::AtMostOne);
+  // Larger inputs, so that some tokens pick the special experts.
+  const Tensor x = normal({T, d}, 0.0, 3.0, gen, DType::Float64);
+  const RoutingPlan plan = r->route(Variable(x));
+  REQUIRE(plan.direct_output.defined());
+  CHECK(plan.direct_output.shape() == Shape{T, d});
+
+  // Host reference: the top k of E + N + M logits, gates p / (sum of the k chosen p); a copy slot
+  // is an unused slot for the experts and adds gate * x to the direct output.
+  const std::vector<double> xv = x.to_vector<double>(), wv = r->weight().data().to_vector<double>();
+  const std::vector<std::int32_t> experts = plan.experts.to_vector<std::int32_t>();
+  const std::vector<double> gates = plan.gates.data().to_vector<double>();
+  const std::vector<double> direct = plan.direct_output.data().to_vector<double>();
+  double copies = 0, nulls = 0;
+  for (std::int64_t t = 0; t < T; ++t) {
+    std::vector<double> z(static_cast<std::size_t>(E_all), 0.0);
+    for (std::int64_t e = 0; e < E_all; ++e)
+      for (std::int64_t i = 0; i < d; ++i) z[e] += xv[t * d + i] * wv[e * d + i];
+    std::vector<std::int64_t> order(static_cast<std::size_t>(E_all));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::int64_t u, std::int64_t v) { return z[u] > z[v]; });
+    // Renormalised over the two chosen: p_a / (p_a + p_b) = 1 / (1 + exp(z_b - z_a)).
+    const double g0 = 1.0 / (1.0 + std::exp(z[order[1]] - z[order[0]])), g1 = 1.0 - g0;
+    double copy_gate = 0;
+    for (std::int64_t j = 0; j < k; ++j) {
+      const std::int64_t e = order[j];
+      const double g = j == 0 ? g0 : g1;
+      INFO("token ", t, " slot ", j);
+      if (e >= E) {
+        CHECK(experts[t * k + j] == kUnusedSlot);
+        CHECK(gates[t * k + j] == 0.0);
+        if (e >= E + N) {
+          copy_gate += g;
+          copies += 1;
+        } else {
+          nulls += 1;
+        }
+      } else {
+        CHECK(experts[t * k + j] == e);
+        CHECK(gates[t * k + j] == doctest::Approx(g));
+      }
+    }
+    for (std::int64_t i = 0; i < d; ++i) CHECK(direct[t * d + i] == doctest::Approx(copy_gate * xv[t * d + i]));
+  }
+  CHECK(copies > 0);  // the case tests something
+  CHECK(plan.metrics()["copy_fraction"] == doctest::Approx(copies / (T * k)));
+  CHECK(plan.metrics()["null_fraction"] == doctest::Approx(nulls / (T * k)));
+
+  // In a layer: the output is the experts' part plus the copies; the copy rows of the router learn.
+  MoEConfig mc;
+  mc.d = d, mc.experts = E, mc.k = k, mc.ffn = 3, mc.dtype = DType::Float64;
+  mc.router_options = {{"copy_experts", "2"}};
+  Generator g2(23);
+  MoELayer moe(mc, g2);
+  const Variable y = moe.forward(Variable(x));
+  sum(y * Variable(normal({T, d}, 0.0, 1.0, gen, DType::Float64))).backward();
+  const std::vector<double> grad = moe.router().parameters()[0].grad().to_vector<double>();
+  CHECK(std::any_of(grad.begin() + E * d, grad.end(), [](double v) { return v != 0.0; }));
+  CHECK_THROWS_AS(make_router("topk", config(d, E, k, {{"copy_experts", "1"}, {"forced", "balanced"}}), gen), Error);
+  CHECK_THROWS_AS(make_router("topk", config(d, E, k, {{"copy_experts", "-1"}}), gen), Error);
 }

@@ -93,6 +93,11 @@ Variable MoELayer::forward_with_aux(const Variable& x, AuxLosses& aux) {
   // y[token[m]] += g[m] * ys[m]: one fused kernel, bitwise the broadcast product ys * g[:, None]
   // scattered back. A dropped assignment's row of ys is 0 and its gate is 0, so it adds nothing.
   Variable y = scatter_add_rows_scaled(ys, g, token, T);                       // [T, d]
+  if (plan.direct_output.defined()) {                                          // the router's own experts
+    MOELAB_CHECK(plan.direct_output.shape() == xf.shape(), "MoELayer", "the router's direct output is ",
+                 plan.direct_output.shape(), ", not x's ", xf.shape());
+    y = y + plan.direct_output;
+  }
   if (shared_) y = y + shared_->forward(xf);                                   // DeepSeekMoE's shared experts
   return x.rank() == 2 ? y : reshape(y, x.shape());
 }

@@ -82,6 +82,9 @@ struct RoutingPlan {
   // (group_by_expert takes ids in [-1, E): the layer maps kUnusedSlot to -1 before sorting.)
   std::shared_ptr<const kernels::ExpertGroups> groups;
   Tensor slots;  // optional int32 [T]: slots each token used (variable-k schemes)
+  // Optional [T, d]: added to the layer's output as it is, for experts the router computes itself
+  // rather than the expert bank (top-k's copy experts: their gate times the token's input).
+  Variable direct_output;
 };
 
 // What a router promises about each token's gates, summed over its kept slots (declared by

@@ -37,7 +37,7 @@ const char* gate_mode_name(GateMode mode) {
 TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
   check_router_options(config, {"gates", "bias", "jitter", "jitter_seed", "load_balance", "z_loss", "capacity_factor",
                                 "drop_order", "renormalize_kept", "forced", "allow_constant_gates", "balance_scope",
-                                "null_experts"},
+                                "null_experts", "copy_experts"},
                        kScheme);
   TopKRouterOptions o;
   const std::string gates = router_option_choice(
@@ -63,8 +63,9 @@ TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
   o.balance_per_sequence =
       router_option_choice(config, "balance_scope", "batch", {"batch", "sequence"}, kScheme) == "sequence";
   o.null_experts = router_option_int(config, "null_experts", 0, kScheme);
-  MOELAB_CHECK(!o.forced_balanced || o.null_experts == 0, kScheme,
-               "forced = balanced routes to real experts only: it does not combine with null_experts");
+  o.copy_experts = router_option_int(config, "copy_experts", 0, kScheme);
+  MOELAB_CHECK(!o.forced_balanced || (o.null_experts == 0 && o.copy_experts == 0), kScheme,
+               "forced = balanced routes to real experts only: it does not combine with null_experts or copy_experts");
   if (config.options.count("jitter_seed")) {
     const double s = router_option_double(config, "jitter_seed", 0.0, kScheme);
     MOELAB_CHECK(s == std::floor(s) && s < 1.8e19, kScheme, "option 'jitter_seed' must be a whole number, got '",
@@ -84,11 +85,13 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
                         std::int64_t sequence_length) {
   MOELAB_CHECK(x.rank() == 2 && weight.rank() == 2 && x.size(1) == weight.size(1), "top_k_route",
                "x must be [T, d] and weight [E, d], got x ", x.shape(), " and weight ", weight.shape());
-  // The weight's rows: E experts, then o.null_experts null ones (E_all in all).
-  const std::int64_t T = x.size(0), E_all = weight.size(0), N = o.null_experts, E = E_all - N;
+  // The weight's rows: E experts, then o.null_experts null ones, then o.copy_experts copy ones
+  // (E_all in all; N + M of them "special": computed by no MLP).
+  const std::int64_t T = x.size(0), E_all = weight.size(0), N = o.null_experts, M = o.copy_experts;
+  const std::int64_t E = E_all - N - M, special = N + M;
   MOELAB_CHECK(T >= 1, "top_k_route", "x must have at least one token, got ", x.shape());
-  MOELAB_CHECK(N >= 0 && E >= 1, "top_k_route", "the weight's ", E_all, " rows must hold at least one expert beside ",
-               N, " null experts");
+  MOELAB_CHECK(N >= 0 && M >= 0 && E >= 1, "top_k_route", "the weight's ", E_all,
+               " rows must hold at least one expert beside ", N, " null and ", M, " copy experts");
   MOELAB_CHECK(k >= 1 && k <= E_all, "top_k_route", "k must be in [1, E = ", E_all, "], got ", k);
   MOELAB_CHECK(x.dtype() == weight.dtype(), "top_k_route", "x is ", x.dtype(), " but the weight is ", weight.dtype());
   MOELAB_CHECK(!bias.defined() || (bias.rank() == 1 && bias.size(0) == E_all), "top_k_route", "bias must be [",
@@ -106,15 +109,19 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
                                      forced.device() == x.device()),
                "top_k_route", "forced experts must be int32 [", T, ", ", k, "] on x's device, got ",
                forced.defined() ? forced.str() : std::string());
-  MOELAB_CHECK(!forced.defined() || N == 0, "top_k_route", "forced (replayed) experts do not combine with null experts");
+  MOELAB_CHECK(!forced.defined() || special == 0, "top_k_route",
+               "forced (replayed) experts do not combine with null or copy experts");
   const Tensor chosen_all = forced.defined() ? forced : kernels::topk(logits.data(), static_cast<int>(k)).indices;
-  // Null experts (ids E .. E_all - 1) compute nothing: their slots become kUnusedSlot, so the
-  // token's output is the gated sum of its real slots alone (their gates keep the nulls' share in
-  // the denominator). [T, k]
-  Tensor is_null, chosen = chosen_all;
-  if (N > 0) {
-    is_null = kernels::ge(kernels::cast(chosen_all, DType::Float64), static_cast<double>(E));  // 0/1 float64
-    chosen = select_ids(chosen_all, kernels::sub(1.0, is_null), kUnusedSlot);
+  // Null experts (ids E .. E + N - 1) compute nothing, copy experts (E + N .. E_all - 1) no MLP:
+  // their slots become kUnusedSlot, so the experts' part of the output is the gated sum of the
+  // real slots alone (their gates keep the special ones' share in the denominator). [T, k]
+  Tensor is_null, is_copy, chosen = chosen_all;
+  if (special > 0) {
+    const Tensor ids = kernels::cast(chosen_all, DType::Float64);
+    const Tensor is_special = kernels::ge(ids, static_cast<double>(E));  // 0/1 float64
+    is_copy = kernels::ge(ids, static_cast<double>(E + N));
+    is_null = kernels::sub(is_special, is_copy);
+    chosen = select_ids(chosen_all, kernels::sub(1.0, is_special), kUnusedSlot);
   }
 
   // Gates before dropping: [T, k]
@@ -138,23 +145,34 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   parts.capacity_order = o.drop_order;
   if (o.drop_order == CapacityOrder::Probability) parts.capacity_scores = gather_last(probs, chosen_all).data();
   parts.renormalize_kept = o.renormalize_kept;
-  if (N == 0) {
+  if (special == 0) {
     parts.probs = probs.data();
   } else {
-    parts.variable_slots = true;  // null slots are unused slots: `slots` counts the real ones
-    parts.extra = [is_null]() {
-      const std::vector<double> v = host_doubles(is_null);
-      double nulls = 0;
-      for (double z : v) nulls += z;
-      return std::map<std::string, double>{{"null_fraction", v.empty() ? 0.0 : nulls / static_cast<double>(v.size())}};
+    parts.variable_slots = true;  // special slots are unused slots: `slots` counts the real ones
+    parts.extra = [is_null, is_copy, N, M]() {
+      const auto share = [](const Tensor& mask) {
+        const std::vector<double> v = host_doubles(mask);
+        double hits = 0;
+        for (double z : v) hits += z;
+        return v.empty() ? 0.0 : hits / static_cast<double>(v.size());
+      };
+      std::map<std::string, double> m;
+      if (N > 0) m["null_fraction"] = share(is_null);
+      if (M > 0) m["copy_fraction"] = share(is_copy);
+      return m;
     };
   }
 
   RoutingPlan plan = make_routing_plan(parts, E);
+  if (M > 0) {
+    // Copy experts: y += (sum of the token's copy gates) * x, differentiable in the gates. [T, d]
+    const Variable copy_gate = sum(gates * Variable(kernels::cast(is_copy, x.dtype())), 1);  // [T]
+    plan.direct_output = reshape(copy_gate, {T, 1}) * x;
+  }
 
   // f_e = wanted_e / (T*k): the routing decision before dropping (constant). [E]; with null
   // experts, over all E_all: each one's share of the T*k choices, nulls included.
-  const Tensor f = N == 0 ? kernels::div(kernels::cast(plan.groups->wanted, x.dtype()), static_cast<double>(T * k))
+  const Tensor f = special == 0 ? kernels::div(kernels::cast(plan.groups->wanted, x.dtype()), static_cast<double>(T * k))
                           : kernels::div(kernels::sum(kernels::eq(kernels::cast(chosen_all, x.dtype()).reshape({T * k, 1}),
                                                                   arange(0.0, static_cast<double>(E_all), 1.0, x.dtype(),
                                                                          x.device())),
@@ -224,8 +242,9 @@ TopKRouter::TopKRouter(std::int64_t d, std::int64_t experts, std::int64_t k, con
                "DeepSeekMoE's top-1 gate, p itself), k >= 2, or option allow_constant_gates = true if a fixed "
                "router is what you want");
   const double bound = 1.0 / std::sqrt(static_cast<double>(d));
-  MOELAB_CHECK(options.null_experts >= 0, kScheme, "null_experts must be >= 0, got ", options.null_experts);
-  const std::int64_t rows = experts + options.null_experts;  // real experts, then the null ones
+  MOELAB_CHECK(options.null_experts >= 0 && options.copy_experts >= 0, kScheme,
+               "null_experts and copy_experts must be >= 0, got ", options.null_experts, " and ", options.copy_experts);
+  const std::int64_t rows = experts + options.null_experts + options.copy_experts;  // real, null, copy
   weight_ = register_parameter("weight", uniform({rows, d}, -bound, bound, gen, dtype));
   if (options.bias) bias_ = register_parameter("bias", zeros({rows}, dtype));
   if (options.jitter > 0.0) {
@@ -243,8 +262,9 @@ TopKRouter::TopKRouter(std::int64_t d, std::int64_t experts, std::int64_t k, con
 }
 
 void TopKRouter::replay(const Tensor& ids) {
-  MOELAB_CHECK(options_.null_experts == 0, kScheme, "replay does not combine with null_experts (a plan's null "
-               "slots are unused slots, not ids to replay)");
+  MOELAB_CHECK(options_.null_experts == 0 && options_.copy_experts == 0, kScheme,
+               "replay does not combine with null_experts or copy_experts (a plan's special slots are unused slots, "
+               "not ids to replay)");
   MOELAB_CHECK(ids.defined() && ids.dtype() == DType::Int32 && ids.rank() == 2 && ids.size(1) == k(), kScheme,
                "replay needs the int32 [T, ", k(), "] experts of a plan, got ",
                ids.defined() ? ids.str() : std::string("an undefined tensor"));
@@ -295,8 +315,8 @@ RoutingPlan TopKRouter::route_sequences(const Variable& x, std::int64_t sequence
 }
 
 GateSum TopKRouter::gate_sum() const {
-  // A null slot's share stays in the other gates' denominator: they sum to at most 1.
-  if (options_.null_experts > 0) return options_.gates == GateMode::Equal ? GateSum::Free : GateSum::AtMostOne;
+  // A null or copy slot's share stays in the other gates' denominator: they sum to at most 1.
+  if (options_.null_experts > 0 || options_.copy_experts > 0) return options_.gates == GateMode::Equal ? GateSum::Free : GateSum::AtMostOne;
   return options_.gates == GateMode::SoftmaxTopk ? GateSum::AtMostOne : GateSum::One;
 }
 

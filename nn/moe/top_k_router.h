@@ -52,6 +52,12 @@
 //                    (a null expert is balanced like any other). Metrics: null_fraction (the share
 //                    of the T*k choices that went to a null expert) and mean_slots (real slots per
 //                    token); router_entropy is not reported. Not with forced or replay
+//   copy_experts     M >= 0 copy experts (MoE++'s "copy experts": the expert is the identity), scored
+//                    after the null ones (weight [E + N + M, d]); a slot that picks one computes no
+//                    MLP (an unused slot for the expert bank) and adds its gate times the token's
+//                    input to the output (RoutingPlan::direct_output: g_copy * x, differentiable in
+//                    g). Balanced, counted and refused like the null ones; metric copy_fraction.
+//                    renormalize_kept renormalises over the kept real slots alone
 //   z_loss           coefficient >= 0 of the router z-loss (ST-MoE, Zoph et al. 2022):
 //                      mean_t logsumexp(logits_t)^2
 //   allow_constant_gates  "true": accept k = 1 with softmax-topk-renorm or topk-softmax (see above);
@@ -111,6 +117,7 @@ struct TopKRouterOptions {
   bool allow_constant_gates = false;
   bool balance_per_sequence = false;  // balance_scope = "sequence"
   std::int64_t null_experts = 0;      // zero-computation experts beside the E real ones
+  std::int64_t copy_experts = 0;      // identity experts after the null ones
   std::optional<std::uint64_t> jitter_seed;
 };
 
