@@ -315,9 +315,13 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
             worst_ratio = std::max(worst_ratio, row.figures.count("load_max_over_mean") ? row.figures.at("load_max_over_mean") : NAN);
             worst_cv = std::max(worst_cv, row.figures.count("load_cv") ? row.figures.at("load_cv") : NAN);
           }
+    // Sinkhorn (assignment=sinkhorn) balances the scaled scores, not the top-k taken from them.
+    const auto assignment = schemes[r].options.find("assignment");
+    const bool exact_balance = assignment == schemes[r].options.end() || assignment->second != "sinkhorn";
     balance << "- " << schemes[r].name << ": at all " << logs << " logged training steps the largest max/mean load is "
             << fmt(worst_ratio, "%.4f") << " and the largest load CV " << fmt(worst_cv, "%.4f")
-            << " (balanced by construction when E divides the batch's 2T assignments).\n";
+            << (exact_balance ? " (balanced by construction when E divides the batch's 2T assignments).\n"
+                              : " (Sinkhorn balances the scaled scores; the top-k taken from them only approximately).\n");
   }
 
   std::ostringstream summary;
