@@ -5,6 +5,7 @@
 //   moelab <experiment> --help             its options, every setting with its default, its presets
 //   moelab <experiment> [--preset NAME] [--set key=value]... [--out DIR] [--threads N]
 //                       [--device cpu|cuda] [--seed S]
+//   moelab claims [--check] DIR             a finished folder's paper claims (claims_command.h)
 //
 // The settings of a run are resolved in three layers: the experiment's defaults, then the preset
 // (a named table of values, listed by --help), then each --set key=value in order. The run folder
@@ -27,6 +28,7 @@
 
 #include "core/backend.h"
 #include "core/parallel.h"
+#include "tasks/cli/claims_command.h"
 #include "tasks/common/experiment.h"
 #include "tasks/common/job_grid.h"
 #include "tasks/common/run_lock.h"
@@ -146,11 +148,17 @@ int moelab_main(int argc, char** argv) {
     sub->footer(e.details + "\n\nSettings (--set key=value; the defaults before any preset):\n" + e.settings().describe() +
                 "\nPresets (--preset NAME; each sets the values listed):\n" + presets_text(e));
   }
+  std::string claims_dir;
+  bool claims_check = false;
+  CLI::App* claims = app.add_subcommand("claims", "a finished run folder's paper claims, recomputed from its CSVs "
+                                                  "into summary.md's Claims section");
+  claims->add_option("dir", claims_dir, "the run folder (e.g. docs/results/softmoe-mnist-cpu)")->required();
+  claims->add_flag("--check", claims_check, "change nothing; exit 1 if summary.md holds other claims than the CSVs give");
   // An unknown experiment name is named (CLI11 alone says "A subcommand is required").
   if (argc > 1 && argv[1] != nullptr && argv[1][0] != '-') {
     const std::string wanted = argv[1];
     std::string names;
-    bool known = false;
+    bool known = wanted == "claims";
     for (const Experiment& e : all) {
       known = known || e.name == wanted;
       names += (names.empty() ? "" : ", ") + e.name;
@@ -165,6 +173,14 @@ int moelab_main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& err) {
     return app.exit(err) == 0 ? 0 : 2;  // --help exits 0; a bad option or value exits 2
+  }
+  if (app.got_subcommand("claims")) {
+    try {
+      return run_claims_command(all, claims_dir, claims_check);
+    } catch (const std::exception& err) {
+      std::fprintf(stderr, "moelab claims: %s\n", err.what());
+      return 1;
+    }
   }
   for (const Experiment& e : all) {
     if (!app.got_subcommand(e.name)) continue;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "tasks/common/claims.h"
 #include "tasks/common/run_dir.h"
 #include "tasks/common/settings.h"
 
@@ -51,6 +52,10 @@ struct Experiment {
   // Runs the experiment; returns the process exit status (0: done). Throws UsageError for
   // settings that cannot work together (exit 2), anything else for a failure (exit 1).
   std::function<int(const RunContext&)> run;
+  // Optional: the paper's claims this experiment tests, judged from a finished folder's CSVs
+  // (tasks/common/claims.h). The report writes them into summary.md's "## Claims" section, and
+  // `moelab claims DIR` recomputes that section for a folder (a recorded result included).
+  ClaimsFunction claims;
 };
 
 }  // namespace moelab

@@ -204,6 +204,7 @@ JobGrid job_grid_for(const Experiment& e) {
   grid.experiment = e.name;
   grid.settings = e.settings;
   grid.presets = e.presets;
+  grid.claims = e.claims;
   return grid;
 }
 
@@ -268,6 +269,12 @@ int run_job_grid(const RunContext& ctx, const JobGrid& grid) {
     throw Error(grid.experiment + ": the report could not read the point results in '" +
                 ctx.dir.file("points").string() + "' (" + e.what() + "). " + damaged_points(ctx.dir, grid.points) +
                 "Remove a damaged points/<name>.json to run that point again.");
+  }
+  // The paper's claims, from the CSVs the report just wrote (tasks/common/claims.h).
+  if (grid.claims && std::filesystem::exists(ctx.dir.file("summary.md"))) {
+    const std::vector<Claim> claims = grid.claims({ctx.dir.path(), s.to_json(), ctx.seed});
+    write_claims_section(ctx.dir.path(), claims);
+    std::printf("\n%s", claims_section(claims).c_str());
   }
   return 0;
 }

@@ -25,6 +25,8 @@
 //           (the program's name is RunContext::program: moelab_with_hash lists moelab_with_hash)
 //   point   run the one point named by `--set point=NAME` (nothing when it is done)
 //   report  only gather the finished points into the report (missing ones are said to be)
+// After the report (modes all and report), the experiment's claims (Experiment::claims) go into
+// summary.md's "## Claims" section.
 //
 // An experiment may skip points that the finished ones make pointless (the phone-book sweep stops
 // trying larger books after a model fails): JobGrid::needed. mode=all asks it before every point;
@@ -103,6 +105,8 @@ struct JobGrid {
   // The experiment's settings and presets, to write the --set options of mode=list's lines.
   std::function<Settings()> settings;
   std::vector<Preset> presets;
+  // Optional: the experiment's paper claims, written into summary.md after the report.
+  ClaimsFunction claims;
 };
 
 // The grid of experiment e with no points yet: e's name, settings and presets (what mode=list

@@ -38,6 +38,11 @@ double paired_sign_flip_p(const std::vector<double>& a, const std::vector<double
   return static_cast<double>(as_extreme) / static_cast<double>(patterns);
 }
 
+double median_range_confidence(std::int64_t n) {
+  MOELAB_CHECK(n >= 1 && n <= 62, "median_range_confidence", "n must be in [1, 62], got ", n);
+  return 1.0 - 2.0 / std::ldexp(1.0, static_cast<int>(n));
+}
+
 double smallest_sign_flip_p(std::int64_t n) {
   MOELAB_CHECK(n >= 1 && n <= 62, "smallest_sign_flip_p", "n must be in [1, 62], got ", n);
   return n == 1 ? 1.0 : 2.0 / std::ldexp(1.0, static_cast<int>(n));

@@ -12,6 +12,7 @@
 #include "tasks/common/models.h"
 #include "tasks/common/router_settings.h"
 #include "tasks/common/train.h"
+#include "tasks/phonebook/phonebook_claims.h"
 #include "tasks/phonebook/phonebook_data.h"
 #include "tasks/phonebook/phonebook_report.h"
 
@@ -225,6 +226,7 @@ Experiment phonebook_experiment() {
   e.default_preset = "cpu";
   e.validate = validate_phonebook;
   e.run = run_phonebook;
+  e.claims = phonebook_claims;
   return e;
 }
 

@@ -239,9 +239,7 @@ int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& 
   if (comparisons == 0)
     conclusion = "No MoE model has a dense model to compare with in this sweep.";
   else
-    conclusion = std::string(comparisons > 0 && wins == comparisons ? "The paper's finding holds at this scale: "
-                                                                    : "The paper's finding does not fully show at this scale: ") +
-                 std::to_string(wins) + " of " + std::to_string(comparisons) + " MoE models memorize a larger book than " +
+    conclusion = std::to_string(wins) + " of " + std::to_string(comparisons) + " MoE models memorize a larger book than " +
                  (equal_active ? "a dense model with the same active parameters (within 10%)"
                                : "the dense model of the same width (which has fewer active parameters)") +
                  (seeds_max > 1 ? " by the median over seeds, " + std::to_string(clear_wins) + " of them for every seed" : "") +
@@ -260,7 +258,7 @@ int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& 
           << format_number(100 * threshold, "%.0f") << "%. A model stops at the first " << s.integer("stop_after_failures")
           << " failed size(s) in a row; its capacity for a seed is the largest book memorized before that, and the "
              "\"largest memorized\" column is the median over seeds.\n\n"
-          << table.str() << "\n## Verdict\n\n"
+          << table.str() << "\n## In numbers\n\n"
           << (seeds_max > 1 ? "The rule: an MoE model memorizes more than a dense one when its median capacity over seeds "
                               "is larger; beyond the seeds' spread when its smallest per-seed capacity is larger than the "
                               "dense model's largest.\n\n"

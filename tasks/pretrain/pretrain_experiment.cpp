@@ -14,6 +14,7 @@
 #include "tasks/common/train.h"
 #include "tasks/pretrain/corpus.h"
 #include "tasks/pretrain/evaluate.h"
+#include "tasks/pretrain/pretrain_claims.h"
 #include "tasks/pretrain/pretrain_report.h"
 #include "tasks/pretrain/tokenizer.h"
 
@@ -270,6 +271,7 @@ Experiment pretrain_experiment() {
   e.default_preset = "cpu";
   e.validate = validate_pretrain;
   e.run = run_pretrain;
+  e.claims = pretrain_claims;
   return e;
 }
 

@@ -139,7 +139,8 @@ void write_pretrain_report(const RunContext& ctx, const std::vector<ModelSpec>& 
   const double m_rho_total = rank_correlation(m_v, total_v), m_rho_active = rank_correlation(m_v, active_v);
   auto rho = [](double v) { return std::isnan(v) ? std::string("undefined") : format_number(v, "%.2f"); };
   auto claim = [&](int number, const std::string& what, bool holds, const std::string& numbers) {
-    verdict << number << ". " << what << ": **" << (holds ? "holds" : "does not show") << "** (" << numbers << ").\n";
+    verdict << number << ". " << what << ": " << (holds ? "the means point the paper's way" : "the means do not point the paper's way")
+            << " (" << numbers << ").\n";
   };
   claim(1, "Knowledge follows total parameters more than active ones", k_rho_total > k_rho_active,
         "rank correlation of knowledge accuracy with total parameters " + rho(k_rho_total) + ", with active " +
@@ -229,7 +230,7 @@ void write_pretrain_report(const RunContext& ctx, const std::vector<ModelSpec>& 
           << s.integer("math_test_problems") << " fresh problems; math train: on " << s.integer("math_train_eval_problems")
           << " training problems; gap = train - test. Perplexity: on held-out text of the same mixture. Mean ± "
              "sample std over seeds.\n\n"
-          << table.str() << "\n## Verdict\n\n"
+          << table.str() << "\n## In numbers\n\n"
           << "The paper's claims, each judged on the means over seeds; a difference is beyond the seeds' spread when "
              "it is larger than the two standard deviations added together"
           << (s.ints("seeds").size() < 2 ? " (with one seed there is no spread: every difference counts as beyond it, "

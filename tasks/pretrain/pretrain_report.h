@@ -12,8 +12,9 @@
 //   3. Figure 5: each MoE's math train-test gap against the dense model nearest in total parameters;
 //   4. Figure 6: each MoE against the dense model nearest in validation perplexity, on knowledge
 //      (the paper: MoE better) and on math (the paper: a tie).
-// A claim "holds" when its numbers point the paper's way, "does not show" otherwise; the lines
-// under it say how far beyond the spread, so a holding claim within the noise reads as such.
+// The "In numbers" section says whether each claim's means point the paper's way, with the lines
+// that say how far beyond the spread; the verdict on the fixed scale (holds / holds weaker /
+// differs / contradicts) is the Claims section's (pretrain_claims.h).
 #pragma once
 
 #include <cstdint>

@@ -16,6 +16,7 @@
 #include "tasks/common/train.h"
 #include "tasks/shortest_path/graph.h"
 #include "tasks/shortest_path/graph_data.h"
+#include "tasks/shortest_path/shortest_path_claims.h"
 
 namespace moelab {
 
@@ -285,8 +286,8 @@ int write_report(const RunContext& ctx, const std::vector<ModelSpec>& models, co
   if (best_expert_gain < -0.5)
     conclusion = "No MoE model has a dense model of the same width in this sweep: no equal-width comparison.";
   else if (best_width_gain >= 0)
-    conclusion = std::string(best_width_gain > best_expert_gain ? "The paper's finding holds at this scale: "
-                                                                : "The paper's finding does not show at this scale: ") +
+    conclusion = std::string(best_width_gain > best_expert_gain ? "Widening gains more than adding experts: "
+                                                                : "Adding experts gains at least as much as widening: ") +
                  "the best gain from experts at a fixed width is " + format_number(100 * best_expert_gain, "%+.1f") +
                  " points (" + (std::fabs(best_expert_gain) > expert_spread ? "beyond" : "within") +
                  " the seeds' spread, " + format_number(100 * expert_spread, "%.1f") +
@@ -314,7 +315,7 @@ int write_report(const RunContext& ctx, const std::vector<ModelSpec>& models, co
           << "is right on " << format_number(100 * baseline, "%.1f") << "% of them (the trivial baseline).\n\n"
           << "Exact match: the answer equals the lexicographically smallest shortest path. Valid shortest path: the "
              "answer is some shortest path. Mean ± std over training seeds.\n\n"
-          << table.str() << "\n## Verdict\n\n"
+          << table.str() << "\n## In numbers\n\n"
           << "The rule: a gain (a difference of mean exact match over seeds) exceeds the seeds' spread when it is "
              "larger than the two standard deviations (sample, over seeds) added together. Each equal-width "
              "comparison also gives the exact paired sign-flip test over the seeds both models ran "
@@ -350,6 +351,7 @@ Experiment shortest_path_experiment() {
   e.default_preset = "cpu";
   e.validate = validate_shortest_path;
   e.run = run_shortest_path;
+  e.claims = shortest_path_claims;
   return e;
 }
 

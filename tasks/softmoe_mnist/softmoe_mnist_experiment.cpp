@@ -9,6 +9,7 @@
 #include "nn/io/checkpoint.h"
 #include "tasks/common/job_grid.h"
 #include "tasks/common/report.h"
+#include "tasks/softmoe_mnist/softmoe_mnist_claims.h"
 #include "tasks/softmoe_mnist/softmoe_mnist_report.h"
 #include "tasks/softmoe_mnist/subset_eval.h"
 
@@ -274,6 +275,7 @@ Experiment softmoe_mnist_experiment() {
   e.validate = validate_softmoe_mnist;
   e.check_inputs = check_softmoe_mnist_inputs;
   e.run = run_softmoe_mnist;
+  e.claims = sm::softmoe_mnist_claims;
   return e;
 }
 

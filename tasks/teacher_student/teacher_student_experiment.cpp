@@ -12,6 +12,7 @@
 #include "tasks/common/report.h"
 #include "tasks/common/router_settings.h"
 #include "tasks/teacher_student/teacher_student.h"
+#include "tasks/teacher_student/teacher_student_claims.h"
 #include "tasks/teacher_student/teacher_student_report.h"
 
 namespace moelab {
@@ -224,6 +225,7 @@ Experiment teacher_student_experiment() {
   e.default_preset = "cpu-fig2";
   e.validate = validate_teacher_student;
   e.run = run_teacher_student;
+  e.claims = teacher_student::teacher_student_claims;
   return e;
 }
 

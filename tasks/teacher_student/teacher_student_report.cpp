@@ -232,9 +232,7 @@ std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& po
                  " of " + std::to_string(points.size()) + " points done).";
   } else {
     const double mf = mean_std(fine_all).mean, mc = mean_std(coarse_all).mean;
-    conclusion = std::string(separated == compared ? "The paper's effect shows: " : mf < mc ? "The effect shows only in part: "
-                                                                                               : "The effect does not show: ") +
-                 "for " + std::to_string(separated) + " of " + std::to_string(compared) +
+    conclusion = "For " + std::to_string(separated) + " of " + std::to_string(compared) +
                  " teachers every student with granularity k' >= k has a lower normalised loss (mean over seeds) than "
                  "every student with k' < k (mean over those teachers' students " + f3(mf) + " against " + f3(mc) + "); " +
                  (seeds_max > 1 ? "for " + std::to_string(beyond_spread) + " of " + std::to_string(compared) +
@@ -301,7 +299,7 @@ std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& po
              "0 = the teacher is fitted; 1 = no better than predicting 0. Rows: teachers; columns: students.\n\n"
           << width_note << table.str() << "\n" << done.size() << " of " << points.size() << " points done"
           << (missing ? " (missing cells: -; run the missing points, then --set mode=report)" : "") << ".\n"
-          << sizes.str() << "\n## Verdict\n\n"
+          << sizes.str() << "\n## In numbers\n\n"
           << "The rule: a teacher's students separate when the worst student with k' >= k (by mean loss over seeds) "
              "is below the best student with k' < k; the gap exceeds the seeds' spread when the worst fine-enough "
              "student's mean + std is below the best coarser student's mean - std.\n\n"

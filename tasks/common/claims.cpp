@@ -1,0 +1,111 @@
+// tasks/common/claims.cpp — see claims.h.
+#include "tasks/common/claims.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "tasks/common/checked_file.h"
+
+namespace moelab {
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::Holds: return "holds";
+    case Verdict::HoldsWeaker: return "holds weaker";
+    case Verdict::Differs: return "differs";
+    case Verdict::Contradicts: return "contradicts";
+    case Verdict::NotJudged: return "not judged";
+  }
+  return "not judged";
+}
+
+void ClaimCounts::add(double effect, double spread) {
+  ++cells;
+  if (effect > 0) ++paper_direction;
+  if (effect > 0 && effect > spread) ++beyond;
+  if (effect < 0 && -effect > spread) ++against_beyond;
+}
+
+void ClaimCounts::add_cell(double effect, bool beyond_spread) {
+  ++cells;
+  if (effect > 0) ++paper_direction;
+  if (effect > 0 && beyond_spread) ++beyond;
+  if (effect < 0 && beyond_spread) ++against_beyond;
+}
+
+Verdict grade(const ClaimCounts& c, bool full_strength) {
+  if (c.cells == 0) return Verdict::NotJudged;
+  const std::int64_t against = c.cells - c.paper_direction;
+  if (2 * against > c.cells && c.against_beyond > 0) return Verdict::Contradicts;
+  if (c.beyond == c.cells && full_strength) return Verdict::Holds;
+  if (2 * c.paper_direction > c.cells) return Verdict::HoldsWeaker;
+  return Verdict::Differs;
+}
+
+std::string counts_text(const ClaimCounts& c, const std::string& spread) {
+  std::ostringstream s;
+  s << c.paper_direction << " of " << c.cells << (c.cells == 1 ? " cell" : " cells") << " in the paper's direction, "
+    << c.beyond << " beyond " << spread;
+  if (c.against_beyond > 0) s << " (" << c.against_beyond << " against it beyond the spread)";
+  return s.str();
+}
+
+namespace {
+
+// A table cell: no line breaks, no unescaped '|'.
+std::string table_cell(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '\n') out += ' ';
+    else if (ch == '|') out += "\\|";
+    else out += ch;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string claims_section(const std::vector<Claim>& claims) {
+  std::ostringstream s;
+  s << "## Claims\n\n"
+    << "One row per paper claim, computed from this folder's CSV files by `moelab claims` (tasks/common/claims.h "
+       "gives the scale: holds / holds weaker / differs / contradicts).\n\n"
+    << "| claim | paper | ours | independent reference | verdict |\n|---|---|---|---|---|\n";
+  for (const Claim& c : claims)
+    s << "| " << table_cell(c.name + ": " + c.statement) << " | " << table_cell(c.paper) << " | " << table_cell(c.ours)
+      << " | " << table_cell(c.reference.empty() ? "none recorded" : c.reference) << " | **" << verdict_name(c.verdict)
+      << "** |\n";
+  s << "\n";
+  for (const Claim& c : claims) s << "- " << c.name << ": " << c.rule << "\n";
+  s << "\n";
+  return s.str();
+}
+
+std::string with_claims_section(const std::string& summary, const std::string& section) {
+  // Headings start a line: at 0 or after '\n'.
+  auto heading_at = [&](std::size_t from, const std::string& prefix) {
+    for (std::size_t pos = summary.find(prefix, from); pos != std::string::npos; pos = summary.find(prefix, pos + 1))
+      if (pos == 0 || summary[pos - 1] == '\n') return pos;
+    return std::string::npos;
+  };
+  const std::size_t own = heading_at(0, "## Claims\n");
+  if (own != std::string::npos) {
+    const std::size_t next = heading_at(own + 1, "## ");
+    return summary.substr(0, own) + section + (next == std::string::npos ? "" : summary.substr(next));
+  }
+  const std::size_t first = heading_at(0, "## ");
+  if (first == std::string::npos) return summary + (summary.empty() || summary.back() == '\n' ? "\n" : "\n\n") + section;
+  return summary.substr(0, first) + section + summary.substr(first);
+}
+
+void write_claims_section(const std::filesystem::path& dir, const std::vector<Claim>& claims) {
+  const std::filesystem::path path = dir / "summary.md";
+  std::ifstream in(path, std::ios::binary);
+  MOELAB_CHECK(in.good(), "claims", "no summary.md in ", dir.string(), " (the report writes it first)");
+  std::stringstream text;
+  text << in.rdbuf();
+  write_file_atomic(path, with_claims_section(text.str(), claims_section(claims)));
+}
+
+}  // namespace moelab

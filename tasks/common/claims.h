@@ -1,0 +1,93 @@
+// tasks/common/claims.h — one line per paper claim in every summary, with a verdict word from a
+// fixed scale, computed from the run's CSV files (never written by hand).
+//
+// Each experiment that reproduces a paper names the paper's claims it tests and, for each, the
+// cells where the claim can be checked (an (n, k) cell of Table 10, an MoE model against the dense
+// model of its width, a teacher's students, ...). In every cell the effect has a sign relative to
+// the paper (positive: the paper's direction) and a size relative to the seeds' spread, by the rule
+// the experiment states (usually: the difference of two means over seeds against their two sample
+// standard deviations added). The verdict then follows from counts only:
+//
+//   holds         every cell shows the effect beyond the seeds' spread, and (where the paper gives
+//                 a size to compare with) at least half the paper's size, (where it says
+//                 "uniformly") at every step
+//   holds weaker  most cells show the effect on the means, but not all beyond the spread, or the
+//                 size is below half the paper's, or not at every step
+//   differs       no majority either way: the effect does not show at this scale
+//   contradicts   most cells go against the paper, at least one of them beyond the spread
+//   not judged    no cell could be checked (missing points): outside the scale
+//
+//   ClaimCounts c;
+//   for (cell : cells) c.add(effect_mean, spread);   // effect > 0: the paper's direction
+//   Verdict v = grade(c);                             // or grade(c, /*full_strength=*/ratio >= 0.5)
+//
+// The summary's "## Claims" section (claims_section) is a table, one row per claim: the paper's
+// number, ours with the number of seeds and their spread, an independent reference where one was
+// recorded, the verdict; then each claim's rule and counts. `moelab claims DIR` recomputes it from
+// a finished folder's CSVs (a recorded result included) and `moelab claims --check DIR` fails when
+// summary.md holds anything else (tests/docs_claims.sh runs it on every record).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace moelab {
+
+enum class Verdict { Holds, HoldsWeaker, Differs, Contradicts, NotJudged };
+// "holds", "holds weaker", "differs", "contradicts", "not judged".
+const char* verdict_name(Verdict v);
+
+struct ClaimCounts {
+  std::int64_t cells = 0;
+  std::int64_t paper_direction = 0;  // cells whose mean effect has the paper's sign (> 0)
+  std::int64_t beyond = 0;           // ... and exceeds the spread
+  std::int64_t against_beyond = 0;   // cells against the paper by more than the spread
+  // One cell: effect in the paper's direction when > 0; spread >= 0 (e.g. two stds added).
+  void add(double effect, double spread);
+  // One cell whose rule for "beyond the spread" is the experiment's own (e.g. every seed of one
+  // model above every seed of the other); beyond_spread counts only with an effect != 0.
+  void add_cell(double effect, bool beyond_spread);
+};
+// The scale above. full_strength: false when the paper's claim has a stronger form that ours does
+// not reach (a size, and ours is below half of it; "uniformly", and ours is not).
+Verdict grade(const ClaimCounts& counts, bool full_strength = true);
+// "7 of 9 cells in the paper's direction, 5 beyond the seeds' spread (1 against it beyond the
+// spread)"; `spread` names what the spread is over.
+std::string counts_text(const ClaimCounts& counts, const std::string& spread = "the seeds' spread");
+
+struct Claim {
+  std::string name;       // where in the paper: "Table 1", "Fig. 4a"
+  std::string statement;  // the claim in a few words
+  std::string paper;      // the paper's number(s)
+  std::string ours;       // ours, with seeds and spread
+  std::string reference;  // an independent reimplementation's number, or "" (none recorded)
+  Verdict verdict = Verdict::NotJudged;
+  std::string rule;       // how the verdict was reached: the rule and the counts
+};
+
+// What a claims function reads: the run folder (its CSVs), config.json's "settings" and the run's
+// seed (for what the report recomputes from them, e.g. shortest-path's trivial baseline).
+struct ClaimsInput {
+  std::filesystem::path dir;
+  nlohmann::ordered_json settings;
+  std::uint64_t seed = 0;
+};
+using ClaimsFunction = std::function<std::vector<Claim>(const ClaimsInput&)>;
+
+// "## Claims\n\n" + the table + the rules (markdown, ending in a blank line).
+std::string claims_section(const std::vector<Claim>& claims);
+
+// summary.md's text with its "## Claims" section replaced by `section` (up to the next "## "
+// heading), or inserted before the first "## " heading when there is none (at the end when the
+// text has no heading).
+std::string with_claims_section(const std::string& summary, const std::string& section);
+
+// Rewrites dir/summary.md with the claims section (whole or not at all: checked_file). moelab::Error
+// when there is no summary.md.
+void write_claims_section(const std::filesystem::path& dir, const std::vector<Claim>& claims);
+
+}  // namespace moelab
