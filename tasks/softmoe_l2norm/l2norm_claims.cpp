@@ -61,8 +61,8 @@ std::vector<Claim> l2norm_claims(const ClaimsInput& in) {
       for (const auto& [n, v] : by_n) {
         const double m = stats(v, false).mean;
         if (std::isfinite(previous)) ++steps, steps_down += m < previous;
+        ours << (std::isfinite(previous) ? ", " : " ") << "n = " << n << ": " << format_number(m, "%.3g");
         previous = m;
-        ours << " n = " << n << " " << format_number(m, "%.3g");
       }
     }
     c.ours = counts.cells == 0 ? "fewer than two n" : ours.str() + " (final MSE, means over " + seeds_text + ")";
