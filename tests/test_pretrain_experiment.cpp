@@ -104,7 +104,7 @@ TEST_CASE("pretrain: a toy grid end to end: files, points, the four claims, a re
   CHECK(read_csv(dir.file("models.csv")).size() == 2);
   CHECK(!read_csv(dir.file("metrics.csv")).empty());
   const std::string summary = read_text(dir.file("summary.md"));
-  for (const char* part : {"## Verdict", "1. Knowledge follows total parameters", "2. Math follows active parameters",
+  for (const char* part : {"## Claims", "| Fig. 5: at similar total parameters", "## In numbers", "1. Knowledge follows total parameters", "2. Math follows active parameters",
                            "3. At similar total parameters MoEs have a larger math train-test gap",
                            "4. At a matched validation perplexity", "| moe-d16-4e |", "| dense-d16 |"})
     CHECK_MESSAGE(summary.find(part) != std::string::npos, part);

@@ -98,7 +98,7 @@ TEST_CASE("full disk: write_text and write_json fail loudly and keep the old fil
 
 TEST_CASE("full disk: plots fail loudly, also when gnuplot cuts the PNG and still exits with 0") {
   testing::TempDir tmp;
-  LinePlot plot{.title = "t", .xlabel = "x", .ylabel = "y", .series = {{"s", {1, 2, 3}, {1, 4, 9}}}};
+  LinePlot plot{.title = "t", .xlabel = "x", .ylabel = "y", .series = {{"s", {1, 2, 3}, {1, 4, 9}, {}, {}}}};
   {
     FullDiskAfter full(0);
     CHECK_THROWS_WITH_AS(plot_lines(plot, tmp.path(), "curve"), doctest::Contains("No space left on device"),

@@ -194,7 +194,11 @@ TEST_CASE("softmoe-l2norm command: files, a rerun trains nothing, bad settings a
   std::ifstream in(dir.file("summary.md"));
   const std::string summary((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(summary.find("2.435") != std::string::npos);
-  CHECK(summary.find("## Verdict") != std::string::npos);
+  CHECK(summary.find("## In numbers") != std::string::npos);
+  // The Claims section comes after the report, before the first table, with both of the paper's claims.
+  CHECK(summary.find("## Claims") < summary.find("## 5 tokens of 2"));
+  CHECK(summary.find("| Thm. 1: ") != std::string::npos);
+  CHECK(summary.find("| App. C: ") != std::string::npos);
 
   // A rerun trains nothing: the CSVs keep their rows, no more and no fewer.
   REQUIRE(e.run(RunContext{s, dir, "test", 0, 1, Device::cpu()}) == 0);

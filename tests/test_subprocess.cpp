@@ -116,7 +116,7 @@ TEST_CASE("plots are drawn in a run folder whose name is a shell injection, and 
     std::filesystem::create_directories(dir);
     LinePlot plot;
     plot.title = "it's a 'title'; $(touch INJECTED9)", plot.xlabel = "x", plot.ylabel = "y";
-    plot.series.push_back({"s", {1, 2, 3}, {1, 4, 9}});
+    plot.series.push_back({"s", {1, 2, 3}, {1, 4, 9}, {}, {}});
     const PlotResult r = plot_lines(plot, dir, "curve");
     CHECK(r.drawn);
     CHECK(png_complete(dir / "curve.png"));

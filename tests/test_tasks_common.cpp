@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
 
 #include "core/random.h"
 #include "tasks/common/batch.h"
@@ -11,6 +12,7 @@
 #include "nn/progress.h"
 #include "tasks/common/run_dir.h"
 #include "tasks/common/settings.h"
+#include "tasks/common/plot.h"
 #include "tasks/common/report.h"
 #include "temp_dir.h"
 
@@ -197,4 +199,33 @@ TEST_CASE("mean_std: the sample std (/ (n - 1)) by default, the population std (
   CHECK(mean_std(v, StdKind::Population).std == doctest::Approx(2.0));
   CHECK(mean_std({3.0}, StdKind::Population).std == 0.0);
   CHECK(std::isnan(mean_std({}).mean));
+}
+
+TEST_CASE("plots with seed error bars: series_by_family carries them, the data has 4 columns, gnuplot draws yerrorlines") {
+  const std::vector<Series> s = series_by_family({{"moe", 20, 2, 1.5, 2.5}, {"moe", 10, 1, NAN, NAN}, {"dense", 5, 3}});
+  REQUIRE(s.size() == 2);
+  CHECK(s[0].title == "moe");
+  CHECK(s[0].x == std::vector<double>{10, 20});  // sorted by x, the bounds with their points
+  REQUIRE(s[0].has_bars());
+  CHECK(std::isnan(s[0].y_low[0]));
+  CHECK(s[0].y_low[1] == 1.5);
+  CHECK(s[0].y_high[1] == 2.5);
+  CHECK(!s[1].has_bars());  // no bound anywhere in the family: no bars
+  testing::TempDir tmp;
+  LinePlot plot{.title = "t", .xlabel = "x", .ylabel = "y", .log_x = true, .log_y = false, .series = s};
+  const PlotResult r = plot_lines(plot, tmp.path(), "bars");
+  std::ifstream dat(tmp.file("bars.dat")), gp(tmp.file("bars.gp"));
+  const std::string data((std::istreambuf_iterator<char>(dat)), {}), script((std::istreambuf_iterator<char>(gp)), {});
+  CHECK(data.find("10 1 1 1\n20 2 1.5 2.5\n") != std::string::npos);  // an undefined bound: no bar there
+  CHECK(data.find("5 3\n") != std::string::npos);
+  CHECK(script.find("index 0 using 1:2:3:4 with yerrorlines") != std::string::npos);
+  CHECK(script.find("index 1 using 1:2 with linespoints") != std::string::npos);
+  CHECK(r.drawn == have_gnuplot());
+  // Nothing to draw: no PNG (an earlier one is removed), and the message says why.
+  LinePlot empty{.title = "t", .xlabel = "x", .ylabel = "y", .log_x = true, .log_y = false, .series = {}};
+  { std::ofstream old(tmp.file("none.png")); old << "old"; }
+  const PlotResult n = plot_lines(empty, tmp.path(), "none");
+  CHECK(!n.drawn);
+  CHECK(n.message == "no point to plot yet");
+  CHECK(!std::filesystem::exists(tmp.file("none.png")));
 }

@@ -106,13 +106,22 @@ bool have_gnuplot() { return !gnuplot_path().empty(); }
 
 PlotResult plot_lines(const LinePlot& plot, const std::filesystem::path& dir, const std::string& stem) {
   const std::string data = stem + ".dat";
+  std::size_t points = 0;
   {
     std::ostringstream out;
     out.precision(10);
     for (const Series& s : plot.series) {
-      out << "# " << s.title << "\n";
-      for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
-        if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) out << s.x[i] << " " << s.y[i] << "\n";
+      out << "# " << s.title << (s.has_bars() ? " (x, y, low, high)" : "") << "\n";
+      for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+        if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
+        out << s.x[i] << " " << s.y[i];
+        // A bar with an undefined bound (one seed: no std) is drawn as no bar.
+        if (s.has_bars())
+          out << " " << (std::isfinite(s.y_low[i]) ? s.y_low[i] : s.y[i]) << " "
+              << (std::isfinite(s.y_high[i]) ? s.y_high[i] : s.y[i]);
+        out << "\n";
+        ++points;
+      }
       out << "\n\n";  // two blank lines end a gnuplot data block (index i)
     }
     write_file_atomic(dir / data, out.str());
@@ -123,10 +132,20 @@ PlotResult plot_lines(const LinePlot& plot, const std::filesystem::path& dir, co
   if (plot.log_y) s << "set logscale y\n";
   s << "plot ";
   for (std::size_t i = 0; i < plot.series.size(); ++i)
-    s << (i ? ", \\\n     " : "") << gp_string(data) << " index " << i << " using 1:2 with linespoints lw 2 pt 7 title "
+    s << (i ? ", \\\n     " : "") << gp_string(data) << " index " << i
+      << (plot.series[i].has_bars() ? " using 1:2:3:4 with yerrorlines lw 2 pt 7 title "
+                                    : " using 1:2 with linespoints lw 2 pt 7 title ")
       << gp_string(plot.series[i].title);
   if (plot.series.empty()) s << "NaN notitle";
   s << "\n";
+  if (points == 0) {
+    write_file_atomic(dir / (stem + ".gp"), s.str());
+    PlotResult r;
+    r.png = dir / (stem + ".png");
+    r.message = "no point to plot yet";
+    std::filesystem::remove(r.png);  // an earlier report's picture would show other data
+    return r;
+  }
   return render(dir, stem, s.str());
 }
 

@@ -16,7 +16,11 @@
 //   LinePlot p{.title = "Largest book memorized", .xlabel = "total parameters", .ylabel = "entries",
 //              .log_x = true};
 //   p.series.push_back({"dense", {1e5, 2e5}, {500, 1000}});
+//   p.series.push_back({"moe", {1e5, 2e5}, {600, 1500}, {500, 1000}, {1000, 1500}});  // with bars
 //   PlotResult r = plot_lines(p, run_dir.path(), "fig4a_total");
+//
+// A plot with no point to draw writes its .dat and .gp files but no PNG (gnuplot refuses an empty
+// plot): drawn is false and the message says why.
 //
 // heat_map draws a matrix of values (rows and columns with labels) the same way, numbers printed
 // in the cells unless show_values is false (a wide map, e.g. expert load over many steps); an
@@ -33,6 +37,10 @@ namespace moelab {
 struct Series {
   std::string title;
   std::vector<double> x, y;
+  // Optional error bars, as absolute bounds (mean - std and mean + std, or a range over seeds):
+  // empty for none, else one per point. Drawn as gnuplot's yerrorlines.
+  std::vector<double> y_low, y_high;
+  bool has_bars() const { return !y_low.empty() && y_low.size() == y.size() && y_high.size() == y.size(); }
 };
 
 struct LinePlot {

@@ -71,18 +71,25 @@ std::vector<Series> series_by_family(const std::vector<FamilyPoint>& points) {
   for (const FamilyPoint& p : points) {
     auto it = std::find_if(out.begin(), out.end(), [&](const Series& s) { return s.title == p.family; });
     if (it == out.end()) {
-      out.push_back({p.family, {}, {}});
+      out.push_back({p.family, {}, {}, {}, {}});
       it = out.end() - 1;
     }
     it->x.push_back(p.x);
     it->y.push_back(p.y);
+    it->y_low.push_back(p.low);
+    it->y_high.push_back(p.high);
   }
   for (Series& s : out) {
     std::vector<std::size_t> order(s.x.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](std::size_t i, std::size_t j) { return s.x[i] < s.x[j]; });
-    Series sorted{s.title, {}, {}};
-    for (std::size_t i : order) sorted.x.push_back(s.x[i]), sorted.y.push_back(s.y[i]);
+    // Bars only when some point of the family has one (a bound that is not NaN).
+    const bool bars = std::any_of(s.y_low.begin(), s.y_low.end(), [](double v) { return std::isfinite(v); });
+    Series sorted{s.title, {}, {}, {}, {}};
+    for (std::size_t i : order) {
+      sorted.x.push_back(s.x[i]), sorted.y.push_back(s.y[i]);
+      if (bars) sorted.y_low.push_back(s.y_low[i]), sorted.y_high.push_back(s.y_high[i]);
+    }
     s = sorted;
   }
   return out;

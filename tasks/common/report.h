@@ -6,6 +6,7 @@
 // number for "follows" is a rank correlation: Spearman's rho between the quantity and each count.
 #pragma once
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -33,8 +34,10 @@ double median(std::vector<double> values);
 struct FamilyPoint {
   std::string family;  // one plot line per family ("dense", "moe-d64", ...)
   double x = 0, y = 0;
+  double low = NAN, high = NAN;  // an error bar's bounds (mean -+ std, a range over seeds); NaN: none
 };
-// One Series per family, in order of first appearance, each sorted by x.
+// One Series per family, in order of first appearance, each sorted by x; with error bars when
+// some point of the family has one.
 std::vector<Series> series_by_family(const std::vector<FamilyPoint>& points);
 
 // The papers' figures: a quantity against total (non-embedding) parameters and against active

@@ -172,12 +172,17 @@ int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& 
   std::vector<FamilyPoint> by_total, by_active;
   for (const ModelRow& r : rows) {
     if (r.best.empty()) continue;
-    by_total.push_back({r.spec.family(), r.total, r.median_capacity});
-    by_active.push_back({r.spec.family(), r.active, r.median_capacity});
+    // Bars: the seeds' range (a 1 - 2/2^seeds interval for the median, tasks/common/statistics.h).
+    const bool bars = r.capacity.size() > 1;
+    const double low = bars ? *std::min_element(r.capacity.begin(), r.capacity.end()) : NAN;
+    const double high = bars ? *std::max_element(r.capacity.begin(), r.capacity.end()) : NAN;
+    by_total.push_back({r.spec.family(), r.total, r.median_capacity, low, high});
+    by_active.push_back({r.spec.family(), r.active, r.median_capacity, low, high});
   }
   const std::vector<std::string> plot_notes = plot_against_parameters(
       ctx.dir.path(), "fig4a", "Largest phone-book memorized (>= " + format_number(100 * threshold, "%.0f") + "% exact)",
-      seeds_max > 1 ? "largest book memorized (entries), median over seeds" : "largest book memorized (entries)",
+      seeds_max > 1 ? "largest book memorized (entries), median over seeds, bars: their range"
+                    : "largest book memorized (entries)",
       by_total, by_active);
 
   // The verdict in numbers. Equal active parameters: within 10% (MoE models of one width differ

@@ -98,14 +98,20 @@ void write_pretrain_report(const RunContext& ctx, const std::vector<ModelSpec>& 
           << format_number(100 * mean_of(r.gap), "%+.1f") << " | " << format_number(mean_of(r.perplexity), "%.3f")
           << " ± " << format_number(std_of(r.perplexity), "%.3f") << " |\n";
     const std::string f = r.spec.family();
-    k_total.push_back({f, r.total, 100 * mean_of(r.knowledge_test)});
-    k_active.push_back({f, r.active, 100 * mean_of(r.knowledge_test)});
-    m_total.push_back({f, r.total, 100 * mean_of(r.math_test)});
-    m_active.push_back({f, r.active, 100 * mean_of(r.math_test)});
-    gap_total.push_back({f, r.total, 100 * mean_of(r.gap)});
-    gap_active.push_back({f, r.active, 100 * mean_of(r.gap)});
-    k_ppl.push_back({f, mean_of(r.perplexity), 100 * mean_of(r.knowledge_test)});
-    m_ppl.push_back({f, mean_of(r.perplexity), 100 * mean_of(r.math_test)});
+    // Bars: mean +- sample std over seeds (none with one seed), in points.
+    auto point = [&](double x, const std::vector<double>& v) {
+      const MeanStd m = mean_std(v);
+      const bool bars = v.size() > 1;
+      return FamilyPoint{f, x, 100 * m.mean, bars ? 100 * (m.mean - m.std) : NAN, bars ? 100 * (m.mean + m.std) : NAN};
+    };
+    k_total.push_back(point(r.total, r.knowledge_test));
+    k_active.push_back(point(r.active, r.knowledge_test));
+    m_total.push_back(point(r.total, r.math_test));
+    m_active.push_back(point(r.active, r.math_test));
+    gap_total.push_back(point(r.total, r.gap));
+    gap_active.push_back(point(r.active, r.gap));
+    k_ppl.push_back(point(mean_of(r.perplexity), r.knowledge_test));
+    m_ppl.push_back(point(mean_of(r.perplexity), r.math_test));
     k_v.push_back(mean_of(r.knowledge_test)), m_v.push_back(mean_of(r.math_test));
     total_v.push_back(r.total), active_v.push_back(r.active);
   }
@@ -115,20 +121,20 @@ void write_pretrain_report(const RunContext& ctx, const std::vector<ModelSpec>& 
   std::vector<std::string> notes;
   for (const std::string& n :
        plot_against_parameters(ctx.dir.path(), "fig1_knowledge", "Knowledge (held-out people's questions)",
-                               "exact match (%), mean over seeds", k_total, k_active))
+                               "exact match (%), mean over seeds, bars: +- std", k_total, k_active))
     notes.push_back(n);
   for (const std::string& n : plot_against_parameters(ctx.dir.path(), "fig1_math", "Math (fresh problems)",
-                                                      "exact match (%), mean over seeds", m_total, m_active))
+                                                      "exact match (%), mean over seeds, bars: +- std", m_total, m_active))
     notes.push_back(n);
   for (const std::string& n :
        plot_against_parameters(ctx.dir.path(), "fig5_gap", "Math train - test accuracy",
-                               "train minus test (points), mean over seeds", gap_total, gap_active))
+                               "train minus test (points), mean over seeds, bars: +- std", gap_total, gap_active))
     notes.push_back(n);
   for (const auto& [stem, title, points] :
        {std::tuple{"fig6_knowledge", "Knowledge against validation perplexity", &k_ppl},
         std::tuple{"fig6_math", "Math against validation perplexity", &m_ppl}}) {
     const LinePlot p{.title = title, .xlabel = "validation perplexity (mean over seeds)",
-                     .ylabel = "exact match (%), mean over seeds", .series = series_by_family(*points)};
+                     .ylabel = "exact match (%), mean over seeds, bars: +- std", .series = series_by_family(*points)};
     const PlotResult r = plot_lines(p, ctx.dir.path(), stem);
     notes.push_back(r.drawn ? r.png.filename().string() : "(no PNG: " + r.message + ")");
   }

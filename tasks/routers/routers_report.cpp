@@ -210,7 +210,7 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
       h.show_values = false, h.color_min = 0, h.color_max = top;
       note(plot_heat_map(h, ctx.dir.path(), "heat_" + task.label + "_" + schemes[r].name));
       // CV at each step: the mean over the seeds that logged it.
-      Series line{.title = schemes[r].name, .x = {}, .y = {}};
+      Series line{.title = schemes[r].name, .x = {}, .y = {}, .y_low = {}, .y_high = {}};
       std::map<std::int64_t, std::vector<double>> by_step;
       for (const Done* d : c.seeds)
         for (const auto& [step, row] : d->logs)

@@ -242,15 +242,17 @@ int write_report(const RunContext& ctx, const std::vector<ModelSpec>& models, co
     const Interval w = wilson_interval(k, n);
     table << k << " of " << n << " (" << format_number(100 * w.low, "%.0f") << "-" << format_number(100 * w.high, "%.0f")
           << "%) |\n";
-    by_total.push_back({r.spec.family(), r.total, 100 * e.mean});
-    by_active.push_back({r.spec.family(), r.active, 100 * e.mean});
+    const bool bars = r.exact.size() > 1;  // mean +- sample std over seeds
+    const double low = bars ? 100 * (e.mean - e.std) : NAN, high = bars ? 100 * (e.mean + e.std) : NAN;
+    by_total.push_back({r.spec.family(), r.total, 100 * e.mean, low, high});
+    by_active.push_back({r.spec.family(), r.active, 100 * e.mean, low, high});
     acc_v.push_back(e.mean), tot_v.push_back(r.total), act_v.push_back(r.active);
   }
   ctx.dir.write_text("accuracy.csv", csv.str());
 
   const std::vector<std::string> plot_notes =
       plot_against_parameters(ctx.dir.path(), "fig4b", "Shortest path on unseen graphs: exact-match accuracy",
-                              "test accuracy (%), mean over seeds", by_total, by_active);
+                              "test accuracy (%), mean over seeds, bars: +- std", by_total, by_active);
 
   // The verdict: what experts add at a fixed width, against what width adds among dense models
   // (means over seeds). A gain exceeds the seeds' spread when it is larger than the two models'

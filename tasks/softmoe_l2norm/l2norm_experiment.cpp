@@ -325,7 +325,7 @@ void write_report(const RunContext& ctx, double wall_seconds) {
           sum += row.real("loss"), ++k;
         }
       if (by_step.empty()) continue;
-      Series line_n{"n = " + std::to_string(n) + " (h = " + std::to_string(spec_for(s, d, n).hidden()) + ")", {}, {}};
+      Series line_n{"n = " + std::to_string(n) + " (h = " + std::to_string(spec_for(s, d, n).hidden()) + ")", {}, {}, {}, {}};
       for (const auto& [step, v] : by_step) {
         line_n.x.push_back(static_cast<double>(step));
         line_n.y.push_back(v.first / v.second);
@@ -334,7 +334,7 @@ void write_report(const RunContext& ctx, double wall_seconds) {
       plot.series.push_back(line_n);
     }
     plot.series.push_back({"best constant (" + fmt(constant) + ")", {1.0, static_cast<double>(last_step)},
-                           {constant, constant}});
+                           {constant, constant}, {}, {}});
     const PlotResult r = plot_lines(plot, ctx.dir.path(), "loss_" + tok);
     md << (r.drawn ? "![loss curves](" + r.png.filename().string() + ")" : "(no plot: " + r.message + ")") << "\n\n";
   }

@@ -195,16 +195,25 @@ void evaluate_and_report(const RunContext& ctx, const MnistSplit& data, const st
         << "," << cell(r.ms.std) << "," << r.trials << "," << r.computed_slots << "," << r.batch * r.experts << "\n";
   ctx.dir.write_text("timing.csv", csv.str());
 
-  // ---- Figure 2 (MNIST panel): accuracy against n, mean over training seeds
+  // ---- Figure 2 (MNIST panel): accuracy against n, mean over training seeds, bars +- sample std
   LinePlot plot;
   plot.title = "Soft MoE on " + s.text("dataset") + ": k of n experts (mean over training seeds)";
-  plot.xlabel = "n (experts)", plot.ylabel = "test accuracy (%)", plot.log_x = true;
+  plot.xlabel = "n (experts)", plot.ylabel = "test accuracy (%), bars: +- std over training seeds", plot.log_x = true;
   auto add_series = [&](const std::string& title, std::int64_t divisor, auto value) {
-    std::map<std::int64_t, std::vector<double>> by_n;
+    std::map<std::int64_t, std::map<std::int64_t, double>> by_n;  // n -> seed -> value (one per network)
     for (const SubsetRow& r : subset_rows)
-      if (divisor == 0 || r.divisor == divisor) by_n[r.experts].push_back(value(r));
-    Series series{title, {}, {}};
-    for (const auto& [n, values] : by_n) series.x.push_back(static_cast<double>(n)), series.y.push_back(100 * mean_std(values).mean);
+      if (divisor == 0 || r.divisor == divisor) by_n[r.experts][r.seed] = value(r);
+    Series series{title, {}, {}, {}, {}};
+    for (const auto& [n, by_seed] : by_n) {
+      std::vector<double> values;
+      for (const auto& [seed, v] : by_seed) values.push_back(v);
+      const MeanStd m = mean_std(values);
+      series.x.push_back(static_cast<double>(n)), series.y.push_back(100 * m.mean);
+      series.y_low.push_back(values.size() > 1 ? 100 * (m.mean - m.std) : NAN);
+      series.y_high.push_back(values.size() > 1 ? 100 * (m.mean + m.std) : NAN);
+    }
+    if (std::none_of(series.y_low.begin(), series.y_low.end(), [](double v) { return std::isfinite(v); }))
+      series.y_low.clear(), series.y_high.clear();
     if (!series.x.empty()) plot.series.push_back(series);
   };
   add_series("all experts", 0, [](const SubsetRow& r) { return r.all; });

@@ -173,10 +173,10 @@ std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& po
       if (std::isfinite(c->loss.mean))
         fp.push_back({(teachers.size() > 1 ? "teacher " + c->teacher.name() + ", " : std::string()) + "granularity " +
                           std::to_string(c->student.k),
-                      c->relative_size, c->loss.mean});
+                      c->relative_size, c->loss.mean, c->loss.mean - c->loss.std, c->loss.mean + c->loss.std});
     const LinePlot lp{.title = "Loss vs student size (teacher " + (teachers.size() == 1 ? teachers[0] : std::string("s")) + ")",
                       .xlabel = "student total parameters / teacher total parameters",
-                      .ylabel = "normalised test loss",
+                      .ylabel = seeds_max > 1 ? "normalised test loss, mean over seeds, bars: +- std" : "normalised test loss",
                       .log_x = true,
                       .log_y = false,
                       .series = series_by_family(fp)};
