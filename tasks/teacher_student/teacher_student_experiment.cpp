@@ -91,6 +91,13 @@ std::vector<Preset> teacher_student_presets() {
        "mode=list | parallel)",
        cpu({{"teacher_k", "8"}, {"student_k", "2,4,8"}, {"student_ratios", "2,4,8,16,32"},
             {"student_router_bias", "true"}, {"seeds", "0,1,2"}})},
+      {"cpu-fig3-long",
+       "cpu-fig3 with 500 epochs instead of 100, the budget of the paper's Appendix D (its Figure 5 trains 500 "
+       "epochs 'to aid optimization'): separates optimisation speed from capacity, whether the fine-enough "
+       "students fit the teacher at every size given time. About 6 core-hours (5 x cpu-fig3's recorded 73 "
+       "core-minutes): 3 hours as jobs two at a time, a CPU night",
+       cpu({{"teacher_k", "8"}, {"student_k", "2,4,8"}, {"student_ratios", "2,4,8,16,32"},
+            {"student_router_bias", "true"}, {"seeds", "0,1,2"}, {"epochs", "500"}})},
       {"toy",
        "about 10 s on one core, to try the command (the test's setting; one seed): d = 16, teacher 16e8a "
        "(kw = 32), students 4e2a and 16e8a (k'w' = 40), 40 epochs of 2^14 samples, batch 256, lr 1e-2",
