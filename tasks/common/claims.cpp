@@ -1,11 +1,13 @@
 // tasks/common/claims.cpp — see claims.h.
 #include "tasks/common/claims.h"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "core/error.h"
 #include "tasks/common/checked_file.h"
+#include "tasks/common/statistics.h"
 
 namespace moelab {
 
@@ -49,6 +51,15 @@ std::string counts_text(const ClaimCounts& c, const std::string& spread) {
     << c.beyond << " beyond " << spread;
   if (c.against_beyond > 0) s << " (" << c.against_beyond << " against it beyond the spread)";
   return s.str();
+}
+
+std::string sign_flip_text(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.empty() || a.size() != b.size() || a.size() > 24) return "no paired seeds";
+  const auto n = static_cast<std::int64_t>(a.size());
+  char text[160];
+  std::snprintf(text, sizeof text, "sign-flip p = %.3g over %lld paired seed%s (the smallest possible: %.3g)",
+                paired_sign_flip_p(a, b), static_cast<long long>(n), n == 1 ? "" : "s", smallest_sign_flip_p(n));
+  return text;
 }
 
 namespace {

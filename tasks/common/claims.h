@@ -59,6 +59,11 @@ Verdict grade(const ClaimCounts& counts, bool full_strength = true);
 // spread)"; `spread` names what the spread is over.
 std::string counts_text(const ClaimCounts& counts, const std::string& spread = "the seeds' spread");
 
+// The paired comparison of two models over the seeds both ran (tasks/common/statistics.h):
+// "sign-flip p = 0.25 over 3 paired seeds (the smallest possible: 0.25)"; "no paired seeds" when
+// there are none.
+std::string sign_flip_text(const std::vector<double>& a, const std::vector<double>& b);
+
 struct Claim {
   std::string name;       // where in the paper: "Table 1", "Fig. 4a"
   std::string statement;  // the claim in a few words

@@ -62,7 +62,7 @@ std::vector<Claim> phonebook_claims(const ClaimsInput& in) {
       for (const Capacity& d : models)
         equal_active = equal_active || (m.moe && !d.moe && std::fabs(m.active - d.active) <= 0.1 * d.active);
     ClaimCounts counts;
-    std::ostringstream ours;
+    std::ostringstream ours, tests;
     for (const Capacity& m : models) {
       if (!m.moe) continue;
       for (const Capacity& d : models) {
@@ -70,6 +70,11 @@ std::vector<Claim> phonebook_claims(const ClaimsInput& in) {
         const bool beyond = m.median > d.median ? m.low() > d.high() : d.low() > m.high();
         counts.add_cell(m.median - d.median, beyond);
         ours << (ours.tellp() > 0 ? "; " : "") << m.text() << " against " << d.text();
+        // per_seed lists the seeds in order: pair them by position.
+        const std::size_t n = std::min(m.per_seed.size(), d.per_seed.size());
+        tests << "; " << m.model << " vs " << d.model << ": "
+              << sign_flip_text({m.per_seed.begin(), m.per_seed.begin() + static_cast<std::ptrdiff_t>(n)},
+                                {d.per_seed.begin(), d.per_seed.begin() + static_cast<std::ptrdiff_t>(n)});
       }
     }
     c.ours = counts.cells == 0 ? "no MoE model with a dense model to compare" : ours.str() + " entries (" + interval + ")";
@@ -82,7 +87,7 @@ std::vector<Claim> phonebook_claims(const ClaimsInput& in) {
     c.rule = std::string("pairs ") +
              (equal_active ? "of equal active parameters (within 10%)" : "of equal width (the dense one has fewer active parameters)") +
              "; beyond the spread when one model's smallest per-seed capacity exceeds the other's largest: " +
-             counts_text(counts) + ".";
+             counts_text(counts) + tests.str() + ".";
     claims.push_back(c);
   }
 

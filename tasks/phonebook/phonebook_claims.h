@@ -4,7 +4,7 @@
 //   Fig. 4a  an MoE model memorizes a larger book than the dense model with (about) the same
 //            active parameters, or, without one, the dense model of its width (fewer active);
 //            beyond the seeds' spread when its smallest per-seed capacity exceeds the dense
-//            model's largest (the report's rule);
+//            model's largest (the report's rule), with the paired sign-flip test over the seeds;
 //   Fig. 4a  capacity follows total parameters rather than active ones: per seed, Spearman's rho
 //            of capacity with total parameters minus rho with active ones; the cell is that
 //            difference's mean over seeds against its standard deviation.

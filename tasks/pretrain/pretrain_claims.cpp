@@ -18,6 +18,14 @@ struct Model {
   bool moe = false;
   double total = 0, active = 0;
   std::map<std::string, std::map<std::int64_t, double>> metric;  // metric -> seed -> value
+  // The values of metric m of the seeds both models ran, in seed order.
+  std::pair<std::vector<double>, std::vector<double>> paired(const Model& o, const std::string& m) const {
+    std::pair<std::vector<double>, std::vector<double>> out;
+    if (!metric.count(m) || !o.metric.count(m)) return out;
+    for (const auto& [seed, x] : metric.at(m))
+      if (o.metric.at(m).count(seed)) out.first.push_back(x), out.second.push_back(o.metric.at(m).at(seed));
+    return out;
+  }
   MeanStd stats(const std::string& m) const {
     std::vector<double> v;
     if (metric.count(m))
@@ -101,7 +109,7 @@ std::vector<Claim> pretrain_claims(const ClaimsInput& in) {
     Claim c{"Fig. 5", "at similar total parameters, MoEs have a larger math train-test gap",
             "MoEs generalise worse on math: a larger train-test gap than dense models", "", "", Verdict::NotJudged, ""};
     ClaimCounts counts;
-    std::ostringstream ours;
+    std::ostringstream ours, tests;
     for (const Model& moe : models) {
       if (!moe.moe) continue;
       const Model* d = nearest_dense([&](const Model& x) { return std::fabs(std::log(x.total / moe.total)); });
@@ -109,11 +117,13 @@ std::vector<Claim> pretrain_claims(const ClaimsInput& in) {
       const MeanStd a = moe.stats("math_gap"), b = d->stats("math_gap");
       counts.add(a.mean - b.mean, a.std + b.std);
       ours << (ours.tellp() > 0 ? "; " : "") << moe.name << " " << points(a) << " against " << d->name << " " << points(b);
+      const auto [x, y] = moe.paired(*d, "math_gap");
+      tests << "; " << moe.name << " vs " << d->name << ": " << sign_flip_text(x, y);
     }
     c.ours = counts.cells == 0 ? "no MoE model with a dense one" : ours.str() + " (gap in points)";
     c.verdict = grade(counts);
     c.rule = "each MoE's mean gap minus the nearest dense model's (in total parameters) against their stds added: " +
-             counts_text(counts) + ".";
+             counts_text(counts) + tests.str() + ".";
     claims.push_back(c);
   }
   {
@@ -122,7 +132,7 @@ std::vector<Claim> pretrain_claims(const ClaimsInput& in) {
     Claim math{"Fig. 6", "at a matched validation perplexity, MoEs tie with dense models on math",
                "MoEs level with dense models of the same perplexity on math", "", "", Verdict::NotJudged, ""};
     ClaimCounts k_counts, m_counts;
-    std::ostringstream k_ours, m_ours;
+    std::ostringstream k_ours, m_ours, k_tests;
     for (const Model& moe : models) {
       if (!moe.moe) continue;
       const double p = moe.stats("perplexity").mean;
@@ -130,6 +140,8 @@ std::vector<Claim> pretrain_claims(const ClaimsInput& in) {
       if (!d) continue;
       const MeanStd ka = moe.stats("knowledge_test"), kb = d->stats("knowledge_test");
       k_counts.add(ka.mean - kb.mean, ka.std + kb.std);
+      const auto [x, y] = moe.paired(*d, "knowledge_test");
+      k_tests << "; " << moe.name << " vs " << d->name << ": " << sign_flip_text(x, y);
       const MeanStd ma = moe.stats("math_test"), mb = d->stats("math_test");
       const double spread = ma.std + mb.std, gap = std::fabs(ma.mean - mb.mean);
       m_counts.add_cell(gap <= spread ? 1 : -1, true);  // a tie is the paper's direction; no tie goes against it
@@ -141,7 +153,7 @@ std::vector<Claim> pretrain_claims(const ClaimsInput& in) {
     know.ours = k_counts.cells == 0 ? "no MoE model with a dense one" : k_ours.str() + " (exact match, %)";
     know.verdict = grade(k_counts);
     know.rule = "each MoE's mean minus the dense model nearest in perplexity, against their stds added: " +
-                counts_text(k_counts) + ".";
+                counts_text(k_counts) + k_tests.str() + ".";
     math.ours = m_counts.cells == 0 ? "no MoE model with a dense one" : m_ours.str() + " (exact match, %)";
     math.verdict = grade(m_counts);
     math.rule = "a cell ties (the paper's direction) when the two means differ by no more than their stds added: " +

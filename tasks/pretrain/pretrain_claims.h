@@ -6,7 +6,8 @@
 //           over seeds against its std;
 //   Fig. 1  math follows active parameters more than total ones (the same with math_test);
 //   Fig. 5  at similar total parameters an MoE has a larger math train-test gap: each MoE against
-//           the dense model nearest in total parameters (log scale), means against stds added;
+//           the dense model nearest in total parameters (log scale), means against stds added
+//           (and, here and in Fig. 6's knowledge row, the paired sign-flip test over the seeds);
 //   Fig. 6  at a matched validation perplexity an MoE knows more: each MoE against the dense model
 //           nearest in mean perplexity, knowledge_test means against stds added;
 //   Fig. 6  ... and ties on math: a cell is in the paper's direction (and "beyond", i.e. a clear

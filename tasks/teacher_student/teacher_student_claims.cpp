@@ -18,6 +18,7 @@ struct Cell {
   std::string teacher, student;
   std::int64_t teacher_k = 0, student_k = 0;
   std::vector<double> loss;
+  std::map<std::int64_t, double> by_seed;
   MeanStd stats() const { return mean_std(loss); }
 };
 
@@ -36,11 +37,12 @@ std::vector<Claim> teacher_student_claims(const ClaimsInput& in) {
     for (Cell& x : cells)
       if (x.teacher == r.text("teacher") && x.student == r.text("student")) c = &x;
     if (c == nullptr) {
-      cells.push_back({r.text("teacher"), r.text("student"), r.integer("teacher_k"), r.integer("student_k"), {}});
+      cells.push_back({r.text("teacher"), r.text("student"), r.integer("teacher_k"), r.integer("student_k"), {}, {}});
       c = &cells.back();
       if (std::find(teachers.begin(), teachers.end(), c->teacher) == teachers.end()) teachers.push_back(c->teacher);
     }
     c->loss.push_back(r.real("normalised_loss"));
+    c->by_seed[r.integer("seed")] = r.real("normalised_loss");
     seeds = std::max(seeds, c->loss.size());
   }
   std::vector<Claim> claims;
@@ -51,7 +53,7 @@ std::vector<Claim> teacher_student_claims(const ClaimsInput& in) {
             "students fit the teacher only with k' >= k, even with up to 16x the teacher's total parameters", "", "",
             Verdict::NotJudged, ""};
     ClaimCounts counts;
-    std::ostringstream ours;
+    std::ostringstream ours, tests;
     for (const std::string& t : teachers) {
       const Cell *worst_fine = nullptr, *best_coarse = nullptr;
       for (const Cell& x : cells) {
@@ -65,6 +67,10 @@ std::vector<Claim> teacher_student_claims(const ClaimsInput& in) {
       if (!worst_fine || !best_coarse) continue;
       const MeanStd f = worst_fine->stats(), k = best_coarse->stats();
       counts.add_cell(k.mean - f.mean, k.mean > f.mean ? f.mean + f.std < k.mean - k.std : k.mean + k.std < f.mean - f.std);
+      std::vector<double> coarse, fine;  // paired by replicate seed
+      for (const auto& [seed, loss] : best_coarse->by_seed)
+        if (worst_fine->by_seed.count(seed)) coarse.push_back(loss), fine.push_back(worst_fine->by_seed.at(seed));
+      tests << "; teacher " << t << ": " << sign_flip_text(coarse, fine);
       ours << (ours.tellp() > 0 ? "; " : "") << "teacher " << t << ": worst k' >= k " << worst_fine->student << " "
            << loss_text(f) << ", best k' < k " << best_coarse->student << " " << loss_text(k);
     }
@@ -72,7 +78,7 @@ std::vector<Claim> teacher_student_claims(const ClaimsInput& in) {
                                : ours.str() + " (normalised loss, " + seeds_text + ")";
     c.verdict = grade(counts);
     c.rule = "per teacher, the best coarser student's mean minus the worst fine-enough student's; beyond the spread "
-             "when the one's mean + std is below the other's mean - std: " + counts_text(counts) + ".";
+             "when the one's mean + std is below the other's mean - std: " + counts_text(counts) + tests.str() + ".";
     claims.push_back(c);
   }
   {

@@ -4,7 +4,7 @@
 //             k: per teacher with students on both sides, the best coarser student's mean
 //             normalised loss minus the worst fine-enough student's, beyond the spread when the
 //             worst fine student's mean + std is below the best coarse student's mean - std (the
-//             report's rule);
+//             report's rule), with the paired sign-flip test of the two over the replicate seeds;
 //   Fig. 2/3  fine-enough students fit the teacher, at every size: per (teacher, student with
 //             k' >= k), a normalised loss below 0.01 (this engine's threshold: 1% of the zero
 //             predictor's error; the paper prints those students' losses as about 0), the cell
