@@ -229,3 +229,23 @@ TEST_CASE("plots with seed error bars: series_by_family carries them, the data h
   CHECK(n.message == "no point to plot yet");
   CHECK(!std::filesystem::exists(tmp.file("none.png")));
 }
+
+TEST_CASE("heat maps with seed spreads: each cell's std goes into the data and under its value") {
+  testing::TempDir tmp;
+  HeatMap h{.title = "t", .xlabel = "student", .ylabel = "teacher", .column_labels = {"a", "b"},
+            .row_labels = {"x", "y"}, .values = {{0.1, 0.2}, {0.3, NAN}}};
+  h.spread = {{0.01, NAN}, {0.03, NAN}};
+  const PlotResult r = plot_heat_map(h, tmp.path(), "map");
+  std::ifstream dat(tmp.file("map.dat")), gp(tmp.file("map.gp"));
+  const std::string data((std::istreambuf_iterator<char>(dat)), {}), script((std::istreambuf_iterator<char>(gp)), {});
+  CHECK(data.find("0 0 0.1 0.01\n") != std::string::npos);
+  CHECK(data.find("1 0 0.2 nan\n") != std::string::npos);  // one seed: no spread, the value alone
+  CHECK(script.find("sprintf(\"%.3f\\n± %.3f\", $3, $4)") != std::string::npos);
+  CHECK(r.drawn == have_gnuplot());
+  // A spread of another shape is ignored, not read out of bounds.
+  h.spread = {{0.01}};
+  plot_heat_map(h, tmp.path(), "map2");
+  std::ifstream gp2(tmp.file("map2.gp"));
+  const std::string script2((std::istreambuf_iterator<char>(gp2)), {});
+  CHECK(script2.find("± %.3f") == std::string::npos);
+}

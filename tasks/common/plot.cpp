@@ -151,13 +151,18 @@ PlotResult plot_lines(const LinePlot& plot, const std::filesystem::path& dir, co
 
 PlotResult plot_heat_map(const HeatMap& map, const std::filesystem::path& dir, const std::string& stem) {
   const std::string data = stem + ".dat";
+  bool spread = map.spread.size() == map.values.size();
+  for (std::size_t r = 0; spread && r < map.values.size(); ++r) spread = map.spread[r].size() == map.values[r].size();
   {
     std::ostringstream out;
     out.precision(6);
-    out << "# column row value (" << map.ylabel << " by " << map.xlabel << ")\n";
+    out << "# column row value" << (spread ? " spread" : "") << " (" << map.ylabel << " by " << map.xlabel << ")\n";
     for (std::size_t r = 0; r < map.values.size(); ++r)
-      for (std::size_t c = 0; c < map.values[r].size(); ++c)
-        out << c << " " << r << " " << (std::isfinite(map.values[r][c]) ? map.values[r][c] : NAN) << "\n";
+      for (std::size_t c = 0; c < map.values[r].size(); ++c) {
+        out << c << " " << r << " " << (std::isfinite(map.values[r][c]) ? map.values[r][c] : NAN);
+        if (spread) out << " " << (std::isfinite(map.spread[r][c]) ? map.spread[r][c] : NAN);
+        out << "\n";
+      }
     write_file_atomic(dir / data, out.str());
   }
   std::ostringstream s;
@@ -179,8 +184,11 @@ PlotResult plot_heat_map(const HeatMap& map, const std::filesystem::path& dir, c
   if (!map.show_values) {
     s << "set colorbox\nplot " << gp_string(data) << " using 1:2:3 with image\n";
   } else {
+    // A cell without a spread (one seed) shows its value alone.
     s << "plot " << gp_string(data) << " using 1:2:3 with image, \\\n     " << gp_string(data)
-      << " using 1:2:(sprintf('%.3f', $3)) with labels font 'sans,9'\n";
+      << (spread ? " using 1:2:($4 == $4 ? sprintf(\"%.3f\\n± %.3f\", $3, $4) : sprintf('%.3f', $3))"
+                 : " using 1:2:(sprintf('%.3f', $3))")
+      << " with labels font 'sans,9'\n";
   }
   return render(dir, stem, s.str());
 }

@@ -54,6 +54,9 @@ struct HeatMap {
   std::vector<std::string> column_labels, row_labels;
   std::vector<std::vector<double>> values;  // [rows][columns]; NaN for a missing cell
   bool show_values = true;                  // print each cell's value in it
+  // Optional, the shape of values: each cell's spread (the std over seeds), printed under its value
+  // as "± 0.004" when show_values (the papers' maps with seed error bars); empty for none.
+  std::vector<std::vector<double>> spread = {};
   double color_min = NAN, color_max = NAN;  // the colour scale's range (NaN: the data's), so that
                                             // maps drawn side by side share one scale
 };

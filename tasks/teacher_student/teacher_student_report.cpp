@@ -146,19 +146,21 @@ std::size_t write_report(const RunContext& ctx, const std::vector<GridPoint>& po
   std::vector<std::string> plot_notes;
   if (students.size() >= 2 && teachers.size() >= 2) {  // gnuplot draws no colours for a single row
     HeatMap h{.title = "Normalised test loss (test MSE / zero predictor's MSE)" +
-                       std::string(seeds_max > 1 ? ", mean over seeds" : ""),
+                       std::string(seeds_max > 1 ? ", mean ± std over seeds" : ""),
               .xlabel = "student architecture",
               .ylabel = "teacher architecture",
               .column_labels = students,
               .row_labels = teachers,
               .values = {}};
     for (const std::string& t : teachers) {
-      std::vector<double> row;
+      std::vector<double> row, spread;  // mean and std over seeds
       for (const std::string& s : students) {
         const auto it = at.find({t, s});
         row.push_back(it == at.end() || !std::isfinite(it->second.loss.mean) ? NAN : it->second.loss.mean);
+        spread.push_back(it == at.end() || seeds_max < 2 ? NAN : it->second.loss.std);
       }
       h.values.push_back(row);
+      if (seeds_max > 1) h.spread.push_back(spread);
     }
     const PlotResult r = plot_heat_map(h, ctx.dir.path(), "fig2_heat_map");
     plot_notes.push_back(r.drawn ? r.png.filename().string() : "(no PNG: " + r.message + ")");
