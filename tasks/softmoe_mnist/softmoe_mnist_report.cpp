@@ -307,6 +307,34 @@ void evaluate_and_report(const RunContext& ctx, const MnistSplit& data, const st
     }
     md << "\nOver training seeds, Algorithm 1's mean is above the random mean in " << above << " of " << cells
        << " (n, k) cells, beyond the seeds' spread in " << beyond << " of them.\n";
+
+    // Table 10 as a map: rows k = n/divisor, columns n; each cell the stds above random, mean ± std
+    // over the training seeds (the paper's table has one network per n, so no spread).
+    std::vector<std::int64_t> ns, divisors;
+    for (const auto& [key, rows] : by_cell) {
+      if (std::find(ns.begin(), ns.end(), key.first) == ns.end()) ns.push_back(key.first);
+      if (std::find(divisors.begin(), divisors.end(), key.second) == divisors.end()) divisors.push_back(key.second);
+    }
+    std::sort(ns.begin(), ns.end()), std::sort(divisors.begin(), divisors.end());
+    HeatMap z{.title = "Table 10 (" + s.text("dataset") + "): Algorithm 1's stds above random, mean ± std over seeds",
+              .xlabel = "n (experts)", .ylabel = "k", .column_labels = {}, .row_labels = {}, .values = {}};
+    for (std::int64_t n : ns) z.column_labels.push_back(std::to_string(n));
+    for (std::int64_t d : divisors) {
+      z.row_labels.push_back("n/" + std::to_string(d));
+      std::vector<double> row, spread;
+      for (std::int64_t n : ns) {
+        const auto it = by_cell.find({n, d});
+        const MeanStd m = it == by_cell.end() ? MeanStd{NAN, NAN}
+                                              : ms(it->second, [](const SubsetRow& r) { return r.stds_above(); });
+        row.push_back(m.mean), spread.push_back(m.std);
+      }
+      z.values.push_back(row), z.spread.push_back(spread);
+    }
+    if (ns.size() >= 2 && divisors.size() >= 2) {
+      const PlotResult table10 = plot_heat_map(z, ctx.dir.path(), "table10_" + s.text("dataset"));
+      md << "\nTable 10 as a map: " << (table10.drawn ? table10.png.filename().string() : "not drawn (" + table10.message + ")")
+         << ".\n";
+    }
     std::map<std::int64_t, std::vector<const Table1Row*>> t1;
     for (const Table1Row& r : table1_rows) t1[r.experts].push_back(&r);
     md << "\nTable 1 over training seeds (mean ± sample std):\n\n| n | k | seeds | best k-subset | random k-subset | "
