@@ -383,6 +383,7 @@ TEST_CASE("router contract: top-p, aux-free, balanced, and shared experts beside
   check_contract(contract("topk", 2, {{"null_experts", "2"}, {"load_balance", "0.01"}}));
   // Copy (identity) experts beside null ones: their gate times x joins the output.
   check_contract(contract("topk", 2, {{"null_experts", "1"}, {"copy_experts", "2"}, {"load_balance", "0.01"}}));
+  check_contract(contract("topk", 2, {{"constant_experts", "2"}, {"copy_experts", "1"}, {"load_balance", "0.01"}}));
   // DeepSeek-V3's router in full: 2 groups of 4, one group per token, scaled gates, seq_aux.
   check_contract(contract("aux-free", 2, {{"groups", "2"}, {"topk_groups", "1"}, {"scale", "2.5"}, {"seq_aux", "0.01"}},
                           8));

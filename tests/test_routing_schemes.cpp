@@ -411,3 +411,73 @@ TEST_CASE("topk copy_experts: identity slots add their gate times the token, bes
   CHECK_THROWS_AS(make_router("topk", config(d, E, k, {{"copy_experts", "1"}, {"forced", "balanced"}}), gen), Error);
   CHECK_THROWS_AS(make_router("topk", config(d, E, k, {{"copy_experts", "-1"}}), gen), Error);
 }
+
+TEST_CASE("topk constant_experts: MoE++'s a0 x + a1 v with [a0, a1] = softmax(W_c x), beside copy and real experts") {
+  Generator gen(31);
+  const std::int64_t d = 4, E = 3, N = 0, M = 1, C = 2, E_all = E + N + M + C, k = 2, T = 60;
+  auto r = std::dynamic_pointer_cast<TopKRouter>(
+      make_router("topk", config(d, E, k, {{"copy_experts", "1"}, {"constant_experts", "2"}}), gen));
+  REQUIRE(r);
+  CHECK(r->weight().shape() == Shape{E_all, d});
+  CHECK(r->constant_vectors().shape() == Shape{C, d});
+  CHECK(r->constant_mix().shape() == Shape{2 * C, d});
+  CHECK(r->gate_sum() == GateSum::AtMostOne);
+  const Tensor x = normal({T, d}, 0.0, 3.0, gen, DType::Float64);
+  const RoutingPlan plan = r->route(Variable(x));
+  REQUIRE(plan.direct_output.defined());
+
+  // Host reference for the direct output: copy slots add g x, constant slot c adds g (a0 x + a1 v_c).
+  const std::vector<double> xv = x.to_vector<double>(), wv = r->weight().data().to_vector<double>();
+  const std::vector<double> vv = r->constant_vectors().data().to_vector<double>();
+  const std::vector<double> mv = r->constant_mix().data().to_vector<double>();
+  const std::vector<double> direct = plan.direct_output.data().to_vector<double>();
+  const std::vector<std::int32_t> experts = plan.experts.to_vector<std::int32_t>();
+  double constants = 0;
+  for (std::int64_t t = 0; t < T; ++t) {
+    std::vector<double> z(static_cast<std::size_t>(E_all), 0.0);
+    for (std::int64_t e = 0; e < E_all; ++e)
+      for (std::int64_t i = 0; i < d; ++i) z[e] += xv[t * d + i] * wv[e * d + i];
+    std::vector<std::int64_t> order(static_cast<std::size_t>(E_all));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::int64_t u, std::int64_t v) { return z[u] > z[v]; });
+    const double g0 = 1.0 / (1.0 + std::exp(z[order[1]] - z[order[0]])), g1 = 1.0 - g0;
+    std::vector<double> want(static_cast<std::size_t>(d), 0.0);
+    for (std::int64_t j = 0; j < k; ++j) {
+      const std::int64_t e = order[j];
+      const double g = j == 0 ? g0 : g1;
+      if (e < E) {
+        CHECK(experts[t * k + j] == e);
+        continue;
+      }
+      CHECK(experts[t * k + j] == kUnusedSlot);
+      if (e < E + N + M) {
+        for (std::int64_t i = 0; i < d; ++i) want[i] += g * xv[t * d + i];
+        continue;
+      }
+      const std::int64_t c = e - (E + N + M);
+      constants += 1;
+      double l0 = 0, l1 = 0;
+      for (std::int64_t i = 0; i < d; ++i) l0 += mv[(2 * c) * d + i] * xv[t * d + i], l1 += mv[(2 * c + 1) * d + i] * xv[t * d + i];
+      const double a0 = 1.0 / (1.0 + std::exp(l1 - l0)), a1 = 1.0 - a0;
+      for (std::int64_t i = 0; i < d; ++i) want[i] += g * (a0 * xv[t * d + i] + a1 * vv[c * d + i]);
+    }
+    for (std::int64_t i = 0; i < d; ++i) CHECK(direct[t * d + i] == doctest::Approx(want[i]).epsilon(1e-12));
+  }
+  CHECK(constants > 0);  // the case tests something
+  CHECK(plan.metrics()["constant_fraction"] == doctest::Approx(constants / (T * k)));
+
+  // In a layer, every new parameter learns: the constant rows of the router, v and W.
+  MoEConfig mc;
+  mc.d = d, mc.experts = E, mc.k = k, mc.ffn = 3, mc.dtype = DType::Float64;
+  mc.router_options = {{"constant_experts", "2"}};
+  Generator g2(32);
+  MoELayer moe(mc, g2);
+  sum(moe.forward(Variable(x)) * Variable(normal({T, d}, 0.0, 1.0, gen, DType::Float64))).backward();
+  for (const Variable& p : moe.router().parameters()) {
+    const std::vector<double> grad = p.grad().to_vector<double>();
+    CHECK(std::any_of(grad.begin(), grad.end(), [](double v) { return v != 0.0; }));
+  }
+  CHECK_THROWS_AS(make_router("topk", config(d, E, k, {{"constant_experts", "1"}, {"forced", "balanced"}}), gen), Error);
+  CHECK_THROWS_AS(make_router("topk", config(d, E, k, {{"constant_experts", "-1"}}), gen), Error);
+  CHECK_THROWS_AS(r->replay(plan.experts), Error);
+}

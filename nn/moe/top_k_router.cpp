@@ -37,7 +37,7 @@ const char* gate_mode_name(GateMode mode) {
 TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
   check_router_options(config, {"gates", "bias", "jitter", "jitter_seed", "load_balance", "z_loss", "capacity_factor",
                                 "drop_order", "renormalize_kept", "forced", "allow_constant_gates", "balance_scope",
-                                "null_experts", "copy_experts"},
+                                "null_experts", "copy_experts", "constant_experts"},
                        kScheme);
   TopKRouterOptions o;
   const std::string gates = router_option_choice(
@@ -64,8 +64,10 @@ TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
       router_option_choice(config, "balance_scope", "batch", {"batch", "sequence"}, kScheme) == "sequence";
   o.null_experts = router_option_int(config, "null_experts", 0, kScheme);
   o.copy_experts = router_option_int(config, "copy_experts", 0, kScheme);
-  MOELAB_CHECK(!o.forced_balanced || (o.null_experts == 0 && o.copy_experts == 0), kScheme,
-               "forced = balanced routes to real experts only: it does not combine with null_experts or copy_experts");
+  o.constant_experts = router_option_int(config, "constant_experts", 0, kScheme);
+  MOELAB_CHECK(!o.forced_balanced || (o.null_experts == 0 && o.copy_experts == 0 && o.constant_experts == 0), kScheme,
+               "forced = balanced routes to real experts only: it does not combine with null_experts, copy_experts "
+               "or constant_experts");
   if (config.options.count("jitter_seed")) {
     const double s = router_option_double(config, "jitter_seed", 0.0, kScheme);
     MOELAB_CHECK(s == std::floor(s) && s < 1.8e19, kScheme, "option 'jitter_seed' must be a whole number, got '",
@@ -82,16 +84,22 @@ bool top_k_gates_constant(GateMode mode, std::int64_t k) {
 // ---------------------------------------------------------------- the routing computation
 RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variable& bias, std::int64_t k,
                         const TopKRouterOptions& o, const Tensor& noise, const Tensor& forced,
-                        std::int64_t sequence_length) {
+                        std::int64_t sequence_length, const Variable& constant_vectors,
+                        const Variable& constant_mix) {
   MOELAB_CHECK(x.rank() == 2 && weight.rank() == 2 && x.size(1) == weight.size(1), "top_k_route",
                "x must be [T, d] and weight [E, d], got x ", x.shape(), " and weight ", weight.shape());
-  // The weight's rows: E experts, then o.null_experts null ones, then o.copy_experts copy ones
-  // (E_all in all; N + M of them "special": computed by no MLP).
-  const std::int64_t T = x.size(0), E_all = weight.size(0), N = o.null_experts, M = o.copy_experts;
-  const std::int64_t E = E_all - N - M, special = N + M;
+  // The weight's rows: E experts, then o.null_experts null ones, o.copy_experts copy ones and
+  // o.constant_experts constant ones (E_all in all; N + M + C of them "special": no MLP).
+  const std::int64_t T = x.size(0), E_all = weight.size(0), N = o.null_experts, M = o.copy_experts,
+                     C = o.constant_experts;
+  const std::int64_t E = E_all - N - M - C, special = N + M + C;
   MOELAB_CHECK(T >= 1, "top_k_route", "x must have at least one token, got ", x.shape());
-  MOELAB_CHECK(N >= 0 && M >= 0 && E >= 1, "top_k_route", "the weight's ", E_all,
-               " rows must hold at least one expert beside ", N, " null and ", M, " copy experts");
+  MOELAB_CHECK(N >= 0 && M >= 0 && C >= 0 && E >= 1, "top_k_route", "the weight's ", E_all,
+               " rows must hold at least one expert beside ", N, " null, ", M, " copy and ", C, " constant experts");
+  MOELAB_CHECK(C == 0 || (constant_vectors.defined() && constant_mix.defined() &&
+                          constant_vectors.shape() == Shape{C, x.size(1)} && constant_mix.shape() == Shape{2 * C, x.size(1)}),
+               "top_k_route", C, " constant experts need constant_vectors [", C, ", ", x.size(1), "] and constant_mix [",
+               2 * C, ", ", x.size(1), "]");
   MOELAB_CHECK(k >= 1 && k <= E_all, "top_k_route", "k must be in [1, E = ", E_all, "], got ", k);
   MOELAB_CHECK(x.dtype() == weight.dtype(), "top_k_route", "x is ", x.dtype(), " but the weight is ", weight.dtype());
   MOELAB_CHECK(!bias.defined() || (bias.rank() == 1 && bias.size(0) == E_all), "top_k_route", "bias must be [",
@@ -110,17 +118,20 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
                "top_k_route", "forced experts must be int32 [", T, ", ", k, "] on x's device, got ",
                forced.defined() ? forced.str() : std::string());
   MOELAB_CHECK(!forced.defined() || special == 0, "top_k_route",
-               "forced (replayed) experts do not combine with null or copy experts");
+               "forced (replayed) experts do not combine with null, copy or constant experts");
   const Tensor chosen_all = forced.defined() ? forced : kernels::topk(logits.data(), static_cast<int>(k)).indices;
-  // Null experts (ids E .. E + N - 1) compute nothing, copy experts (E + N .. E_all - 1) no MLP:
-  // their slots become kUnusedSlot, so the experts' part of the output is the gated sum of the
-  // real slots alone (their gates keep the special ones' share in the denominator). [T, k]
-  Tensor is_null, is_copy, chosen = chosen_all;
+  // Null experts (ids E .. E + N - 1) compute nothing, copy experts (E + N .. E + N + M - 1) and
+  // constant experts (E + N + M .. E_all - 1) no MLP: their slots become kUnusedSlot, so the
+  // experts' part of the output is the gated sum of the real slots alone (their gates keep the
+  // special ones' share in the denominator). [T, k], 0/1 float64
+  Tensor ids, is_null, is_copy, is_constant, chosen = chosen_all;
   if (special > 0) {
-    const Tensor ids = kernels::cast(chosen_all, DType::Float64);
-    const Tensor is_special = kernels::ge(ids, static_cast<double>(E));  // 0/1 float64
-    is_copy = kernels::ge(ids, static_cast<double>(E + N));
-    is_null = kernels::sub(is_special, is_copy);
+    ids = kernels::cast(chosen_all, DType::Float64);
+    const Tensor is_special = kernels::ge(ids, static_cast<double>(E));
+    const Tensor past_nulls = kernels::ge(ids, static_cast<double>(E + N));
+    is_constant = kernels::ge(ids, static_cast<double>(E + N + M));
+    is_copy = kernels::sub(past_nulls, is_constant);
+    is_null = kernels::sub(is_special, past_nulls);
     chosen = select_ids(chosen_all, kernels::sub(1.0, is_special), kUnusedSlot);
   }
 
@@ -149,7 +160,7 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
     parts.probs = probs.data();
   } else {
     parts.variable_slots = true;  // special slots are unused slots: `slots` counts the real ones
-    parts.extra = [is_null, is_copy, N, M]() {
+    parts.extra = [is_null, is_copy, is_constant, N, M, C]() {
       const auto share = [](const Tensor& mask) {
         const std::vector<double> v = host_doubles(mask);
         double hits = 0;
@@ -159,6 +170,7 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
       std::map<std::string, double> m;
       if (N > 0) m["null_fraction"] = share(is_null);
       if (M > 0) m["copy_fraction"] = share(is_copy);
+      if (C > 0) m["constant_fraction"] = share(is_constant);
       return m;
     };
   }
@@ -168,6 +180,18 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
     // Copy experts: y += (sum of the token's copy gates) * x, differentiable in the gates. [T, d]
     const Variable copy_gate = sum(gates * Variable(kernels::cast(is_copy, x.dtype())), 1);  // [T]
     plan.direct_output = reshape(copy_gate, {T, 1}) * x;
+  }
+  if (C > 0) {
+    // Constant expert c: y += g_c * (a0 * x + a1 * v_c), [a0, a1] = softmax(W_c x), differentiable
+    // in the gates, W_c and v_c. [T, d]
+    const Variable mix_logits = matmul(x, constant_mix, false, /*trans_b=*/true);  // [T, 2C]
+    for (std::int64_t c = 0; c < C; ++c) {
+      const Tensor picked = kernels::cast(kernels::eq(ids, static_cast<double>(E + N + M + c)), x.dtype());  // [T, k]
+      const Variable gate_c = reshape(sum(gates * Variable(picked), 1), {T, 1});                           // [T, 1]
+      const Variable a = softmax(narrow(mix_logits, 1, 2 * c, 2));                                          // [T, 2]
+      const Variable out = narrow(a, 1, 0, 1) * x + matmul(narrow(a, 1, 1, 1), narrow(constant_vectors, 0, c, 1));
+      plan.direct_output = plan.direct_output.defined() ? plan.direct_output + gate_c * out : gate_c * out;
+    }
   }
 
   // f_e = wanted_e / (T*k): the routing decision before dropping (constant). [E]; with null
@@ -242,11 +266,18 @@ TopKRouter::TopKRouter(std::int64_t d, std::int64_t experts, std::int64_t k, con
                "DeepSeekMoE's top-1 gate, p itself), k >= 2, or option allow_constant_gates = true if a fixed "
                "router is what you want");
   const double bound = 1.0 / std::sqrt(static_cast<double>(d));
-  MOELAB_CHECK(options.null_experts >= 0 && options.copy_experts >= 0, kScheme,
-               "null_experts and copy_experts must be >= 0, got ", options.null_experts, " and ", options.copy_experts);
-  const std::int64_t rows = experts + options.null_experts + options.copy_experts;  // real, null, copy
+  MOELAB_CHECK(options.null_experts >= 0 && options.copy_experts >= 0 && options.constant_experts >= 0, kScheme,
+               "null_experts, copy_experts and constant_experts must be >= 0, got ", options.null_experts, ", ",
+               options.copy_experts, " and ", options.constant_experts);
+  const std::int64_t C = options.constant_experts;
+  const std::int64_t rows = experts + options.null_experts + options.copy_experts + C;  // real, null, copy, constant
   weight_ = register_parameter("weight", uniform({rows, d}, -bound, bound, gen, dtype));
   if (options.bias) bias_ = register_parameter("bias", zeros({rows}, dtype));
+  if (C > 0) {
+    // MoE++'s ConstantExpert: the vector from N(0, 1), the mixing layer as nn.Linear(d, 2, bias=False).
+    constant_vectors_ = register_parameter("constant_vectors", normal({C, d}, 0.0, 1.0, gen, dtype));
+    constant_mix_ = register_parameter("constant_mix", uniform({2 * C, d}, -bound, bound, gen, dtype));
+  }
   if (options.jitter > 0.0) {
     // The stream's key and counter are a host buffer: checkpoints save them, so a resumed run draws
     // the noise the uninterrupted one would have.
@@ -262,8 +293,8 @@ TopKRouter::TopKRouter(std::int64_t d, std::int64_t experts, std::int64_t k, con
 }
 
 void TopKRouter::replay(const Tensor& ids) {
-  MOELAB_CHECK(options_.null_experts == 0 && options_.copy_experts == 0, kScheme,
-               "replay does not combine with null_experts or copy_experts (a plan's special slots are unused slots, "
+  MOELAB_CHECK(options_.null_experts == 0 && options_.copy_experts == 0 && options_.constant_experts == 0, kScheme,
+               "replay does not combine with null, copy or constant experts (a plan's special slots are unused slots, "
                "not ids to replay)");
   MOELAB_CHECK(ids.defined() && ids.dtype() == DType::Int32 && ids.rank() == 2 && ids.size(1) == k(), kScheme,
                "replay needs the int32 [T, ", k(), "] experts of a plan, got ",
@@ -311,12 +342,13 @@ RoutingPlan TopKRouter::route_sequences(const Variable& x, std::int64_t sequence
   if (forced.defined())
     MOELAB_CHECK(forced.size(0) == x.size(0), kScheme, "replayed experts are for ", forced.size(0),
                  " tokens, this batch has ", x.size(0));
-  return top_k_route(x, weight_, bias_, k(), options_, noise, forced, sequence_length);
+  return top_k_route(x, weight_, bias_, k(), options_, noise, forced, sequence_length, constant_vectors_,
+                     constant_mix_);
 }
 
 GateSum TopKRouter::gate_sum() const {
-  // A null or copy slot's share stays in the other gates' denominator: they sum to at most 1.
-  if (options_.null_experts > 0 || options_.copy_experts > 0) return options_.gates == GateMode::Equal ? GateSum::Free : GateSum::AtMostOne;
+  // A special slot's share stays in the other gates' denominator: they sum to at most 1.
+  if (options_.null_experts > 0 || options_.copy_experts > 0 || options_.constant_experts > 0) return options_.gates == GateMode::Equal ? GateSum::Free : GateSum::AtMostOne;
   return options_.gates == GateMode::SoftmaxTopk ? GateSum::AtMostOne : GateSum::One;
 }
 

@@ -57,6 +57,15 @@
 //                    MLP (an unused slot for the expert bank) and adds its gate times the token's
 //                    input to the output (RoutingPlan::direct_output: g_copy * x, differentiable in
 //                    g). Balanced, counted and refused like the null ones; metric copy_fraction.
+//   constant_experts C >= 0 constant experts (MoE++'s third kind), scored after the copy ones
+//                    (weight [E + N + M + C, d]); constant expert c has a trained vector v_c [d]
+//                    (parameter "constant_vectors" [C, d], drawn from N(0, 1) as MoE++'s code does)
+//                    and a trained mixing matrix W_c [2, d] (parameter "constant_mix" [2C, d],
+//                    nn.Linear's uniform init, no bias); its output is a0 * x + a1 * v_c with
+//                    [a0, a1] = softmax(W_c x). A slot that picks it computes no MLP and adds its
+//                    gate times that output (RoutingPlan::direct_output). Balanced, counted and
+//                    refused like the null ones; metric constant_fraction. MoE++'s gating
+//                    residuals and its tau-weighted balance loss are not implemented
 //                    renormalize_kept renormalises over the kept real slots alone
 //   z_loss           coefficient >= 0 of the router z-loss (ST-MoE, Zoph et al. 2022):
 //                      mean_t logsumexp(logits_t)^2
@@ -118,6 +127,7 @@ struct TopKRouterOptions {
   bool balance_per_sequence = false;  // balance_scope = "sequence"
   std::int64_t null_experts = 0;      // zero-computation experts beside the E real ones
   std::int64_t copy_experts = 0;      // identity experts after the null ones
+  std::int64_t constant_experts = 0;  // MoE++'s constant experts after the copy ones
   std::optional<std::uint64_t> jitter_seed;
 };
 
@@ -134,9 +144,12 @@ bool top_k_gates_constant(GateMode mode, std::int64_t k);
 // noise: [T, d] multiplicative jitter factors, or undefined for none; forced: int32 [T, k] experts
 // to use instead of the top-k selection (gates, aux losses and capacity as usual), or undefined;
 // sequence_length: the tokens per sequence for balance_scope = sequence (-1: all T, one sequence).
+// constant_vectors [C, d] and constant_mix [2C, d]: the constant experts' parameters (C =
+// options.constant_experts; undefined when C = 0).
 RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variable& bias, std::int64_t k,
                         const TopKRouterOptions& options, const Tensor& noise = Tensor(),
-                        const Tensor& forced = Tensor(), std::int64_t sequence_length = -1);
+                        const Tensor& forced = Tensor(), std::int64_t sequence_length = -1,
+                        const Variable& constant_vectors = Variable(), const Variable& constant_mix = Variable());
 
 class TopKRouter : public Router {
  public:
@@ -162,11 +175,15 @@ class TopKRouter : public Router {
 
   const Variable& weight() const { return weight_; }
   const Variable& bias() const { return bias_; }  // undefined without options.bias
+  // The constant experts' v [C, d] and W [2C, d]; undefined without options.constant_experts.
+  const Variable& constant_vectors() const { return constant_vectors_; }
+  const Variable& constant_mix() const { return constant_mix_; }
   const TopKRouterOptions& options() const { return options_; }
 
  private:
   TopKRouterOptions options_;
   Variable weight_, bias_;
+  Variable constant_vectors_, constant_mix_;  // constant_experts > 0 only
   RandomStream jitter_;  // the "jitter_state" host buffer, with jitter > 0 only (nn/random_stream.h)
   Tensor replay_;        // int32 [T, k] while replaying
   Tensor balanced_ids_;  // forced = balanced: the last batch size's ids, kept on its device
