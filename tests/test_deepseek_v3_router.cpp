@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/kernels.h"
@@ -190,4 +191,43 @@ TEST_CASE("deepseek-v3: options that cannot work are refused with the reason") {
   auto r = make(config(4, 8, 2, {{"seq_aux", "0.1"}}), gen);
   CHECK_THROWS_WITH_AS(r->route_sequences(Variable(zeros({6, 4}, DType::Float64)), 4), doctest::Contains("divide"),
                        Error);
+}
+
+TEST_CASE("aux-free replay: the recorded experts, gates from the current weights, whatever the bias says") {
+  Generator gen(41);
+  const std::int64_t d = 6, E = 8, k = 2, T = 12;
+  auto r = std::dynamic_pointer_cast<AuxFreeRouter>(
+      make_router("aux-free", config(d, E, k, {{"groups", "4"}, {"topk_groups", "2"}, {"scale", "2.5"}}), gen));
+  REQUIRE(r);
+  const Tensor x = normal({T, d}, 0.0, 1.0, gen, DType::Float64);
+  const Tensor recorded = r->route(Variable(x)).experts;
+  // New weights and a new selection bias: the router's own choice changes, the replayed one does not.
+  Tensor w = r->weight().data();
+  kernels::copy(w, normal({E, d}, 0.0, 1.0, gen, DType::Float64));
+  Tensor b = r->expert_bias();
+  kernels::copy(b, normal({E}, 0.0, 1.0, gen, DType::Float64));
+  const Tensor own = r->route(Variable(x)).experts;
+  CHECK(own.to_vector<std::int32_t>() != recorded.to_vector<std::int32_t>());
+  r->replay(recorded);
+  CHECK(r->replaying());
+  const RoutingPlan replayed = r->route(Variable(x));
+  CHECK(replayed.experts.to_vector<std::int32_t>() == recorded.to_vector<std::int32_t>());
+  // Gates: sigmoid(x W^T) under the new weights at the recorded experts, renormalised, times 2.5.
+  const std::vector<double> s = sigmoid(matmul(Variable(x), r->weight(), false, true)).data().to_vector<double>();
+  const std::vector<std::int32_t> ids = recorded.to_vector<std::int32_t>();
+  const std::vector<double> g = replayed.gates.data().to_vector<double>();
+  for (std::size_t t = 0; t < static_cast<std::size_t>(T); ++t) {
+    const double a = s[t * E + static_cast<std::size_t>(ids[2 * t])], c = s[t * E + static_cast<std::size_t>(ids[2 * t + 1])];
+    CHECK(g[2 * t] == doctest::Approx(2.5 * a / (a + c)).epsilon(1e-12));
+    CHECK(g[2 * t + 1] == doctest::Approx(2.5 * c / (a + c)).epsilon(1e-12));
+  }
+  // The router still learns while replaying: its weight gets a gradient through the gates.
+  sum(replayed.gates).backward();
+  const std::vector<double> grad = r->weight().grad().to_vector<double>();
+  CHECK(std::any_of(grad.begin(), grad.end(), [](double v) { return v != 0.0; }));
+  CHECK_THROWS_AS(r->route(Variable(normal({4, d}, 0.0, 1.0, gen, DType::Float64))), Error);  // another T
+  CHECK_THROWS_AS(r->replay(from_vector(std::vector<std::int32_t>{0, 8}, {1, 2})), Error);     // outside [0, E)
+  CHECK_THROWS_AS(r->replay(from_vector(std::vector<std::int32_t>{3, 3}, {1, 2})), Error);     // twice
+  r->stop_replay();
+  CHECK(r->route(Variable(x)).experts.to_vector<std::int32_t>() == own.to_vector<std::int32_t>());
 }

@@ -106,7 +106,10 @@ RoutingPlan AuxFreeRouter::route_sequences(const Variable& x, std::int64_t seque
   // Selection (constant) on the biased scores: [T, E] + [E] broadcasts the bias over tokens.
   const Tensor biased = kernels::add(scores.data(), expert_bias_);
   PlanParts parts;
-  parts.chosen = choose(biased);                                 // [T, k]
+  if (replay_.defined())
+    MOELAB_CHECK(replay_.size(0) == x.size(0), kScheme, "replayed experts are for ", replay_.size(0),
+                 " tokens, this batch has ", x.size(0));
+  parts.chosen = replay_.defined() ? replay_.to(x.device()) : choose(biased);  // [T, k]
   const Variable g = gather_last(scores, parts.chosen);          // unbiased scores
   // Renormalised only when k > 1, as Megatron-LM's router does: at k = 1 it would make every gate
   // s/s = 1 and the router would get no gradient from the task loss (the k = 1 trap).
@@ -129,6 +132,8 @@ RoutingPlan AuxFreeRouter::route_sequences(const Variable& x, std::int64_t seque
   }
   return plan;
 }
+
+void AuxFreeRouter::replay(const Tensor& ids) { replay_ = checked_replay_ids(ids, k(), experts(), kScheme); }
 
 void AuxFreeRouter::after_optimizer_step() {
   if (!pending_.defined()) return;

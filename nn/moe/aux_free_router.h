@@ -85,6 +85,14 @@ class AuxFreeRouter : public Router {
     return options_.sigmoid ? GateSum::Free : GateSum::AtMostOne;
   }
 
+  // Router replay, as TopKRouter's: every route() from now on uses these experts (int32 [T, k] of
+  // a plan, each in [0, E)) instead of its own biased selection, with the gates recomputed from
+  // the current weights (unbiased scores, renormalised and scaled as usual; seq_aux and the bias
+  // counts from the replayed experts); until stop_replay(). A batch of another T is an error.
+  void replay(const Tensor& ids);
+  void stop_replay() { replay_ = Tensor(); }
+  bool replaying() const { return replay_.defined(); }
+
   const Variable& weight() const { return weight_; }
   const Tensor& expert_bias() const { return expert_bias_; }  // [E], the selection bias
 
@@ -93,6 +101,7 @@ class AuxFreeRouter : public Router {
   Variable weight_, bias_;
   Tensor expert_bias_;  // a buffer: shares storage with the module's "expert_bias"
   Tensor pending_;      // [E] assignments counted since the last update (undefined: none)
+  Tensor replay_;       // int32 [T, k] while replaying
 
   // The k experts of each token on the biased scores [T, E], within its topk_groups best groups.
   Tensor choose(const Tensor& biased) const;

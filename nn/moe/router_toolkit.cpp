@@ -79,6 +79,22 @@ Tensor exclusive_prefix_sums(const Tensor& v) {
   return kernels::matmul(v, u);  // [T, k] @ [k, k]
 }
 
+// ---------------------------------------------------------------- router replay
+Tensor checked_replay_ids(const Tensor& ids, std::int64_t k, std::int64_t experts, const char* scheme) {
+  MOELAB_CHECK(ids.defined() && ids.dtype() == DType::Int32 && ids.rank() == 2 && ids.size(1) == k, scheme,
+               "replay needs the int32 [T, ", k, "] experts of a plan, got ",
+               ids.defined() ? ids.str() : std::string("an undefined tensor"));
+  const std::vector<std::int32_t> host = ids.to(Device::cpu()).to_vector<std::int32_t>();
+  for (std::size_t a = 0; a < host.size(); ++a) {
+    MOELAB_CHECK(host[a] >= 0 && host[a] < experts, scheme, "replay: assignment ", a, " has expert ", host[a],
+                 ", outside [0, ", experts, ") (a dropped slot cannot be replayed: record without a capacity)");
+    for (std::size_t j = a - a % static_cast<std::size_t>(k); j < a; ++j)
+      MOELAB_CHECK(host[j] != host[a], scheme, "replay: token ", a / static_cast<std::size_t>(k), " has expert ",
+                   host[a], " twice");
+  }
+  return ids;
+}
+
 // ---------------------------------------------------------------- host helpers for metrics
 std::vector<double> host_doubles(const Tensor& t) { return t.to(Device::cpu()).to(DType::Float64).to_vector<double>(); }
 

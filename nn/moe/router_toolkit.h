@@ -106,6 +106,11 @@ struct PlanParts {
 // shapes when chosen, gates and keep disagree.
 RoutingPlan make_routing_plan(const PlanParts& parts, std::int64_t experts);
 
+// Router replay's check of recorded experts (int32 [T, k] of a plan; read to the host once, when
+// the replay is set): every id in [0, experts) and no token with an expert twice; moelab::Error
+// naming `scheme` and the first bad assignment otherwise. Returns ids.
+Tensor checked_replay_ids(const Tensor& ids, std::int64_t k, std::int64_t experts, const char* scheme);
+
 // Host helpers for metric closures (they run on demand, never in a training step).
 std::vector<double> host_doubles(const Tensor& t);
 // counts: kept assignments per expert -> {load_max_over_mean, load_cv}.

@@ -296,19 +296,7 @@ void TopKRouter::replay(const Tensor& ids) {
   MOELAB_CHECK(options_.null_experts == 0 && options_.copy_experts == 0 && options_.constant_experts == 0, kScheme,
                "replay does not combine with null, copy or constant experts (a plan's special slots are unused slots, "
                "not ids to replay)");
-  MOELAB_CHECK(ids.defined() && ids.dtype() == DType::Int32 && ids.rank() == 2 && ids.size(1) == k(), kScheme,
-               "replay needs the int32 [T, ", k(), "] experts of a plan, got ",
-               ids.defined() ? ids.str() : std::string("an undefined tensor"));
-  const std::vector<std::int32_t> host = ids.to(Device::cpu()).to_vector<std::int32_t>();  // checked once, here
-  const std::int64_t E = experts();
-  for (std::size_t a = 0; a < host.size(); ++a) {
-    MOELAB_CHECK(host[a] >= 0 && host[a] < E, kScheme, "replay: assignment ", a, " has expert ", host[a],
-                 ", outside [0, ", E, ") (a dropped slot cannot be replayed: record without a capacity)");
-    for (std::size_t j = a - a % static_cast<std::size_t>(k()); j < a; ++j)
-      MOELAB_CHECK(host[j] != host[a], kScheme, "replay: token ", a / static_cast<std::size_t>(k()), " has expert ",
-                   host[a], " twice");
-  }
-  replay_ = ids;
+  replay_ = checked_replay_ids(ids, k(), experts(), kScheme);
 }
 
 void TopKRouter::stop_replay() { replay_ = Tensor(); }
