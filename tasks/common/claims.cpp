@@ -1,12 +1,14 @@
 // tasks/common/claims.cpp — see claims.h.
 #include "tasks/common/claims.h"
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "core/error.h"
 #include "tasks/common/checked_file.h"
+#include "tasks/common/report.h"
 #include "tasks/common/statistics.h"
 
 namespace moelab {
@@ -60,6 +62,30 @@ std::string sign_flip_text(const std::vector<double>& a, const std::vector<doubl
   std::snprintf(text, sizeof text, "sign-flip p = %.3g over %lld paired seed%s (the smallest possible: %.3g)",
                 paired_sign_flip_p(a, b), static_cast<long long>(n), n == 1 ? "" : "s", smallest_sign_flip_p(n));
   return text;
+}
+
+void judge_rank_claim(Claim& c, const std::vector<RankSample>& seeds, const std::string& first_name,
+                      const std::string& second_name, std::size_t models) {
+  std::vector<double> differences, first_rho, second_rho;
+  for (const RankSample& s : seeds) {
+    const double a = rank_correlation(s.quantity, s.first), b = rank_correlation(s.quantity, s.second);
+    if (!std::isfinite(a) || !std::isfinite(b)) continue;
+    first_rho.push_back(a), second_rho.push_back(b), differences.push_back(a - b);
+  }
+  ClaimCounts counts;
+  if (differences.empty()) {
+    c.ours = "too few models to rank";
+  } else {
+    const MeanStd d = mean_std(differences), a = mean_std(first_rho), b = mean_std(second_rho);
+    counts.add(d.mean, d.std);
+    c.ours = "Spearman's rho with " + first_name + " " + format_number(a.mean, "%.2f") + " ± " +
+             format_number(a.std, "%.2f") + ", with " + second_name + " " + format_number(b.mean, "%.2f") + " ± " +
+             format_number(b.std, "%.2f") + " (per seed over " + std::to_string(models) + " models, " +
+             std::to_string(differences.size()) + " seeds)";
+  }
+  c.verdict = grade(counts);
+  c.rule = "rho(" + first_name + ") - rho(" + second_name + ") per seed, its mean against its std over seeds: " +
+           counts_text(counts) + ".";
 }
 
 namespace {

@@ -64,6 +64,19 @@ std::string counts_text(const ClaimCounts& counts, const std::string& spread = "
 // there are none.
 std::string sign_flip_text(const std::vector<double>& a, const std::vector<double>& b);
 
+struct Claim;
+
+// "Follows X rather than Y" claims, judged per seed: for each seed's models, Spearman's rho of the
+// quantity with X (first) minus its rho with Y (second); the one cell is that difference's mean
+// over seeds against its std. Seeds with fewer than 3 models or a constant column are left out.
+struct RankSample {
+  std::vector<double> quantity, first, second;  // one value per model of this seed
+};
+// Sets c.ours ("Spearman's rho with <first_name> 0.90 ± 0.05, with <second_name> 0.61 ± 0.10 (per
+// seed over M models, S seeds)"), c.verdict and c.rule. `models`: the number of models, for the text.
+void judge_rank_claim(Claim& c, const std::vector<RankSample>& seeds, const std::string& first_name,
+                      const std::string& second_name, std::size_t models);
+
 struct Claim {
   std::string name;       // where in the paper: "Table 1", "Fig. 4a"
   std::string statement;  // the claim in a few words

@@ -96,29 +96,13 @@ std::vector<Claim> phonebook_claims(const ClaimsInput& in) {
     Claim c{"Fig. 4a", "capacity follows total parameters, not active ones",
             "the largest book memorized correlates with total (and not active) parameters", "", "", Verdict::NotJudged,
             ""};
-    std::vector<double> differences, totals_rho, actives_rho;
-    for (std::size_t s = 0; s < seeds; ++s) {
-      std::vector<double> cap, tot, act;
+    std::vector<RankSample> samples(seeds);
+    for (std::size_t s = 0; s < seeds; ++s)
       for (const Capacity& m : models)
         if (s < m.per_seed.size() && m.per_seed[s] > 0)
-          cap.push_back(m.per_seed[s]), tot.push_back(m.total), act.push_back(m.active);
-      const double rt = rank_correlation(cap, tot), ra = rank_correlation(cap, act);
-      if (!std::isfinite(rt) || !std::isfinite(ra)) continue;
-      totals_rho.push_back(rt), actives_rho.push_back(ra), differences.push_back(rt - ra);
-    }
-    ClaimCounts counts;
-    if (!differences.empty()) {
-      const MeanStd d = mean_std(differences), t = mean_std(totals_rho), a = mean_std(actives_rho);
-      counts.add(d.mean, d.std);
-      c.ours = "Spearman's rho with total parameters " + format_number(t.mean, "%.2f") + " ± " +
-               format_number(t.std, "%.2f") + ", with active ones " + format_number(a.mean, "%.2f") + " ± " +
-               format_number(a.std, "%.2f") + " (per seed over " + std::to_string(models.size()) + " models, " +
-               std::to_string(differences.size()) + " seeds)";
-    } else {
-      c.ours = "too few models with a nonzero capacity to rank";
-    }
-    c.verdict = grade(counts);
-    c.rule = "rho(total) - rho(active) per seed, its mean against its std over seeds: " + counts_text(counts) + ".";
+          samples[s].quantity.push_back(m.per_seed[s]), samples[s].first.push_back(m.total),
+              samples[s].second.push_back(m.active);
+    judge_rank_claim(c, samples, "total parameters", "active parameters", models.size());
     claims.push_back(c);
   }
   return claims;

@@ -38,37 +38,21 @@ std::string points(const MeanStd& m) {
   return format_number(100 * m.mean, "%.1f") + " ± " + format_number(100 * m.std, "%.1f");
 }
 
-// Spearman's rho of `metric` with total minus with active parameters (sign: +1) or the reverse
-// (sign: -1), one value per seed that every model ran.
-Claim rank_claim(const std::vector<Model>& models, const std::string& metric, double sign, Claim c) {
-  std::map<std::int64_t, int> seen;
+// Per seed that models ran, `metric` of each model with its total and its active parameters;
+// total_first: which of the two is the claim's "follows".
+Claim rank_claim(const std::vector<Model>& models, const std::string& metric, bool total_first, Claim c) {
+  std::map<std::int64_t, RankSample> samples;
   for (const Model& m : models)
     if (m.metric.count(metric))
-      for (const auto& [seed, x] : m.metric.at(metric)) ++seen[seed];
-  std::vector<double> diff, tot, act;
-  for (const auto& [seed, count] : seen) {
-    std::vector<double> y, t, a;
-    for (const Model& m : models)
-      if (m.metric.count(metric) && m.metric.at(metric).count(seed))
-        y.push_back(m.metric.at(metric).at(seed)), t.push_back(m.total), a.push_back(m.active);
-    const double rt = rank_correlation(y, t), ra = rank_correlation(y, a);
-    if (!std::isfinite(rt) || !std::isfinite(ra)) continue;
-    tot.push_back(rt), act.push_back(ra), diff.push_back(sign * (rt - ra));
-  }
-  ClaimCounts counts;
-  if (diff.empty()) {
-    c.ours = "too few models to rank";
-  } else {
-    const MeanStd d = mean_std(diff), t = mean_std(tot), a = mean_std(act);
-    counts.add(d.mean, d.std);
-    c.ours = "Spearman's rho with total parameters " + format_number(t.mean, "%.2f") + " ± " +
-             format_number(t.std, "%.2f") + ", with active ones " + format_number(a.mean, "%.2f") + " ± " +
-             format_number(a.std, "%.2f") + " (per seed over " + std::to_string(models.size()) + " models, " +
-             std::to_string(diff.size()) + " seeds)";
-  }
-  c.verdict = grade(counts);
-  c.rule = std::string(sign > 0 ? "rho(total) - rho(active)" : "rho(active) - rho(total)") +
-           " per seed, its mean against its std over seeds: " + counts_text(counts) + ".";
+      for (const auto& [seed, y] : m.metric.at(metric)) {
+        RankSample& s = samples[seed];
+        s.quantity.push_back(y);
+        s.first.push_back(total_first ? m.total : m.active), s.second.push_back(total_first ? m.active : m.total);
+      }
+  std::vector<RankSample> per_seed;
+  for (const auto& [seed, s] : samples) per_seed.push_back(s);
+  judge_rank_claim(c, per_seed, total_first ? "total parameters" : "active parameters",
+                   total_first ? "active parameters" : "total parameters", models.size());
   return c;
 }
 
@@ -88,11 +72,11 @@ std::vector<Claim> pretrain_claims(const ClaimsInput& in) {
       m->metric[k][r.integer("seed")] = r.real(k);
   }
   std::vector<Claim> claims;
-  claims.push_back(rank_claim(models, "knowledge_test", +1,
+  claims.push_back(rank_claim(models, "knowledge_test", true,
                               {"Fig. 1", "knowledge (world-knowledge questions) follows total parameters more than active ones",
                                "MoEs gain on world knowledge with experts, like dense models of the same total size",
                                "", "", Verdict::NotJudged, ""}));
-  claims.push_back(rank_claim(models, "math_test", -1,
+  claims.push_back(rank_claim(models, "math_test", false,
                               {"Fig. 1", "math reasoning follows active parameters more than total ones",
                                "on math, MoEs gain little from experts; dense models of the same width do as well",
                                "", "", Verdict::NotJudged, ""}));

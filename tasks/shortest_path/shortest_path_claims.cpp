@@ -115,31 +115,14 @@ std::vector<Claim> shortest_path_claims(const ClaimsInput& in) {
   {
     Claim c{"Fig. 4b", "accuracy follows active parameters rather than total ones",
             "active parameters rather than total parameters predict the accuracy", "", "", Verdict::NotJudged, ""};
-    std::vector<double> differences, act_rho, tot_rho;
-    std::map<std::int64_t, bool> all_seeds;
+    std::map<std::int64_t, RankSample> samples;  // seed -> its models
     for (const Model& m : models)
-      for (const auto& [seed, e] : m.exact) all_seeds[seed] = true;
-    for (const auto& [seed, unused] : all_seeds) {
-      std::vector<double> acc, tot, act;
-      for (const Model& m : models)
-        if (m.exact.count(seed)) acc.push_back(m.exact.at(seed)), tot.push_back(m.total), act.push_back(m.active);
-      const double ra = rank_correlation(acc, act), rt = rank_correlation(acc, tot);
-      if (!std::isfinite(ra) || !std::isfinite(rt)) continue;
-      act_rho.push_back(ra), tot_rho.push_back(rt), differences.push_back(ra - rt);
-    }
-    ClaimCounts counts;
-    if (!differences.empty()) {
-      const MeanStd d = mean_std(differences), a = mean_std(act_rho), t = mean_std(tot_rho);
-      counts.add(d.mean, d.std);
-      c.ours = "Spearman's rho with active parameters " + format_number(a.mean, "%.2f") + " ± " +
-               format_number(a.std, "%.2f") + ", with total ones " + format_number(t.mean, "%.2f") + " ± " +
-               format_number(t.std, "%.2f") + " (per seed over " + std::to_string(models.size()) + " models, " +
-               std::to_string(differences.size()) + " seeds)";
-    } else {
-      c.ours = "too few models to rank";
-    }
-    c.verdict = grade(counts);
-    c.rule = "rho(active) - rho(total) per seed, its mean against its std over seeds: " + counts_text(counts) + ".";
+      for (const auto& [seed, e] : m.exact)
+        samples[seed].quantity.push_back(e), samples[seed].first.push_back(m.active),
+            samples[seed].second.push_back(m.total);
+    std::vector<RankSample> per_seed;
+    for (const auto& [seed, sample] : samples) per_seed.push_back(sample);
+    judge_rank_claim(c, per_seed, "active parameters", "total parameters", models.size());
     claims.push_back(c);
   }
   return claims;
