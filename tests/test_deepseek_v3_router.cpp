@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "autograd/ops_unary.h"
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/kernels.h"
@@ -213,7 +212,7 @@ TEST_CASE("aux-free replay: the recorded experts, gates from the current weights
   const RoutingPlan replayed = r->route(Variable(x));
   CHECK(replayed.experts.to_vector<std::int32_t>() == recorded.to_vector<std::int32_t>());
   // Gates: sigmoid(x W^T) under the new weights at the recorded experts, renormalised, times 2.5.
-  const std::vector<double> s = sigmoid(matmul(Variable(x), r->weight(), false, true)).data().to_vector<double>();
+  const std::vector<double> s = kernels::sigmoid(matmul(Variable(x), r->weight(), false, true).data()).to_vector<double>();
   const std::vector<std::int32_t> ids = recorded.to_vector<std::int32_t>();
   const std::vector<double> g = replayed.gates.data().to_vector<double>();
   for (std::size_t t = 0; t < static_cast<std::size_t>(T); ++t) {
