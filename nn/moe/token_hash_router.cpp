@@ -1,6 +1,10 @@
 // nn/moe/token_hash_router.cpp — Hash Layers' random hash routing (see the header).
 #include "nn/moe/token_hash_router.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -39,6 +43,65 @@ TokenHashRouter::TokenHashRouter(std::int64_t d, std::int64_t experts, std::int6
   table_ = register_buffer("table", from_vector(table, {buckets, k}));
 }
 
+std::vector<std::int32_t> balanced_hash_table(const std::vector<double>& frequency, std::int64_t buckets,
+                                              std::int64_t experts, std::int64_t k) {
+  MOELAB_CHECK(buckets >= 1 && experts >= 1 && k >= 1 && k <= experts, kScheme, "balanced hash: need buckets >= 1 "
+               "and 1 <= k <= experts, got ", buckets, ", ", experts, ", ", k);
+  MOELAB_CHECK(static_cast<std::int64_t>(frequency.size()) <= buckets, kScheme, "balanced hash: ", frequency.size(),
+               " frequencies for a table of ", buckets, " ids (option buckets)");
+  for (std::size_t v = 0; v < frequency.size(); ++v)
+    MOELAB_CHECK(std::isfinite(frequency[v]) && frequency[v] >= 0, kScheme, "balanced hash: the frequency of id ",
+                 v, " is ", frequency[v], " (finite and >= 0 needed)");
+  auto f = [&](std::int64_t v) { return v < static_cast<std::int64_t>(frequency.size()) ? frequency[v] : 0.0; };
+  std::vector<std::int64_t> order(static_cast<std::size_t>(buckets));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return f(a) > f(b); });
+  std::vector<double> load(static_cast<std::size_t>(experts), 0.0);
+  std::vector<std::int64_t> count(static_cast<std::size_t>(experts), 0);
+  std::vector<std::int32_t> table(static_cast<std::size_t>(buckets * k));
+  std::vector<char> used(static_cast<std::size_t>(experts), 0);
+  for (std::int64_t v : order) {
+    for (std::int64_t j = 0; j < k; ++j) {
+      std::int64_t best = -1;
+      // An id with no count adds no load: it goes to the expert with the fewest ids, so that ids
+      // never seen in training spread evenly instead of all landing on the least loaded expert.
+      const bool unseen = f(v) == 0.0;
+      for (std::int64_t e = 0; e < experts; ++e) {
+        if (used[e]) continue;
+        if (best < 0 || (unseen ? count[e] < count[best]
+                                : load[e] < load[best] || (load[e] == load[best] && count[e] < count[best])))
+          best = e;
+      }
+      used[best] = 1;
+      load[best] += f(v) / static_cast<double>(k);
+      ++count[best];
+      table[static_cast<std::size_t>(v * k + j)] = static_cast<std::int32_t>(best);
+    }
+    for (std::int64_t j = 0; j < k; ++j) used[table[static_cast<std::size_t>(v * k + j)]] = 0;
+  }
+  return table;
+}
+
+std::vector<double> read_token_frequencies(const std::string& path) {
+  std::ifstream in(path);
+  MOELAB_CHECK(in.good(), kScheme, "cannot read the frequencies file '", path, "'");
+  std::vector<double> out;
+  for (std::string word; in >> word;) {
+    char* end = nullptr;
+    const double v = std::strtod(word.c_str(), &end);
+    MOELAB_CHECK(end != word.c_str() && *end == '\0' && std::isfinite(v) && v >= 0, kScheme, "the frequencies file '",
+                 path, "': entry ", out.size(), " ('", word, "') is not a finite number >= 0");
+    out.push_back(v);
+  }
+  MOELAB_CHECK(in.eof(), kScheme, "the frequencies file '", path, "' could not be read to its end");
+  return out;
+}
+
+void TokenHashRouter::set_frequencies(const std::vector<double>& frequency) {
+  const std::vector<std::int32_t> table = balanced_hash_table(frequency, table_.size(0), experts(), k());
+  kernels::copy(table_, from_vector(table, table_.shape(), table_.device()));  // in place: the buffer's storage
+}
+
 RoutingPlan TokenHashRouter::route(const Variable& x) {
   check_input(x, kScheme);
   const std::int64_t T = x.size(0);
@@ -56,10 +119,12 @@ RoutingPlan TokenHashRouter::route(const Variable& x) {
 }
 
 std::shared_ptr<Router> make_token_hash_router(const RouterConfig& config, Generator& gen) {
-  check_router_options(config, {"buckets"}, kScheme);
-  return std::make_shared<TokenHashRouter>(config.d, config.experts, config.k,
-                                           router_option_int(config, "buckets", kDefaultBuckets, kScheme), gen,
-                                           config.dtype);
+  check_router_options(config, {"buckets", "frequencies"}, kScheme);
+  auto router = std::make_shared<TokenHashRouter>(config.d, config.experts, config.k,
+                                                  router_option_int(config, "buckets", kDefaultBuckets, kScheme), gen,
+                                                  config.dtype);
+  if (config.options.count("frequencies")) router->set_frequencies(read_token_frequencies(config.options.at("frequencies")));
+  return router;
 }
 
 }  // namespace moelab
