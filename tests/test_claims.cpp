@@ -69,6 +69,18 @@ TEST_CASE("with_claims_section: inserted before the first section, replaced in p
   CHECK(claims_section({Claim{"a", "x | y", "p", "o", "", Verdict::Holds, ""}}).find("x \\| y") != std::string::npos);
 }
 
+TEST_CASE("paired_beyond: ten seeds that all agree are beyond the spread that the stds alone would not give") {
+  // b = a - 1 on every seed while a's own spread is about 3: the stds overlap, the pairing does not.
+  const std::vector<double> a = {1, 4, 7, 2, 9, 5, 3, 8, 6, 10};
+  std::vector<double> b;
+  for (double v : a) b.push_back(v - 1);
+  CHECK(paired_beyond(a, b));                                 // p = 2 / 1024
+  CHECK(!paired_beyond({3, 2, 1}, {2, 1, 0}));                // three seeds: p >= 0.25
+  CHECK(!paired_beyond({}, {}));
+  CHECK(sign_flip_text({3, 2, 1}, {2, 1, 0}) == "sign-flip p = 0.25 over 3 paired seeds (the smallest possible: 0.25)");
+  CHECK(sign_flip_text({}, {}) == "no paired seeds");
+}
+
 TEST_CASE("median_range_confidence: 1 - 2 / 2^n") {
   CHECK(median_range_confidence(3) == 0.75);
   CHECK(median_range_confidence(1) == 0.0);

@@ -55,6 +55,10 @@ std::string counts_text(const ClaimCounts& c, const std::string& spread) {
   return s.str();
 }
 
+bool paired_beyond(const std::vector<double>& a, const std::vector<double>& b) {
+  return !a.empty() && a.size() == b.size() && a.size() <= 24 && paired_sign_flip_p(a, b) < 0.05;
+}
+
 std::string sign_flip_text(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.empty() || a.size() != b.size() || a.size() > 24) return "no paired seeds";
   const auto n = static_cast<std::int64_t>(a.size());

@@ -6,7 +6,11 @@
 // model of its width, a teacher's students, ...). In every cell the effect has a sign relative to
 // the paper (positive: the paper's direction) and a size relative to the seeds' spread, by the rule
 // the experiment states (usually: the difference of two means over seeds against their two sample
-// standard deviations added). The verdict then follows from counts only:
+// standard deviations added). Where two models ran the same seeds, a difference also counts as
+// beyond the spread when the paired sign-flip test over those seeds gives a two-sided p below
+// 0.05 (paired_beyond; impossible below 6 seeds, where the smallest p is 0.0625): the sum of two
+// stds is a conservative rule that ignores the pairing, and 10 seeds can show what it cannot.
+// The verdict then follows from counts only:
 //
 //   holds         every cell shows the effect beyond the seeds' spread, and (where the paper gives
 //                 a size to compare with) at least half the paper's size, (where it says
@@ -58,6 +62,10 @@ Verdict grade(const ClaimCounts& counts, bool full_strength = true);
 // "7 of 9 cells in the paper's direction, 5 beyond the seeds' spread (1 against it beyond the
 // spread)"; `spread` names what the spread is over.
 std::string counts_text(const ClaimCounts& counts, const std::string& spread = "the seeds' spread");
+
+// True when the paired sign-flip test of a against b (one value per seed, the same seeds, 1 to 24
+// of them) gives p < 0.05; false for no pairs.
+bool paired_beyond(const std::vector<double>& a, const std::vector<double>& b);
 
 // The paired comparison of two models over the seeds both ran (tasks/common/statistics.h):
 // "sign-flip p = 0.25 over 3 paired seeds (the smallest possible: 0.25)"; "no paired seeds" when

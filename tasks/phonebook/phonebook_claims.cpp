@@ -67,14 +67,14 @@ std::vector<Claim> phonebook_claims(const ClaimsInput& in) {
       if (!m.moe) continue;
       for (const Capacity& d : models) {
         if (d.moe || !(equal_active ? std::fabs(m.active - d.active) <= 0.1 * d.active : d.d == m.d)) continue;
-        const bool beyond = m.median > d.median ? m.low() > d.high() : d.low() > m.high();
-        counts.add_cell(m.median - d.median, beyond);
-        ours << (ours.tellp() > 0 ? "; " : "") << m.text() << " against " << d.text();
         // per_seed lists the seeds in order: pair them by position.
         const std::size_t n = std::min(m.per_seed.size(), d.per_seed.size());
-        tests << "; " << m.model << " vs " << d.model << ": "
-              << sign_flip_text({m.per_seed.begin(), m.per_seed.begin() + static_cast<std::ptrdiff_t>(n)},
-                                {d.per_seed.begin(), d.per_seed.begin() + static_cast<std::ptrdiff_t>(n)});
+        const std::vector<double> x(m.per_seed.begin(), m.per_seed.begin() + static_cast<std::ptrdiff_t>(n)),
+            y(d.per_seed.begin(), d.per_seed.begin() + static_cast<std::ptrdiff_t>(n));
+        const bool beyond = m.median > d.median ? m.low() > d.high() : d.low() > m.high();
+        counts.add_cell(m.median - d.median, beyond || paired_beyond(x, y));
+        ours << (ours.tellp() > 0 ? "; " : "") << m.text() << " against " << d.text();
+        tests << "; " << m.model << " vs " << d.model << ": " << sign_flip_text(x, y);
       }
     }
     c.ours = counts.cells == 0 ? "no MoE model with a dense model to compare" : ours.str() + " entries (" + interval + ")";
@@ -86,7 +86,8 @@ std::vector<Claim> phonebook_claims(const ClaimsInput& in) {
     c.verdict = grade(counts);
     c.rule = std::string("pairs ") +
              (equal_active ? "of equal active parameters (within 10%)" : "of equal width (the dense one has fewer active parameters)") +
-             "; beyond the spread when one model's smallest per-seed capacity exceeds the other's largest: " +
+             "; beyond the spread when one model's smallest per-seed capacity exceeds the other's largest, or the "
+             "paired test gives p < 0.05: " +
              counts_text(counts) + tests.str() + ".";
     claims.push_back(c);
   }
