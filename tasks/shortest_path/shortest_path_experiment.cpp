@@ -63,7 +63,8 @@ std::vector<Preset> shortest_path_presets() {
        {}},
       {"cpu-seeds",
        "the cpu grid with 10 seeds per model (0-9) for escape rates with binomial intervals and paired tests that "
-       "can reach p < 0.05: 60 points of about 4 minutes on one core, about 2 hours as jobs, two at a time",
+       "can reach p < 0.05: 60 points of about 3 minutes on one core (176 core-minutes recorded, "
+       "docs/results/shortest-path-cpu-seeds), about 1.5 hours as jobs, two at a time",
        {{"seeds", "0,1,2,3,4,5,6,7,8,9"}}},
       {"paper",
        "the paper's Figure 4b (a GPU and days): 50-vertex graphs at mean length 3.5, 12 layers, dense d "
