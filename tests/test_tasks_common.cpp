@@ -240,7 +240,8 @@ TEST_CASE("heat maps with seed spreads: each cell's std goes into the data and u
   const std::string data((std::istreambuf_iterator<char>(dat)), {}), script((std::istreambuf_iterator<char>(gp)), {});
   CHECK(data.find("0 0 0.1 0.01\n") != std::string::npos);
   CHECK(data.find("1 0 0.2 nan\n") != std::string::npos);  // one seed: no spread, the value alone
-  CHECK(script.find("sprintf(\"%.3f\\n± %.3f\", $3, $4)") != std::string::npos);
+  CHECK(script.find("(!valid(3) ? '' : valid(4) ? sprintf(\"%.3f\\n± %.3f\", $3, $4) : sprintf('%.3f', $3))") !=
+        std::string::npos);  // a missing cell gets no label, one without a spread its value alone
   CHECK(r.drawn == have_gnuplot());
   // A spread of another shape is ignored, not read out of bounds.
   h.spread = {{0.01}};

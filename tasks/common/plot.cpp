@@ -184,10 +184,11 @@ PlotResult plot_heat_map(const HeatMap& map, const std::filesystem::path& dir, c
   if (!map.show_values) {
     s << "set colorbox\nplot " << gp_string(data) << " using 1:2:3 with image\n";
   } else {
-    // A cell without a spread (one seed) shows its value alone.
+    // A missing cell (nan in the data: gnuplot's valid() is false) gets no label; a cell without a
+    // spread (one seed) shows its value alone.
     s << "plot " << gp_string(data) << " using 1:2:3 with image, \\\n     " << gp_string(data)
-      << (spread ? " using 1:2:($4 == $4 ? sprintf(\"%.3f\\n± %.3f\", $3, $4) : sprintf('%.3f', $3))"
-                 : " using 1:2:(sprintf('%.3f', $3))")
+      << (spread ? " using 1:2:(!valid(3) ? '' : valid(4) ? sprintf(\"%.3f\\n± %.3f\", $3, $4) : sprintf('%.3f', $3))"
+                 : " using 1:2:(!valid(3) ? '' : sprintf('%.3f', $3))")
       << " with labels font 'sans,9'\n";
   }
   return render(dir, stem, s.str());
