@@ -44,6 +44,24 @@ Tensor identity(std::int64_t n) {
   return from_vector(v, {n, n});
 }
 
+// Host reference of top-2 routing for token t: the experts by decreasing logit x_t . w_e (ties to
+// the lower id) and the two renormalised gates, p_a / (p_a + p_b) = 1 / (1 + exp(z_b - z_a)).
+struct HostTop2 {
+  std::vector<std::int64_t> order;
+  double g0, g1;
+};
+HostTop2 host_top2(const std::vector<double>& xv, const std::vector<double>& wv, std::int64_t t, std::int64_t d,
+                   std::int64_t experts) {
+  std::vector<double> z(static_cast<std::size_t>(experts), 0.0);
+  for (std::int64_t e = 0; e < experts; ++e)
+    for (std::int64_t i = 0; i < d; ++i) z[e] += xv[t * d + i] * wv[e * d + i];
+  std::vector<std::int64_t> order(static_cast<std::size_t>(experts));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t u, std::int64_t v) { return z[u] > z[v]; });
+  const double g0 = 1.0 / (1.0 + std::exp(z[order[1]] - z[order[0]]));
+  return {order, g0, 1.0 - g0};
+}
+
 }  // namespace
 
 TEST_CASE("top-p: experts by decreasing probability until their mass reaches the threshold") {
@@ -365,14 +383,7 @@ TEST_CASE("topk copy_experts: identity slots add their gate times the token, bes
   const std::vector<double> direct = plan.direct_output.data().to_vector<double>();
   double copies = 0, nulls = 0;
   for (std::int64_t t = 0; t < T; ++t) {
-    std::vector<double> z(static_cast<std::size_t>(E_all), 0.0);
-    for (std::int64_t e = 0; e < E_all; ++e)
-      for (std::int64_t i = 0; i < d; ++i) z[e] += xv[t * d + i] * wv[e * d + i];
-    std::vector<std::int64_t> order(static_cast<std::size_t>(E_all));
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::int64_t u, std::int64_t v) { return z[u] > z[v]; });
-    // Renormalised over the two chosen: p_a / (p_a + p_b) = 1 / (1 + exp(z_b - z_a)).
-    const double g0 = 1.0 / (1.0 + std::exp(z[order[1]] - z[order[0]])), g1 = 1.0 - g0;
+    const auto [order, g0, g1] = host_top2(xv, wv, t, d, E_all);
     double copy_gate = 0;
     for (std::int64_t j = 0; j < k; ++j) {
       const std::int64_t e = order[j];
@@ -434,13 +445,7 @@ TEST_CASE("topk constant_experts: MoE++'s a0 x + a1 v with [a0, a1] = softmax(W_
   const std::vector<std::int32_t> experts = plan.experts.to_vector<std::int32_t>();
   double constants = 0;
   for (std::int64_t t = 0; t < T; ++t) {
-    std::vector<double> z(static_cast<std::size_t>(E_all), 0.0);
-    for (std::int64_t e = 0; e < E_all; ++e)
-      for (std::int64_t i = 0; i < d; ++i) z[e] += xv[t * d + i] * wv[e * d + i];
-    std::vector<std::int64_t> order(static_cast<std::size_t>(E_all));
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::int64_t u, std::int64_t v) { return z[u] > z[v]; });
-    const double g0 = 1.0 / (1.0 + std::exp(z[order[1]] - z[order[0]])), g1 = 1.0 - g0;
+    const auto [order, g0, g1] = host_top2(xv, wv, t, d, E_all);
     std::vector<double> want(static_cast<std::size_t>(d), 0.0);
     for (std::int64_t j = 0; j < k; ++j) {
       const std::int64_t e = order[j];
