@@ -220,6 +220,7 @@ TEST_CASE("plots with seed error bars: series_by_family carries them, the data h
   CHECK(data.find("5 3\n") != std::string::npos);
   CHECK(script.find("index 0 using 1:2:3:4 with yerrorlines") != std::string::npos);
   CHECK(script.find("index 1 using 1:2 with linespoints") != std::string::npos);
+  CHECK(script.find("set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05\n") != std::string::npos);  // caps clear of the frame
   CHECK(r.drawn == have_gnuplot());
   // Nothing to draw: no PNG (an earlier one is removed), and the message says why.
   LinePlot empty{.title = "t", .xlabel = "x", .ylabel = "y", .log_x = true, .log_y = false, .series = {}};

@@ -130,6 +130,9 @@ PlotResult plot_lines(const LinePlot& plot, const std::filesystem::path& dir, co
   s << header(stem, plot.title, plot.xlabel, plot.ylabel) << "set key outside right\nset grid\n";
   if (plot.log_x) s << "set logscale x\n";
   if (plot.log_y) s << "set logscale y\n";
+  // A margin inside the frame: autoscaling ends the axes at the extreme points, so a point or an
+  // error bar's cap at the edge would be drawn on the frame and hidden by it.
+  s << "set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05\n";
   s << "plot ";
   for (std::size_t i = 0; i < plot.series.size(); ++i)
     s << (i ? ", \\\n     " : "") << gp_string(data) << " index " << i
