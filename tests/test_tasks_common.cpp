@@ -220,8 +220,17 @@ TEST_CASE("plots with seed error bars: series_by_family carries them, the data h
   CHECK(data.find("5 3\n") != std::string::npos);
   CHECK(script.find("index 0 using 1:2:3:4 with yerrorlines") != std::string::npos);
   CHECK(script.find("index 1 using 1:2 with linespoints") != std::string::npos);
-  CHECK(script.find("set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05\n") != std::string::npos);  // caps clear of the frame
+  CHECK(script.find("set offsets 0, 0, graph 0.05, graph 0.05\n") != std::string::npos);  // caps clear of the frame
   CHECK(r.drawn == have_gnuplot());
+  // No bars, or a log y axis: no margin (it would stretch the axis to the next tic or decade).
+  LinePlot plain{.title = "t", .xlabel = "x", .ylabel = "y", .log_x = false, .log_y = false, .series = {s[1]}};
+  LinePlot log_y = plot;
+  log_y.log_y = true;
+  for (const LinePlot* p : {&plain, &log_y}) {
+    plot_lines(*p, tmp.path(), "margin");
+    std::ifstream in(tmp.file("margin.gp"));
+    CHECK(std::string((std::istreambuf_iterator<char>(in)), {}).find("set offsets") == std::string::npos);
+  }
   // Nothing to draw: no PNG (an earlier one is removed), and the message says why.
   LinePlot empty{.title = "t", .xlabel = "x", .ylabel = "y", .log_x = true, .log_y = false, .series = {}};
   { std::ofstream old(tmp.file("none.png")); old << "old"; }

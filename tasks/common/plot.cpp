@@ -130,9 +130,13 @@ PlotResult plot_lines(const LinePlot& plot, const std::filesystem::path& dir, co
   s << header(stem, plot.title, plot.xlabel, plot.ylabel) << "set key outside right\nset grid\n";
   if (plot.log_x) s << "set logscale x\n";
   if (plot.log_y) s << "set logscale y\n";
-  // A margin inside the frame: autoscaling ends the axes at the extreme points, so a point or an
-  // error bar's cap at the edge would be drawn on the frame and hidden by it.
-  s << "set offsets graph 0.03, graph 0.03, graph 0.05, graph 0.05\n";
+  // Error bars get a margin above and below: autoscaling ends the y axis at the extreme values, so
+  // a bar's cap there would be drawn on the frame and hidden by it. Only on a linear y axis (on a
+  // log one the margin would stretch the axis a whole decade) and never on x (there it would push
+  // the axis out to the next tic: a run of steps 0..1000 drawn from -200 to 1200).
+  bool bars = false;
+  for (const Series& series : plot.series) bars = bars || series.has_bars();
+  if (bars && !plot.log_y) s << "set offsets 0, 0, graph 0.05, graph 0.05\n";
   s << "plot ";
   for (std::size_t i = 0; i < plot.series.size(); ++i)
     s << (i ? ", \\\n     " : "") << gp_string(data) << " index " << i
