@@ -31,6 +31,11 @@ void ClaimCounts::add(double effect, double spread) {
   if (effect < 0 && -effect > spread) ++against_beyond;
 }
 
+void ClaimCounts::add_paired(double effect, double spread, const std::vector<double>& a,
+                             const std::vector<double>& b) {
+  add_cell(effect, std::fabs(effect) > spread || paired_beyond(a, b));
+}
+
 void ClaimCounts::add_cell(double effect, bool beyond_spread) {
   ++cells;
   if (effect > 0) ++paper_direction;

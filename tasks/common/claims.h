@@ -55,6 +55,9 @@ struct ClaimCounts {
   // One cell whose rule for "beyond the spread" is the experiment's own (e.g. every seed of one
   // model above every seed of the other); beyond_spread counts only with an effect != 0.
   void add_cell(double effect, bool beyond_spread);
+  // One cell of two models that ran the same seeds (a[i] and b[i] from seed i): beyond the spread
+  // when |effect| > spread, as add(), or when the paired test gives p < 0.05 (paired_beyond).
+  void add_paired(double effect, double spread, const std::vector<double>& a, const std::vector<double>& b);
 };
 // The scale above. full_strength: false when the paper's claim has a stronger form that ours does
 // not reach (a size, and ours is below half of it; "uniformly", and ours is not).

@@ -100,7 +100,7 @@ std::vector<Claim> pretrain_claims(const ClaimsInput& in) {
       if (!d) continue;
       const MeanStd a = moe.stats("math_gap"), b = d->stats("math_gap");
       const auto [x, y] = moe.paired(*d, "math_gap");
-      counts.add_cell(a.mean - b.mean, std::fabs(a.mean - b.mean) > a.std + b.std || paired_beyond(x, y));
+      counts.add_paired(a.mean - b.mean, a.std + b.std, x, y);
       ours << (ours.tellp() > 0 ? "; " : "") << moe.name << " " << points(a) << " against " << d->name << " " << points(b);
       tests << "; " << moe.name << " vs " << d->name << ": " << sign_flip_text(x, y);
     }
@@ -125,7 +125,7 @@ std::vector<Claim> pretrain_claims(const ClaimsInput& in) {
       if (!d) continue;
       const MeanStd ka = moe.stats("knowledge_test"), kb = d->stats("knowledge_test");
       const auto [x, y] = moe.paired(*d, "knowledge_test");
-      k_counts.add_cell(ka.mean - kb.mean, std::fabs(ka.mean - kb.mean) > ka.std + kb.std || paired_beyond(x, y));
+      k_counts.add_paired(ka.mean - kb.mean, ka.std + kb.std, x, y);
       k_tests << "; " << moe.name << " vs " << d->name << ": " << sign_flip_text(x, y);
       const MeanStd ma = moe.stats("math_test"), mb = d->stats("math_test");
       const double spread = ma.std + mb.std, gap = std::fabs(ma.mean - mb.mean);

@@ -108,7 +108,7 @@ std::vector<Claim> softmoe_mnist_claims(const ClaimsInput& in) {
       const MeanStd alg = over(rows, "algorithm1_accuracy"), rnd = over(rows, "random_mean");
       std::vector<double> a, r;
       for (const CsvRow* row : rows) a.push_back(row->real("algorithm1_accuracy")), r.push_back(row->real("random_mean"));
-      counts.add_cell(alg.mean - rnd.mean, std::fabs(alg.mean - rnd.mean) > alg.std + rnd.std || paired_beyond(a, r));
+      counts.add_paired(alg.mean - rnd.mean, alg.std + rnd.std, a, r);
       lo = std::min(lo, alg.mean - rnd.mean), hi = std::max(hi, alg.mean - rnd.mean);
       if (a.size() < 2 || a.size() > 24) continue;
       ++tested;
