@@ -14,6 +14,7 @@
 // for the coarse one (ratios 0.47 to 0.56); the test keeps seed 0 and asserts a ratio below 0.75.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +24,7 @@
 #include "autograd/no_grad.h"
 #include "core/factories.h"
 #include "core/parallel.h"
+#include "nn/io/safetensors.h"
 #include "tasks/common/job_grid.h"
 #include "tasks/common/run_dir.h"
 #include "tasks/common/router_settings.h"
@@ -229,4 +231,44 @@ TEST_CASE("teacher-student command: mode=point writes one point, mode=report gat
   // The finished point was kept, not trained again.
   std::ifstream again(dir.file("points/t4e2a-s8e4a-seed0.json"));
   CHECK(nlohmann::json::parse(again).at("normalised_loss").get<double>() == loss);
+}
+
+TEST_CASE("teacher-student command: save_init writes the point's teacher, initial student and test set") {
+  set_num_threads(1);
+  const Experiment e = teacher_student_experiment();
+  testing::TempDir tmp;
+  const RunDir dir(tmp.path() / "ts");
+  Settings s = e.settings();
+  for (const char* kv : {"d=8", "teacher_k=2", "teacher_active=8", "student_k=4", "student_active=8",
+                         "samples_per_epoch=256", "test_samples=64", "epochs=1", "batch=128", "lrs=1e-2",
+                         "student_router_bias=true", "seeds=0,1", "mode=point", "point=t4e2a-s8e4a-seed1"})
+    s.set_assignment(kv);
+  REQUIRE(e.run(RunContext{s, dir, "test", 0, 1, Device::cpu()}) == 0);
+  CHECK(!std::filesystem::exists(dir.file("points/t4e2a-s8e4a-seed1.init.safetensors")));  // only when asked
+
+  s.set_assignment("save_init=true");
+  std::filesystem::remove(dir.file("points/t4e2a-s8e4a-seed1.json"));
+  REQUIRE(e.run(RunContext{s, dir, "test", 0, 1, Device::cpu()}) == 0);
+  const SafetensorsFile f = read_safetensors(dir.file("points/t4e2a-s8e4a-seed1.init.safetensors").string());
+  CHECK(f.metadata.at("point") == "t4e2a-s8e4a-seed1");
+  CHECK(f.metadata.at("student_k") == "4");
+  CHECK(f.metadata.at("epochs") == "1");
+  CHECK(f.metadata.at("lrs") == "0.01");
+  CHECK(f.at("student.router.bias").shape() == Shape{8});
+  CHECK(f.at("student.experts.w_in").shape() == Shape{8, 8, 2});
+  CHECK(f.at("test_x").shape() == Shape{64, 8});
+
+  // The teacher and the initial student are the ones the point trains from (replicate 1 of run
+  // seed 0), bit for bit, and test_y is the teacher's output on test_x.
+  const std::vector<GridPoint> points = grid(s);
+  const GridPoint& p = *std::find_if(points.begin(), points.end(),
+                                     [](const GridPoint& g) { return g.name() == "t4e2a-s8e4a-seed1"; });
+  const std::string seed = std::to_string(replicate_seed(0, 1));
+  const auto teacher = make_teacher(p.teacher, name_hash(seed + "/teacher/" + p.teacher.name()));
+  Generator init_gen(name_hash(seed + "/student/" + p.name()));
+  const auto student = make_student(p.student, init_gen);
+  for (const auto& [name, v] : teacher->named_parameters()) CHECK(values(f.at("teacher." + name)) == values(v.data()));
+  for (const auto& [name, v] : student->named_parameters()) CHECK(values(f.at("student." + name)) == values(v.data()));
+  NoGradGuard no_grad;
+  CHECK(values(teacher->forward(Variable(f.at("test_x"))).data()) == values(f.at("test_y")));
 }

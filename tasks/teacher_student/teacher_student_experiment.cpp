@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "nn/io/safetensors.h"
 #include "tasks/common/job_grid.h"
 #include "tasks/common/report.h"
 #include "tasks/common/router_settings.h"
@@ -49,6 +50,9 @@ Settings teacher_student_settings() {
   s.add_real("weight_decay", 0.01, "AdamW weight decay (on every parameter)", 0, 10);
   s.add_int_list("seeds", {0}, "replicates of every (teacher, student) pair: each draws its own teacher, student "
                  "and data (0,1,2: three; the report gives mean +- std)", 0, 1e9);
+  s.add_flag("save_init", false,
+             "also write points/<point>.init.safetensors: the teacher, the initial student and the test set, "
+             "for bench/pytorch/teacher_student_check.py (the same start in PyTorch)");
   add_job_settings(s, "t16e8a-s32e8a-seed0");
   // The grid's lists choose which points exist, and a point's teacher, student and data depend on
   // its own name only.
@@ -140,6 +144,50 @@ void validate_teacher_student(const Settings& s) {
   validate_job_settings(s, names);
 }
 
+// The generators of a point's student and data: one seed string, the point's names.
+Generator student_generator(const std::string& seed, const ts::GridPoint& p) {
+  return Generator(ts::name_hash(seed + "/student/" + p.name()));
+}
+Generator data_generator(const std::string& seed, const ts::GridPoint& p) {
+  return Generator(ts::name_hash(seed + "/data/" + p.teacher.name()));
+}
+
+// points/<point>.init.safetensors: everything a second implementation needs to start where this
+// point starts. "teacher.<name>" and "student.<name>" are the layers' parameters by their
+// named_parameters() names (router.weight [m, d], router.bias [m], experts.w_in [m, d, w],
+// experts.b_in [m, w], experts.w_out [m, w, d], experts.b_out [m, d]); test_x [n, d] and test_y
+// [n, d] are the test set train_student draws first from the data generator. The training batches
+// come after it in moelab's Philox stream, so the other implementation draws its own: with
+// fresh samples every step that changes the sample path, not the loss it estimates.
+void save_init(const RunContext& ctx, const ts::GridPoint& p, const std::string& seed, MoELayer& teacher) {
+  const Settings& s = ctx.settings;
+  Generator init_gen = student_generator(seed, p), data_gen = data_generator(seed, p);
+  const std::unique_ptr<MoELayer> student = ts::make_student(p.student, init_gen);
+  const ts::Batch test = ts::draw_batch(teacher, s.integer("test_samples"), data_gen);
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& [name, v] : teacher.named_parameters()) tensors.emplace_back("teacher." + name, v.data());
+  for (const auto& [name, v] : student->named_parameters()) tensors.emplace_back("student." + name, v.data());
+  tensors.emplace_back("test_x", test.x);
+  tensors.emplace_back("test_y", test.y);
+  std::ostringstream lrs;
+  for (double lr : s.reals("lrs")) lrs << (lrs.tellp() > 0 ? "," : "") << cell(lr);
+  const std::map<std::string, std::string> metadata = {
+      {"point", p.name()},
+      {"teacher", p.teacher.name()},
+      {"teacher_k", std::to_string(p.teacher.k)},
+      {"teacher_gates", p.teacher.gates},
+      {"student", p.student.name()},
+      {"student_k", std::to_string(p.student.k)},
+      {"student_gates", p.student.gates},
+      {"student_router", p.student.router},
+      {"epochs", std::to_string(s.integer("epochs"))},
+      {"samples_per_epoch", std::to_string(s.integer("samples_per_epoch"))},
+      {"batch", std::to_string(s.integer("batch"))},
+      {"lrs", lrs.str()},
+      {"weight_decay", cell(s.real("weight_decay"))}};
+  write_safetensors(ctx.dir.file("points/" + p.name() + ".init.safetensors").string(), tensors, metadata);
+}
+
 // A result file of one point, written whole (the folder's write_text renames a finished file).
 void run_point(const RunContext& ctx, const ts::GridPoint& p) {
   const Settings& s = ctx.settings;
@@ -149,6 +197,8 @@ void run_point(const RunContext& ctx, const ts::GridPoint& p) {
   std::unique_ptr<MoELayer> teacher = ts::make_teacher(p.teacher, teacher_seed);
   teacher->to(ctx.device);
 
+  if (s.flag("save_init")) save_init(ctx, p, seed, *teacher);
+
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   std::ostringstream curves;
   curves << "lr,epoch,lr_used,train_normalised,test_normalised\n";
@@ -156,8 +206,7 @@ void run_point(const RunContext& ctx, const ts::GridPoint& p) {
   for (double lr : s.reals("lrs")) {
     // The same initial student and the same data for every learning rate; every student of one
     // teacher sees the same samples.
-    Generator init_gen(ts::name_hash(seed + "/student/" + p.name()));
-    Generator data_gen(ts::name_hash(seed + "/data/" + p.teacher.name()));
+    Generator init_gen = student_generator(seed, p), data_gen = data_generator(seed, p);
     std::unique_ptr<MoELayer> student = ts::make_student(p.student, init_gen);
     student->to(ctx.device);  // before train_student builds its optimizer
     ts::TrainOptions o;
