@@ -51,8 +51,9 @@ Settings teacher_student_settings() {
   s.add_int_list("seeds", {0}, "replicates of every (teacher, student) pair: each draws its own teacher, student "
                  "and data (0,1,2: three; the report gives mean +- std)", 0, 1e9);
   s.add_flag("save_init", false,
-             "also write points/<point>.init.safetensors: the teacher, the initial student and the test set, "
-             "for bench/pytorch/teacher_student_check.py (the same start in PyTorch)");
+             "also write points/<point>.init.safetensors when a point runs (a finished one is not run again): "
+             "the teacher, the initial student and the test set, for bench/pytorch/teacher_student_check.py "
+             "(the same start in PyTorch)");
   add_job_settings(s, "t16e8a-s32e8a-seed0");
   // The grid's lists choose which points exist, and a point's teacher, student and data depend on
   // its own name only.
@@ -99,8 +100,8 @@ std::vector<Preset> teacher_student_presets() {
        "cpu-fig3 with 500 epochs instead of 100, as the paper's Appendix D trains its Figure 5 'to aid "
        "optimization': separates optimisation speed from capacity, whether the fine-enough students fit the "
        "teacher at every size given time. In steps (32 of 2048 per epoch) 16,000: 1.25x the paper's Figure 3 "
-       "(100 epochs of 128 steps), where cpu-fig3 has a quarter of it. About 6 core-hours (500 to 900 s per "
-       "point on one core): 3 hours as jobs two at a time, a CPU night",
+       "(100 epochs of 128 steps), where cpu-fig3 has a quarter of it. About 6 core-hours (7 to 17 minutes "
+       "per point on one core, the larger students longer): 3 hours as jobs two at a time, a CPU night",
        cpu({{"teacher_k", "8"}, {"student_k", "2,4,8"}, {"student_ratios", "2,4,8,16,32"},
             {"student_router_bias", "true"}, {"seeds", "0,1,2"}, {"epochs", "500"}})},
       {"toy",
