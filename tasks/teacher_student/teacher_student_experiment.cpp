@@ -100,8 +100,9 @@ std::vector<Preset> teacher_student_presets() {
        "cpu-fig3 with 500 epochs instead of 100, as the paper's Appendix D trains its Figure 5 'to aid "
        "optimization': separates optimisation speed from capacity, whether the fine-enough students fit the "
        "teacher at every size given time. In steps (32 of 2048 per epoch) 16,000: 1.25x the paper's Figure 3 "
-       "(100 epochs of 128 steps), where cpu-fig3 has a quarter of it. About 6 core-hours (7 to 17 minutes "
-       "per point on one core, the larger students longer): 3 hours as jobs two at a time, a CPU night",
+       "(100 epochs of 128 steps), where cpu-fig3 has a quarter of it. About 7 core-hours (5 to 17 minutes "
+       "per point on one core, the larger students longer; measured, docs/results/teacher-student-cpu-fig3-long): "
+       "3.5 hours as jobs two at a time, a CPU night",
        cpu({{"teacher_k", "8"}, {"student_k", "2,4,8"}, {"student_ratios", "2,4,8,16,32"},
             {"student_router_bias", "true"}, {"seeds", "0,1,2"}, {"epochs", "500"}})},
       {"toy",
