@@ -107,14 +107,19 @@ else
 fi
 
 # --- No shell anywhere: run folders named like shell injections train and report, nothing runs.
-for name in "bob's run" "x'; touch INJECTED1; echo '" 'y $(touch INJECTED2) `touch INJECTED3`' "new
-line; touch INJECTED4"; do
+for name in "bob's run" "x'; touch INJECTED1; echo '" 'y $(touch INJECTED2) `touch INJECTED3`'; do
   if $moelab $l2 --out "$name" >out.txt 2>err.txt && [ -s "$name/summary.md" ]; then
     echo "ok: a run folder named $(printf '%s' "$name" | head -n 1)..."
   else
     echo "FAIL: the run in the folder '$name' failed"; cat err.txt; failures=$((failures + 1))
   fi
 done
+# A newline is refused (exit 2, no folder): a mode=list line would split there
+# (tests/run_folder_safety_check.sh feeds the lines of the other names to sh -c).
+expect 2 "holds a newline" - $moelab $l2 --out "new
+line; touch INJECTED4"
+[ -e "new
+line; touch INJECTED4" ] && { echo "FAIL: a folder with a newline in its name was made"; failures=$((failures + 1)); }
 if find . -name 'INJECTED*' | grep -q .; then
   echo "FAIL: a folder name ran a command: $(find . -name 'INJECTED*')"; failures=$((failures + 1))
 fi

@@ -287,6 +287,17 @@ TEST_CASE("load_idx_dataset: images [N, rows, cols] with N labels in 0..9") {
   write_idx(dir.file("label-ten"), labels_array({1, 10, 3}), false);
   CHECK_THROWS_WITH_AS(load_idx_dataset(dir.file("images"), dir.file("label-ten"), "toy"),
                        doctest::Contains("label 10 at index 1 is not a class 0..9"), Error);
+  // The headers are compared before any data is read: an image file whose header promises 300
+  // images of 4x4 over only 16 bytes of data, beside a label file of 4 labels, is refused for the
+  // counts, not for its cut data (the audit's 1 MB .gz promising a gigabyte cost 1.07 GB and 13 s
+  // before the counts were compared).
+  Bytes promise = {0, 0, 8, 3, 0, 0, 0x01, 0x2C, 0, 0, 0, 4, 0, 0, 0, 4};
+  promise.resize(promise.size() + 16, 0);
+  write_gz(dir.file("promise.gz"), promise);
+  CHECK_THROWS_WITH_AS(load_idx_dataset(dir.file("promise.gz"), dir.file("four-labels"), "toy"),
+                       doctest::Contains("has 300 images but"), Error);
+  CHECK_THROWS_WITH_AS(load_idx_dataset(dir.file("promise.gz"), dir.file("four-labels"), "toy"),
+                       doctest::Contains("read from the headers; no data was read"), Error);
   // Images and labels swapped.
   CHECK_THROWS_WITH_AS(load_idx_dataset(dir.file("labels.gz"), dir.file("images"), "toy"),
                        doctest::Contains("an image file has 3 dimensions"), Error);

@@ -2,23 +2,28 @@
 // short, a damaged cell. Every writer must fail loudly (naming the file and "No space left on
 // device") and leave the folder so that the same command, with room on the disk, finishes the run.
 //
-// The full disk comes two ways, neither needing privileges: a file of the run folder that is a
-// symbolic link to /dev/full (every write fails with ENOSPC, a real error from the kernel), and
+// The full disk comes two ways, neither needing privileges: a file size limit (RLIMIT_FSIZE,
+// tests/file_size_limit.h: writes past it fail with EFBIG, a real error from the kernel), and
 // simulate_full_disk_after(n) (tasks/common/checked_file.h: writes fail once n more bytes are
-// written, as on a disk that fills up half-way through a row).
+// written, as on a disk that fills up half-way through a row). (A link to /dev/full served once;
+// moelab now refuses to write through links, which the last cases check.)
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
 
+#include "core/safe_file.h"
 #include "tasks/common/checked_file.h"
 #include "tasks/common/plot.h"
 #include "tasks/common/run_dir.h"
+#include "file_size_limit.h"
 #include "temp_dir.h"
 
 using namespace moelab;
@@ -62,24 +67,30 @@ TEST_CASE("full disk: CSV rows fail loudly, whole or not at all, and the file ta
   REQUIRE(rows.size() == 2);
   CHECK(rows[1].at("step") == "2");
 
-  // A file that is /dev/full: the header already fails, with the kernel's reason.
-  std::filesystem::create_symlink("/dev/full", tmp.path() / "full.csv");
-  CHECK_THROWS_WITH_AS(CsvFile(tmp.path() / "full.csv", kHeader), doctest::Contains("No space left on device"),
-                       std::runtime_error);
+  // No room at all from the kernel (a file size limit of 0 bytes): the header already fails, with
+  // the kernel's reason.
+  {
+    testing::FileSizeLimit limit(0);
+    CHECK_THROWS_WITH_AS(CsvFile(tmp.path() / "full.csv", kHeader), doctest::Contains(std::strerror(EFBIG)),
+                         std::runtime_error);
+  }
 }
 
 TEST_CASE("full disk: write_text and write_json fail loudly and keep the old file; a rerun succeeds") {
   testing::TempDir tmp;
   const RunDir dir(tmp.path() / "run");
   dir.write_text("summary.md", "old summary\n");
-  // The file is written as summary.md.partial.<pid>, then renamed: make that name /dev/full.
-  const std::string partial = "summary.md.partial." + std::to_string(::getpid());
-  const std::string message = partial + "': No space left on device";
-  std::filesystem::create_symlink("/dev/full", dir.file(partial));
-  CHECK_THROWS_WITH_AS(dir.write_text("summary.md", std::string(100000, 'x')),
-                       doctest::Contains(message.c_str()), std::runtime_error);
+  // The file is written as summary.md.partial.<host>.<pid>, then renamed; the kernel refuses the
+  // write past 1000 bytes.
+  const std::string partial = temporary_name(dir.file("summary.md").string());
+  {
+    testing::FileSizeLimit limit(1000);
+    const std::string message = "cannot write '" + partial + "': " + std::strerror(EFBIG);
+    CHECK_THROWS_WITH_AS(dir.write_text("summary.md", std::string(100000, 'x')),
+                         doctest::Contains(message.c_str()), std::runtime_error);
+  }
   CHECK(slurp(dir.file("summary.md")) == "old summary\n");              // not cut, not emptied
-  CHECK_FALSE(std::filesystem::exists(std::filesystem::symlink_status(dir.file(partial))));  // no stale .partial
+  CHECK_FALSE(std::filesystem::exists(std::filesystem::symlink_status(partial)));  // no stale .partial
   dir.write_text("summary.md", "new summary\n");
   CHECK(slurp(dir.file("summary.md")) == "new summary\n");
 
@@ -104,15 +115,18 @@ TEST_CASE("full disk: plots fail loudly, also when gnuplot cuts the PNG and stil
     CHECK_THROWS_WITH_AS(plot_lines(plot, tmp.path(), "curve"), doctest::Contains("No space left on device"),
                          std::runtime_error);
   }
-  // A cut PNG is not complete; gnuplot, when there is one, writing into /dev/full exits with 0
-  // and must still be caught.
+  // A cut PNG is not complete; gnuplot, when there is one, cut short by the kernel (a file size
+  // limit it inherits) exits with 0 and must still be caught.
   spit(tmp.path() / "cut.png", std::string("\x89PNG\r\n\x1a\n", 8) + std::string(100, 'x'));
   CHECK_FALSE(png_complete(tmp.path() / "cut.png"));
   CHECK_FALSE(png_complete(tmp.path() / "missing.png"));
   if (!have_gnuplot()) return;
-  std::filesystem::create_symlink("/dev/full", tmp.path() / "curve.png");
-  CHECK_THROWS_WITH_AS(plot_lines(plot, tmp.path(), "curve"), doctest::Contains("curve.png"), std::runtime_error);
-  const PlotResult r = plot_lines(plot, tmp.path(), "curve");  // the cut file was removed: the rerun draws it
+  {
+    testing::FileSizeLimit limit(4000);  // room for the data and the script, not for the picture
+    CHECK_THROWS_WITH_AS(plot_lines(plot, tmp.path(), "curve"), doctest::Contains("curve.png"), std::runtime_error);
+  }
+  CHECK_FALSE(std::filesystem::exists(tmp.path() / "curve.png"));  // no cut picture left as if it were one
+  const PlotResult r = plot_lines(plot, tmp.path(), "curve");  // room again: the rerun draws it
   CHECK(r.drawn);
   CHECK(png_complete(r.png));
 }

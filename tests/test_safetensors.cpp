@@ -16,6 +16,7 @@
 
 #include "core/factories.h"
 #include "nn/io/safetensors.h"
+#include "file_size_limit.h"
 #include "temp_dir.h"
 
 using namespace moelab;
@@ -207,27 +208,36 @@ TEST_CASE("a failed write (full disk, rename refused) throws naming the file and
     CHECK(dir.entries() == std::vector<std::string>{"ckpt.safetensors"});  // the temporary file is gone
   };
 
-  // A full disk, without root: the temporary file is a link to /dev/full, where every write
-  // fails with ENOSPC. Small and large tensors (the latter fail in the middle of the data).
-  if (std::filesystem::exists("/dev/full")) {
-    for (const std::int64_t n : {std::int64_t{3}, std::int64_t{1} << 20}) {
-      CAPTURE(n);
-      std::filesystem::create_symlink("/dev/full", temporary_path(path));
-      try {
-        write_safetensors(path, {{"x", zeros({n})}});
-        FAIL("write_safetensors reported success on a full disk");
-      } catch (const Error& e) {
-        const std::string message = e.what();
-        CAPTURE(message);
-        CHECK(has(message, "write_safetensors: cannot write '" + temporary_path(path) + "'"));
-        CHECK(has(message, "the temporary file for '" + path + "'"));
-        CHECK(has(message, std::strerror(ENOSPC)));
-      }
-      old_file_intact();
+  // A full disk, without root: a file size limit (tests/file_size_limit.h) makes the kernel refuse
+  // the writes past 1000 bytes (EFBIG). Small and large tensors (the latter fail in the middle of
+  // the data; the former only once the file is longer than the limit).
+  for (const std::int64_t n : {std::int64_t{300}, std::int64_t{1} << 20}) {
+    CAPTURE(n);
+    try {
+      testing::FileSizeLimit limit(1000);
+      write_safetensors(path, {{"x", zeros({n})}});
+      FAIL("write_safetensors reported success past the file size limit");
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      CAPTURE(message);
+      CHECK(has(message, "write_safetensors: cannot write '" + temporary_path(path) + "'"));
+      CHECK(has(message, "the temporary file for '" + path + "'"));
+      CHECK(has(message, std::strerror(EFBIG)));
     }
-  } else {
-    MESSAGE("no /dev/full: the full-disk case is not run");
+    old_file_intact();
   }
+
+  // A link at the temporary name (a leftover, or put there by someone) is removed and never
+  // written through: the save succeeds and the link's target is untouched.
+  const std::string victim = dir.file("victim.txt");
+  { std::ofstream(victim) << "mine"; }
+  std::filesystem::create_symlink(victim, temporary_path(path));
+  write_safetensors(path, {{"x", arange(0, 4)}}, {{"step", "2"}});
+  CHECK(read_bytes(victim) == std::vector<unsigned char>{'m', 'i', 'n', 'e'});
+  CHECK(read_safetensors(path).metadata.at("step") == "2");
+  std::filesystem::remove(victim);
+  write_safetensors(path, {{"x", arange(0, 4)}}, {{"step", "1"}});
+  CHECK(read_bytes(path) == old_bytes);
 
   // The rename refused: `path` is a non-empty directory (EISDIR).
   const std::string dir_path = dir.file("occupied");

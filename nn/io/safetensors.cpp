@@ -17,6 +17,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/safe_file.h"
 #include "core/json_guard.h"
 
 namespace moelab {
@@ -282,7 +283,9 @@ const Tensor& SafetensorsFile::at(const std::string& name) const {
   fail("SafetensorsFile::at", "'", path, "' has no tensor named '", name, "'");
 }
 
-std::string temporary_path(const std::string& path) { return path + ".tmp." + std::to_string(::getpid()); }
+// "<path>.partial.<host>.<pid>" (core/safe_file.h): unique per process and per machine sharing
+// the folder.
+std::string temporary_path(const std::string& path) { return temporary_name(path); }
 
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
@@ -304,7 +307,9 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   // own file, and the last rename wins whole (one shared "<path>.tmp" made 237 of 600 concurrent
   // saves fail).
   const std::string tmp = temporary_path(path);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Created new (never an existing file, never through a link); the rename then replaces whatever
+  // is at `path`, a link included, without touching a link's target.
+  const int fd = create_new_file(tmp);
   if (fd < 0) fail_errno("cannot create", tmp, path);
   try {
     unsigned char length[8];

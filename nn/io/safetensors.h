@@ -22,8 +22,9 @@
 // element does not). Every other safetensors dtype (F16, BF16, BOOL, U8, ...) is an error.
 //
 // Guarantees:
-//   - write_safetensors writes `path + ".tmp.<pid>"` (temporary_path: one name per process, so
-//     processes saving one path at once never share a temporary file), flushes it to disk (fsync) and renames it over
+//   - write_safetensors writes `path + ".partial.<host>.<pid>"` (temporary_path: one name per
+//     process and machine, so processes saving one path at once never share a temporary file; it
+//     is created new, never through a link, core/safe_file.h), flushes it to disk (fsync) and renames it over
 //     `path`, so a crash leaves either the old file or the new one, never half a file. Every
 //     write, the fsync, the close and the rename are checked: when one fails (a full disk, a
 //     quota, an I/O error) the temporary file is removed, `path` keeps what it held, and the
@@ -58,7 +59,8 @@ struct SafetensorsFile {
   const Tensor& at(const std::string& name) const;
 };
 
-// The temporary file write_safetensors writes before renaming it to `path`: "<path>.tmp.<pid>".
+// The temporary file write_safetensors writes before renaming it to `path`:
+// "<path>.partial.<host>.<pid>".
 std::string temporary_path(const std::string& path);
 
 // Writes the tensors (copied to the host; any device) in the given order, and the metadata,

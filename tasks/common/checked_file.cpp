@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/safe_file.h"
 
 namespace moelab {
 
@@ -47,11 +48,14 @@ void write_all(int fd, const char* data, std::size_t bytes, const std::filesyste
 void simulate_full_disk_after(std::int64_t bytes) { simulated_room = bytes < 0 ? -1 : bytes; }
 
 void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
-  // One temporary name per process: jobs of one grid started together (mode=point under GNU
-  // parallel or a job array) may write the same file (config.json) at the same moment, and a shared
-  // "<path>.partial" would let one rename the other's file away. The last rename wins, whole.
-  const std::filesystem::path temp = path.string() + ".partial." + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // One temporary name per process and host: jobs of one grid started together (mode=point under
+  // GNU parallel or a job array, on one machine or several sharing the folder) may write the same
+  // file (config.json) at the same moment, and a shared "<path>.partial" would let one rename the
+  // other's file away. The last rename wins, whole. The temporary file is created new (never an
+  // existing file, never through a link: core/safe_file.h), and rename(2) replaces a link at
+  // `path` by the file instead of writing into the link's target.
+  const std::filesystem::path temp = temporary_name(path.string());
+  const int fd = create_new_file(temp.string());
   if (fd < 0) fail_io("cannot create", temp, errno);
   try {
     write_all(fd, text.data(), text.size(), temp);
@@ -75,8 +79,16 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& tex
 }
 
 AppendFile::AppendFile(const std::filesystem::path& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail_io("cannot open for writing", path, errno);
+  // A regular file or none: a link (which would append to its target), a FIFO or a device is refused.
+  fd_ = open_regular_file(path.string(), O_WRONLY | O_APPEND | O_CREAT, "open for writing");
+}
+
+void cut_file(const std::filesystem::path& path, std::uintmax_t bytes) {
+  const int fd = open_regular_file(path.string(), O_WRONLY, "cut");
+  const int rc = ::ftruncate(fd, static_cast<off_t>(bytes));
+  const int error = errno;
+  ::close(fd);
+  if (rc != 0) fail_io("cannot cut", path, error);
 }
 
 AppendFile::~AppendFile() {

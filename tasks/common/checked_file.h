@@ -9,10 +9,14 @@
 //
 //   cannot write 'runs/phonebook/demo/results.csv': No space left on device
 //
-//   write_file_atomic(path, text)   the whole file or no change: writes <path>.partial.<pid>, fsyncs
-//                                   it, renames it over path; on failure removes it again (several
-//                                   processes may write the same path at once: each file lands whole)
-//   AppendFile f(path);             opens for appending (creating the file)
+//   write_file_atomic(path, text)   the whole file or no change: writes <path>.partial.<host>.<pid>
+//                                   (created new, never through a link), fsyncs it, renames it over
+//                                   path; on failure removes it again (several processes, on one
+//                                   host or several, may write the same path at once: each file
+//                                   lands whole; a link at path is replaced, its target untouched)
+//   cut_file(path, bytes)           truncates a regular file (never through a link)
+//   AppendFile f(path);             opens for appending (creating the file); a link, a FIFO or a
+//                                   device there is refused (core/safe_file.h)
 //   f.append(text);                 all of text, or the file is cut back to its length before
 //                                   the call and an error is thrown (no half rows left behind)
 //
@@ -46,6 +50,10 @@ class AppendFile {
   std::filesystem::path path_;
   int fd_ = -1;
 };
+
+// Cuts the regular file `path` to `bytes` bytes; moelab::Error naming it for a link, a special file
+// or a failure.
+void cut_file(const std::filesystem::path& path, std::uintmax_t bytes);
 
 // For tests: writes fail with ENOSPC after `bytes` more bytes (negative: never, the default).
 void simulate_full_disk_after(std::int64_t bytes);

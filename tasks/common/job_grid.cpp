@@ -61,7 +61,7 @@ bool point_done(const RunDir& dir, const std::string& name) {
 }
 
 void write_point(const RunDir& dir, const std::string& name, const nlohmann::ordered_json& result) {
-  std::filesystem::create_directories(dir.file("points"));
+  dir.subfolder("points");
   dir.write_json(point_file(name), result);
 }
 
@@ -111,14 +111,22 @@ std::string shell_word(const std::string& w) {
 
 namespace {
 
-// The JSON type of every field of a point result, two levels deep ("a.b" for nested objects).
+// The JSON type of every field of a point result, `depth` levels deep: "a.b" for nested objects,
+// "a[].b" for the objects in an array. A field that holds several types across an array's elements
+// gets them all ("number/string"), so one damaged element shows.
 void field_types(const nlohmann::json& j, const std::string& prefix, int depth,
                  std::map<std::string, std::string>& out) {
-  if (!j.is_object()) return;
-  for (const auto& [key, value] : j.items()) {
-    const std::string name = prefix.empty() ? key : prefix + "." + key;
-    out[name] = value.is_number() ? "number" : value.type_name();
+  auto note = [&](const std::string& name, const nlohmann::json& value) {
+    const std::string type = value.is_number() ? "number" : value.type_name();
+    std::string& seen = out[name];
+    if (seen.empty()) seen = type;
+    else if (("/" + seen + "/").find("/" + type + "/") == std::string::npos) seen += "/" + type;
     if (depth > 1) field_types(value, name, depth - 1, out);
+  };
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items()) note(prefix.empty() ? key : prefix + "." + key, value);
+  } else if (j.is_array()) {
+    for (const auto& value : j) note(prefix + "[]", value);
   }
 }
 
@@ -134,7 +142,7 @@ std::string damaged_points(const RunDir& dir, const std::vector<std::string>& na
       std::map<std::string, std::string> f;
       const nlohmann::ordered_json j =
           read_json_file(dir.file(point_file(name)), "the point result", "remove it to run the point again");
-      field_types(nlohmann::json(j), "", 2, f);
+      field_types(nlohmann::json(j), "", 4, f);
       fields.emplace_back(name, std::move(f));
     } catch (const std::exception& e) {
       if (listed++ < 5) out += std::string(out.empty() ? "" : "; ") + e.what();
@@ -165,8 +173,25 @@ std::string damaged_points(const RunDir& dir, const std::vector<std::string>& na
     }
     if (!odd.empty() && listed++ < 5) out += std::string(out.empty() ? "" : "; ") + point_file(name) + ": " + odd;
   }
-  return out.empty() ? std::string("No point result differs from the others in its fields' types. ")
-                     : "Likely damaged: " + out + ". ";
+  if (!out.empty()) return "Likely damaged: " + out + ". ";
+  // No majority to go by (one or two finished points, or a field split evenly): name the files
+  // whose fields' types disagree, or the one file there is.
+  std::string split;
+  for (const auto& [key, by_type] : votes) {
+    if (by_type.size() < 2 || listed >= 5) continue;
+    std::string holders;
+    for (const auto& [name, f] : fields) {
+      const auto it = f.find(key);
+      if (it != f.end()) holders += std::string(holders.empty() ? "" : ", ") + point_file(name) + " has a " + it->second;
+    }
+    split += std::string(split.empty() ? "" : "; ") + "'" + key + "': " + holders;
+    ++listed;
+  }
+  if (!split.empty()) return "The point results disagree on fields' types (" + split + "): one of them is damaged. ";
+  if (fields.size() == 1)
+    return "The one finished point result is " + point_file(fields.front().first) + ": it is likely damaged. ";
+  return "Every finished point result has the same fields of the same types (" + std::to_string(fields.size()) +
+         " files), so which one is damaged cannot be told from them. ";
 }
 
 // The --set options that reproduce ctx.settings on top of ctx.preset's (mode and point left out).
@@ -211,13 +236,19 @@ JobGrid job_grid_for(const Experiment& e) {
 int run_job_grid(const RunContext& ctx, const JobGrid& grid) {
   const Settings& s = ctx.settings;
   validate_job_settings(s, grid.points);
-  std::filesystem::create_directories(ctx.dir.file("points"));
+  ctx.dir.subfolder("points");
   const std::string mode = s.text("mode");
   auto wanted = [&](std::size_t i) { return !point_done(ctx.dir, grid.points[i]) && (!grid.needed || grid.needed(i)); };
 
   if (mode == "list") {
+    // One job per line, each word quoted for POSIX shells (shell_word). A line must stay one line
+    // for a line-based job runner (parallel, xargs, a job array reading line N), so no word may
+    // hold a newline: --out and every setting were checked for control characters when they were
+    // given (settings.h: check_plain_text), and the program's name is checked here. `--out=WORD`
+    // rather than `--out WORD`: a folder named `-x` is then a value, never an option.
+    check_plain_text("the program's name '" + ctx.program + "'", ctx.program);
     const std::string common = shell_word(ctx.program) + " " + grid.experiment + " --preset " + shell_word(ctx.preset) +
-                               differing_sets(ctx, grid) + " --out " + shell_word(ctx.dir.path().string()) +
+                               differing_sets(ctx, grid) + " " + shell_word("--out=" + ctx.dir.path().string()) +
                                " --seed " + std::to_string(ctx.seed) + " --threads 1" +
                                (ctx.device.is_cuda() ? " --device cuda" : "") + " --set mode=point --set point=";
     std::size_t listed = 0, done = 0;

@@ -19,8 +19,9 @@
 //   train   run every missing point, no report
 //   list    print one command line per missing point on stdout (a count on stderr), e.g.
 //             moelab phonebook --preset cpu --set mode=list | parallel -j 8
-//           each line is `moelab <experiment> --preset P [--set k=v]... --out DIR --seed S
-//           --threads 1 --set mode=point --set point=NAME`: the --set options are the settings
+//           each line is `moelab <experiment> --preset P [--set k=v]... --out=DIR --seed S
+//           --threads 1 --set mode=point --set point=NAME`, every word quoted for POSIX shells
+//           and none holding a newline (a line is one job): the --set options are the settings
 //           that differ from the preset's, so a line reproduces this run's settings exactly
 //           (the program's name is RunContext::program: moelab_with_hash lists moelab_with_hash)
 //   point   run the one point named by `--set point=NAME` (nothing when it is done)

@@ -1,7 +1,10 @@
 // tasks/common/plot.cpp — see plot.h.
 #include "tasks/common/plot.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -35,11 +38,34 @@ std::string log_excerpt(const std::filesystem::path& log) {
   return text.empty() ? "no message" : text;
 }
 
+// A folder of its own for one gnuplot call, made new inside `dir` (mkdtemp: a fresh name, mode
+// 0700, that nobody else can have prepared), removed with what is in it when this goes away.
+class PrivateFolder {
+ public:
+  PrivateFolder(const std::filesystem::path& dir, const std::string& stem) {
+    std::string pattern = (dir / (".plot." + stem + ".XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw Error("cannot create a folder for drawing '" + stem + ".png' in '" + dir.string() + "': " +
+                  std::strerror(errno));
+    path_ = pattern;
+  }
+  ~PrivateFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  PrivateFolder(const PrivateFolder&) = delete;
+  PrivateFolder& operator=(const PrivateFolder&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
 PlotResult render(const std::filesystem::path& dir, const std::string& stem, const std::string& script) {
   PlotResult r;
   r.png = dir / (stem + ".png");
   const std::filesystem::path gp = dir / (stem + ".gp"), log = dir / (stem + ".gnuplot.log");
-  write_file_atomic(gp, script);
+  write_file_atomic(gp, script);  // the script a user runs to redraw: it writes stem.png
   if (!have_gnuplot()) {
     // Written into the run's summary, so it names the script by its file name alone: the summary
     // stays the same wherever the run folder is (or is moved to), as the jobs tests require.
@@ -47,28 +73,49 @@ PlotResult render(const std::filesystem::path& dir, const std::string& stem, con
                 "folder: run `gnuplot " + gp.filename().string() + "` there to draw it";
     return r;
   }
-  // gnuplot runs in the run folder, so the script names its files without a path. It exits with
-  // status 0 even when it could not write the whole PNG (a full disk), so the PNG is checked too.
-  // An old picture goes first, so it is never taken for the new one (a link is left alone).
+  // gnuplot opens its output and moelab its log by name, and an open by name follows a link: a
+  // run folder from someone else with `fig.gnuplot.log` linked to ~/thesis.tex would have emptied
+  // the thesis. So gnuplot draws into a folder made new for this call (the same script, with only
+  // its `set output` line pointing there) and writes its log there; the finished picture is then
+  // renamed into the run folder, which replaces whatever entry has its name, a link included,
+  // without touching a link's target. A picture that failed is removed, so an old one is never
+  // taken for the new one; the log of a failure is kept beside the script.
   std::error_code ec;
-  if (std::filesystem::is_regular_file(std::filesystem::symlink_status(r.png, ec))) std::filesystem::remove(r.png, ec);
+  const PrivateFolder work(dir, stem);
+  const std::string output_line = "set output " + gp_string(stem + ".png") + "\n";
+  const std::size_t at = script.find(output_line);
+  if (at == std::string::npos) throw Error("plot '" + stem + "': the script sets no output " + gp_string(stem + ".png"));
+  const std::filesystem::path drawn = work.path() / (stem + ".png"), work_log = work.path() / (stem + ".gnuplot.log");
+  const std::filesystem::path work_script = work.path() / (stem + ".gp");
+  std::string private_script = script;
+  private_script.replace(at, output_line.size(),
+                         "set output " + gp_string((work.path().filename() / (stem + ".png")).string()) + "\n");
+  write_file_atomic(work_script, private_script);
   // No shell: gnuplot and its one argument are handed to execv as they are, the folder is entered
   // with chdir (tasks/common/subprocess.h), so quotes, ';', '$(...)' or newlines in the run
-  // folder's name are only characters of a name.
-  const ProgramResult run = run_program({gnuplot_path().string(), gp.filename().string()}, dir, log.filename());
-  if (!run.ok()) {
-    std::filesystem::remove(r.png, ec);
-    throw Error("gnuplot failed on '" + gp.string() + "' (" + run.describe() + "): " + log_excerpt(log));
+  // folder's name are only characters of a name. gnuplot runs in the run folder, so the script
+  // names its data files without a path.
+  const std::filesystem::path in_dir = work.path().filename();  // the private folder, from the run folder
+  const ProgramResult run = run_program({gnuplot_path().string(), (in_dir / work_script.filename()).string()}, dir,
+                                        in_dir / work_log.filename());
+  auto fail = [&](const std::string& message) {
+    std::filesystem::remove(r.png, ec);  // an old picture would be taken for this one
+    std::rename(work_log.c_str(), log.c_str());  // kept for the user (a link at `log` is replaced)
+    throw Error(message);
+  };
+  if (!run.ok()) fail("gnuplot failed on '" + gp.string() + "' (" + run.describe() + "): " + log_excerpt(work_log));
+  // gnuplot exits with status 0 even when it could not write the whole PNG (a full disk), so the
+  // PNG is checked too.
+  if (!png_complete(drawn)) {
+    const bool exists = std::filesystem::exists(drawn, ec);
+    fail("gnuplot did not write a complete '" + r.png.string() + "' (" +
+         (exists ? "the file ends before the PNG's end chunk: is the disk full?" : "no file: " + log_excerpt(work_log)) + ")");
   }
-  if (!png_complete(r.png)) {
-    const bool exists = std::filesystem::exists(r.png, ec);
-    std::filesystem::remove(r.png, ec);
-    throw Error("gnuplot did not write a complete '" + r.png.string() + "' (" +
-                (exists ? "the file ends before the PNG's end chunk: is the disk full?"
-                        : "no file: " + log_excerpt(log)) +
-                ")");
+  if (std::rename(drawn.c_str(), r.png.c_str()) != 0) {
+    const int error = errno;
+    fail("cannot rename '" + drawn.string() + "' to '" + r.png.string() + "': " + std::strerror(error));
   }
-  std::filesystem::remove(log, ec);
+  std::filesystem::remove(log, ec);  // the log of an earlier failure, if any (a link itself, not its target)
   r.drawn = true;
   return r;
 }

@@ -1,6 +1,9 @@
 // tasks/common/run_dir.cpp — see run_dir.h.
 #include "tasks/common/run_dir.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +12,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/safe_file.h"
 
 namespace moelab {
 
@@ -83,17 +87,17 @@ CsvFile::CsvFile(const std::filesystem::path& path, const std::vector<std::strin
 }
 
 void CsvFile::check_header(const std::filesystem::path& path, const std::vector<std::string>& header) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return;
+  // A link or a special file is refused before it is read (core/safe_file.h), so that nothing
+  // of what it points to is read, cut or appended to.
+  if (!entry_exists(path.string())) return;
+  ::close(open_regular_file(path.string(), O_RDONLY, "open for appending"));
   std::string text = read_all(path);
   if (!text.empty() && text.back() != '\n') {
     // A last line cut short (a crash or a full disk while it was written): cut it off, so the
     // next row starts on a line of its own. Only part of a header: the file starts again.
     const std::size_t end = text.rfind('\n');
     const std::size_t keep = end == std::string::npos ? 0 : end + 1;
-    std::filesystem::resize_file(path, keep, ec);
-    if (ec)
-      throw Error("cannot cut the unfinished last line of '" + path.string() + "': " + ec.message());
+    cut_file(path, keep);  // never through a link (checked_file.h)
     std::fprintf(stderr, "note: %s: dropped an unfinished last line (%zu bytes)\n", path.c_str(), text.size() - keep);
     text.resize(keep);
   }
@@ -209,6 +213,18 @@ RunDir::RunDir(const std::filesystem::path& path) : path_(path) {
   if (ec || !std::filesystem::is_directory(path))
     throw Error("cannot create the run folder '" + path.string() + "'" +
                 (ec ? ": " + ec.message() : std::string()));
+}
+
+std::filesystem::path RunDir::subfolder(const std::string& name) const {
+  const std::filesystem::path folder = file(name);
+  std::error_code ec;
+  std::filesystem::create_directory(folder, ec);  // a link to a folder counts as existing: checked next
+  const std::string kind = file_kind(folder.string());
+  if (kind != "a folder")
+    throw Error("'" + folder.string() + "' is " + kind + ", where moelab keeps a folder of its own" +
+                (ec ? " (" + ec.message() + ")" : std::string()) +
+                ": moelab never writes through links; remove it, or use another --out folder");
+  return folder;
 }
 
 void RunDir::write_json(const std::string& name, const nlohmann::ordered_json& j) const {

@@ -107,6 +107,10 @@ class RunDir {
   // Replace the file whole (written beside and renamed over); moelab::Error naming the file
   // and the reason when it cannot be written, and then the old file is still there.
   void write_json(const std::string& name, const nlohmann::ordered_json& j) const;
+  // The folder <path>/<name> ("points", "checkpoints", ".locks"), created when missing; its path.
+  // moelab::Error naming it when it is a link (files written there would land wherever it points)
+  // or anything else but a folder.
+  std::filesystem::path subfolder(const std::string& name) const;
   void write_text(const std::string& name, const std::string& text) const;
   CsvFile csv(const std::string& name, const std::vector<std::string>& header) const;
 

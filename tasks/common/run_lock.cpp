@@ -12,18 +12,21 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/safe_file.h"
 #include "tasks/common/settings.h"
 
 namespace moelab {
 
 namespace {
 
+// The lock file, created if need be: a regular file, never a link (a `.lock` linked to ~/victim
+// would otherwise get the holder's note written into ~/victim), a FIFO or a device.
 int open_lock_file(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw UsageError("cannot open the lock file '" + path.string() + "': " + std::strerror(errno) +
-                     " (is the run folder writable?)");
-  return fd;
+  try {
+    return open_regular_file(path.string(), O_RDWR | O_CREAT, "open the lock file");
+  } catch (const Error& err) {
+    throw UsageError(std::string(err.what()) + " (is the run folder writable?)");
+  }
 }
 
 // Tries the lock without waiting; true when taken.
@@ -44,7 +47,7 @@ void write_holder(int fd, const std::string& what, const std::string& command) {
 // The holder's note in a lock file, or a generic phrase.
 std::string holder_of(const std::filesystem::path& path) {
   char buffer[1024] = {};
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return "another moelab process";
   const ssize_t n = ::pread(fd, buffer, sizeof buffer - 1, 0);
   ::close(fd);
@@ -58,7 +61,7 @@ std::string running_points(const RunDir& dir) {
   std::string out;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir.file(".locks"), ec)) {
-    const int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(entry.path().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) continue;
     const bool free = try_lock(fd, LOCK_SH);
     ::close(fd);
@@ -100,8 +103,7 @@ RunLock lock_run_folder(const RunDir& dir, const std::string& mode, const std::s
   }
   if (!shares) write_holder(fd, "mode=" + (mode.empty() ? std::string("all") : mode), command);
   if (mode == "point" && !point.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir.file(".locks"), ec);
+    dir.subfolder(".locks");  // a real folder, not a link that would put the lock files elsewhere
     const std::filesystem::path point_lock = dir.file(".locks") / point;
     const int pfd = open_lock_file(point_lock);
     lock.hold(pfd);

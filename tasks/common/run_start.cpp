@@ -14,7 +14,9 @@
 
 #include "core/cpu/cpu_features.h"
 #include "core/json_guard.h"
+#include "core/safe_file.h"
 #include "tasks/common/json_file.h"
+#include "tasks/common/run_folder_check.h"
 #include "tasks/common/run_lock.h"
 #include "moelab_build_info.h"  // generated: MOELAB_GIT_COMMIT, MOELAB_COMPILER, ... (cmake/build_info.cmake)
 
@@ -47,17 +49,20 @@ std::uint64_t parse_seed(const std::string& text) {
 RunDir open_run_folder(const std::string& path) {
   if (path.empty())
     throw UsageError("--out: the folder name is empty (leave --out out for runs/<experiment>/<preset>)");
+  check_plain_text("--out '" + path + "'", path);  // recorded in config.json, written into job lines
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_directory(path, ec))
-    throw UsageError("--out '" + path + "': exists and is not a folder");
+    throw UsageError("--out '" + path + "': exists and is not a folder (it is " + file_kind(path) + ")");
+  // Before anything is written: no links or special files inside, and a run folder or a new one.
+  check_run_folder_contents(path, "--out");
   std::filesystem::create_directories(path, ec);
   if (ec || !std::filesystem::is_directory(path))
     throw UsageError("--out '" + path + "': cannot create the folder" + (ec ? ": " + ec.message() : std::string()));
   // A byte written and removed again: a folder that is read-only, or on a full disk, shows now.
-  // One name per process, so that two processes starting on one folder never share the probe.
-  const std::string probe =
-      (std::filesystem::path(path) / (".moelab-write-test." + std::to_string(::getpid()))).string();
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // One name per process and host, created new (never through a link), so that processes
+  // starting on one folder never share the probe.
+  const std::string probe = temporary_name((std::filesystem::path(path) / ".moelab-write-test").string(), "probe");
+  const int fd = create_new_file(probe);
   bool written = fd >= 0 && ::write(fd, "x", 1) == 1;
   int error = errno;
   if (fd >= 0 && ::close(fd) != 0 && written) written = false, error = errno;

@@ -38,8 +38,10 @@ namespace moelab {
 // sign, -1, an overflow, trailing characters), naming the text.
 std::uint64_t parse_seed(const std::string& text);
 
-// The run folder, created if need be; UsageError naming it when `path` is empty, cannot be
-// created, is not a folder, or a file cannot be written in it (with the system's reason).
+// The run folder, created if need be; UsageError naming it when `path` is empty, not UTF-8 or holds
+// a control character (settings.h: check_plain_text), cannot be created, is not a folder, holds
+// links, special files or files of the user's (run_folder_check.h), or a file cannot be written
+// in it (with the system's reason). Nothing is written before these checks pass.
 RunDir open_run_folder(const std::string& path);
 
 // What config.json records: experiment, preset, seed, threads, device, cpu, command, started (local

@@ -80,8 +80,41 @@ std::string limits_text(double min, double max, bool integral) {
 
 }  // namespace
 
+void check_plain_text(const std::string& what, const std::string& text) {
+  auto hex = [](unsigned char b) {
+    const char* digits = "0123456789ABCDEF";
+    return std::string("0x") + digits[b >> 4] + digits[b & 15];
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    if (b < 0x20 || b == 0x7F) {
+      const std::string name = b == '\n' ? "a newline" : b == '\r' ? "a carriage return" : b == '\t' ? "a tab"
+                                                                                             : "the control character " + hex(b);
+      throw UsageError(what + " holds " + name + " (at byte " + std::to_string(i) +
+                       "): job lines (mode=list) and records are one line each, so moelab takes no control "
+                       "characters in names and settings; choose a name without them");
+    }
+    // UTF-8: the length of the sequence from its first byte, then continuation bytes 10xxxxxx,
+    // no overlong forms, no surrogates, nothing above U+10FFFF.
+    std::size_t length = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    bool valid = length > 0 && i + length <= text.size();
+    for (std::size_t k = 1; valid && k < length; ++k) valid = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+    if (valid && length > 1) {
+      const auto b1 = static_cast<unsigned char>(text[i + 1]);
+      valid = !(b < 0xC2) && !(b == 0xE0 && b1 < 0xA0) && !(b == 0xED && b1 >= 0xA0) && !(b == 0xF0 && b1 < 0x90) &&
+              !(b > 0xF4 || (b == 0xF4 && b1 >= 0x90));
+    }
+    if (!valid)
+      throw UsageError(what + " is not valid UTF-8 (byte " + hex(b) + " at byte " + std::to_string(i) +
+                       "): moelab records names and settings in config.json, which holds UTF-8 text; choose a name "
+                       "in UTF-8");
+    i += length;
+  }
+}
+
 void Settings::parse_into(Entry& e, const std::string& value) {
   const bool integral = e.kind == Kind::Int || e.kind == Kind::IntList;
+  check_plain_text("setting '" + e.key + "'", value);
   switch (e.kind) {
     case Kind::Text:
       if (!e.choices.empty()) {

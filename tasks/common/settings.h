@@ -43,6 +43,13 @@ struct UsageError : Error {
   using Error::Error;
 };
 
+// UsageError naming `what` ("--out", "setting 'data_dir'") unless `text` is valid UTF-8 without
+// control characters: every value is recorded in config.json (UTF-8 text; an invalid byte once
+// surfaced as the JSON library's "type_error.316" after the folder was made) and every mode=list
+// job line is one line (a newline in --out split a line, and a job runner ran the rest as a
+// command). Settings::set checks every value with it.
+void check_plain_text(const std::string& what, const std::string& text);
+
 struct Preset {
   std::string name;
   std::string description;

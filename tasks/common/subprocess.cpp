@@ -30,9 +30,11 @@ bool executable_file(const std::filesystem::path& p) {
   ::_exit(127);
 }
 
+// The output file, never through a link (O_NOFOLLOW: a link there fails with ELOOP instead of
+// emptying its target).
 int open_output(const std::filesystem::path& p) {
   return p.empty() ? ::open("/dev/null", O_WRONLY | O_CLOEXEC)
-                   : ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                   : ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
 }
 
 }  // namespace

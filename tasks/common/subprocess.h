@@ -40,7 +40,8 @@ std::optional<std::filesystem::path> find_program(const std::string& name);
 
 // Runs argv[0] (a path: find_program's answer) with the arguments argv[1...] in the folder `cwd`
 // (empty: this process's), its stderr (and stdout, when stdout_file is empty, to /dev/null)
-// written to `stderr_file` (empty: /dev/null), and waits for it.
+// written to `stderr_file` (empty: /dev/null; never opened through a link: a link there is an
+// error), and waits for it.
 ProgramResult run_program(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
                           const std::filesystem::path& stderr_file,
                           const std::filesystem::path& stdout_file = {});

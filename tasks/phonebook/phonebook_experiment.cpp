@@ -109,6 +109,10 @@ void validate_phonebook(const Settings& s) {
   if (sizes.back() > phonebook::kMaxBookSize)
     throw UsageError("book_sizes: at most " + std::to_string(phonebook::kMaxBookSize) + " entries (half the " +
                      "5-letter names), got " + std::to_string(sizes.back()));
+  // mode=point names a point of this grid: checked here, before the run folder is touched.
+  std::vector<std::string> names;
+  for (const PhonebookPoint& p : grid_of(s)) names.push_back(p.name);
+  validate_job_settings(s, names);
 }
 
 // One point: the model trained once per (budget, learning rate) on its book; the best counts.

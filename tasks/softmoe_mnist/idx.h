@@ -63,6 +63,9 @@ struct IdxArray {
 // file or anything but a well-formed file, see above.
 IdxArray read_idx(const std::string& path);
 
+// Only the sizes from an IDX file's header (checked as read_idx checks them), no data read.
+std::vector<std::int64_t> read_idx_dims(const std::string& path);
+
 // Writes `array` as an IDX file of type 0x08, gzipped when `gzip`. moelab::Error when its dims are
 // not 1 to 4 sizes >= 1 whose product is data.size(), or when the file cannot be written.
 void write_idx(const std::string& path, const IdxArray& array, bool gzip);
@@ -81,6 +84,7 @@ constexpr int kImageClasses = 10;
 
 // Reads an image file (3 dimensions [N, rows, cols], magic 0x00000803) and a label file (1
 // dimension [N], magic 0x00000801) with the same N and every label in 0..9; moelab::Error else.
+// The two headers are compared before any data is read.
 ImageDataset load_idx_dataset(const std::string& images_path, const std::string& labels_path, const std::string& name);
 
 // The train and test sets of one dataset, and a sentence naming where they came from.

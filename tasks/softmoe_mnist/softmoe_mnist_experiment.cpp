@@ -178,7 +178,7 @@ std::string checkpoint_path(const RunDir& dir, std::int64_t n, std::int64_t seed
 void train_point(const RunContext& ctx, const MnistSplit& data, const Point& p) {
   const Settings& s = ctx.settings;
   const std::int64_t n = p.experts, seed = p.seed;
-  std::filesystem::create_directories(ctx.dir.file("checkpoints"));
+  ctx.dir.subfolder("checkpoints");
   const std::string path = checkpoint_path(ctx.dir, n, seed);
   CsvFile curves = ctx.dir.csv(point_curve_file(p.name), {"experts", "seed", "step", "epoch", "train_loss", "test_accuracy"});
   Generator init(sm::mix_seed(ctx.seed, seed, n, 1));
