@@ -422,3 +422,29 @@ TEST_CASE("topk router: replay routes recorded experts, with gates from the curr
   topk.stop_replay();
   CHECK(r->route(Variable(x)).experts.to_vector<std::int32_t>() == own.to_vector<std::int32_t>());
 }
+
+TEST_CASE("topk router: drop_order=probability ranks by the gates (Megatron's probs), checked by hand") {
+  // T = 2 tokens, E = 3 experts, k = 2, capacity ceil(0.75 * 2 * 2 / 3) = 1. x is the identity, so
+  // token t's logits are the column t of the weight: log-probabilities, softmax gives them back.
+  //   token A: p = (.46, .44, .10): chooses 0, 1; renormalised gates .46/.90 = .511, .44/.90 = .489
+  //   token B: p = (.40, .35, .25): chooses 0, 1; renormalised gates .40/.75 = .533, .35/.75 = .467
+  // Expert 0 keeps one of A (p .46, gate .511) and B (p .40, gate .533): by the gates it keeps B
+  // (ranking by the raw probability, as before, kept A). Expert 1 keeps A either way (.489 > .467).
+  // With gates=softmax-topk (the gates are the raw probabilities, Megatron's pre-softmax) it keeps A.
+  const std::vector<double> pa = {0.46, 0.44, 0.10}, pb = {0.40, 0.35, 0.25};
+  std::vector<double> w(9, 0.0);  // [E, d]: w[e, 0] = log pa[e], w[e, 1] = log pb[e]
+  for (int e = 0; e < 3; ++e) w[e * 3 + 0] = std::log(pa[e]), w[e * 3 + 1] = std::log(pb[e]);
+  const Variable x(from_vector(std::vector<double>{1, 0, 0, 0, 1, 0}, {2, 3}));
+  const Variable weight(from_vector(w, {3, 3}));
+  TopKRouterOptions o;
+  o.capacity_factor = 0.75;
+  o.drop_order = CapacityOrder::Probability;
+  const RoutingPlan renorm = top_k_route(x, weight, Variable(), 2, o);
+  CHECK(renorm.experts.to_vector<std::int32_t>() == std::vector<std::int32_t>{kDroppedSlot, 1, 0, kDroppedSlot});
+  const std::vector<double> g = renorm.gates.data().to_vector<double>();
+  CHECK(g[1] == doctest::Approx(0.44 / 0.90));
+  CHECK(g[2] == doctest::Approx(0.40 / 0.75));
+  o.gates = GateMode::SoftmaxTopk;
+  const RoutingPlan raw = top_k_route(x, weight, Variable(), 2, o);
+  CHECK(raw.experts.to_vector<std::int32_t>() == std::vector<std::int32_t>{0, 1, kDroppedSlot, kDroppedSlot});
+}

@@ -29,7 +29,9 @@
 //                choice (GShard's Algorithm 1, DeepSpeed's top2gating, flaxformer's routers: all
 //                first choices are queued before the second ones)
 //   Probability  the largest scores first (PlanParts::capacity_scores, the gates' values when not
-//                given), ties in token order (Megatron-LM's default drop policy "probs")
+//                given; the top-k router ranks by its gates), ties in token order (Megatron-LM's
+//                default drop policy "probs", which ranks by its top-k gates: renormalised, or
+//                the raw probabilities with --moe-router-pre-softmax)
 // and renormalize_kept divides each token's gates by the sum of its kept ones, as GShard and
 // DeepSpeed do after dropping (a token whose second choice was dropped gets its first with gate 1;
 // a token with nothing kept keeps gates 0).

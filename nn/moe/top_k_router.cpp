@@ -154,7 +154,12 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   parts.gates = gates;
   parts.capacity = capacity;
   parts.capacity_order = o.drop_order;
-  if (o.drop_order == CapacityOrder::Probability) parts.capacity_scores = gather_last(probs, chosen_all).data();
+  // drop_order=probability ranks an over-full expert's assignments by the gates themselves (the
+  // toolkit's default scores), as Megatron-LM's "probs" drop policy ranks by its `probs`: the
+  // renormalised top-k gates by default (softmax over the k chosen logits, which is our
+  // softmax-topk-renorm and topk-softmax), the raw softmax probabilities with
+  // --moe-router-pre-softmax (our gates=softmax-topk). Ranking by the raw probability whatever
+  // the gates (as before) kept other assignments at k >= 2: 2-6 of 64 tokens in an audit.
   parts.renormalize_kept = o.renormalize_kept;
   if (special == 0) {
     parts.probs = probs.data();
