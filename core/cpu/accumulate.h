@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/cpu/thread_count.h"
+
 namespace moelab::cpu {
 
-// Work below this many elements stays on one thread: starting threads costs more than it saves.
-inline constexpr std::int64_t kParallelMinElements = 32768;
 
 inline constexpr std::int64_t kPairwiseLeaf = 128;
 
@@ -77,12 +77,13 @@ inline double combine_subtrees(std::int64_t begin, std::int64_t end, const std::
 // pairwise_sum(0, n, term), with the subtrees computed in parallel. Bitwise the same result.
 template <class Term>
 double pairwise_sum_parallel(std::int64_t n, const Term& term) {
-  if (n < 2 * kParallelMinElements) return pairwise_sum(0, n, term);
+  const int threads = element_threads(n);
+  if (threads < 2) return pairwise_sum(0, n, term);
   std::vector<std::pair<std::int64_t, std::int64_t>> subtrees;
   detail::collect_subtrees(0, n, subtrees);
   std::vector<double> partial(subtrees.size());
   const std::int64_t count = static_cast<std::int64_t>(subtrees.size());
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (std::int64_t s = 0; s < count; ++s) {
     const auto [b, e] = subtrees[static_cast<std::size_t>(s)];
     partial[static_cast<std::size_t>(s)] = pairwise_sum(b, e, term);

@@ -38,6 +38,7 @@
 #include "core/cpu/exact_math.h"
 #include "core/cpu/gemm_f32.h"
 #include "core/dtype_dispatch.h"
+#include "core/cpu/thread_count.h"
 
 namespace moelab {
 namespace {
@@ -89,7 +90,7 @@ using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 // Runs body(n) for every pair n of N, in parallel when there are several and the work is large.
 template <class Body>
 void for_each_pair(std::int64_t pairs, std::int64_t work, const Body& body) {
-#pragma omp parallel for schedule(static) if (pairs > 1 && work > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(work)) if (pairs > 1 && cpu::element_threads(work) > 1)
   for (std::int64_t n = 0; n < pairs; ++n) body(n);
 }
 

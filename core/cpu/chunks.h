@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "core/cpu/accumulate.h"
+#include "core/cpu/thread_count.h"
 
 namespace moelab::cpu {
 
@@ -20,7 +21,7 @@ inline constexpr std::int64_t kChunk = 16384;
 template <class Body>
 void for_chunks(std::int64_t n, std::int64_t chunk, const Body& body) {
   const std::int64_t chunks = (n + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (n > kParallelMinElements && chunks > 1)
+#pragma omp parallel for schedule(static) num_threads(element_threads(n)) if (element_threads(n) > 1 && chunks > 1)
   for (std::int64_t c = 0; c < chunks; ++c) body(c * chunk, std::min(n, (c + 1) * chunk));
 }
 

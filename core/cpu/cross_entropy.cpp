@@ -29,6 +29,7 @@
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/exact_math.h"
 #include "core/dtype_dispatch.h"
+#include "core/cpu/thread_count.h"
 
 namespace moelab {
 namespace {
@@ -64,7 +65,7 @@ void CpuBackend::cross_entropy(const Tensor& logits, const Tensor& targets, int 
   dispatch_float(logits.dtype(), [&]<class T>() {
     const T* px = logits.data<T>();
     T* plse = logsumexp.data<T>();
-#pragma omp parallel if (rows * vocab > cpu::kParallelMinElements && rows > 1)
+#pragma omp parallel num_threads(cpu::element_threads(rows * vocab)) if (cpu::element_threads(rows * vocab) > 1 && rows > 1)
     {
       // Eigen-allocated, so 64-byte aligned: Eigen computes exp() with scalar code on the
       // elements before the first aligned address and with vector code after, and the two round
@@ -103,7 +104,7 @@ void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targ
     T* pd = dlogits.data<T>();
     const double scale = n_kept > 0 ? dloss.data<double>()[0] / n_kept : 0.0;
     const T s = static_cast<T>(scale);
-#pragma omp parallel for schedule(static) if (rows * vocab > cpu::kParallelMinElements && rows > 1)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(rows * vocab)) if (cpu::element_threads(rows * vocab) > 1 && rows > 1)
     for (std::int64_t r = 0; r < rows; ++r) {
       Row<T> d(pd + r * vocab, vocab);
       const std::int32_t t = target[r];

@@ -44,6 +44,7 @@
 #include "core/cpu/exact_math.h"
 #include "core/dtype_dispatch.h"
 #include "core/kernels/elementwise_ops.h"
+#include "core/cpu/thread_count.h"
 
 namespace moelab {
 namespace {
@@ -206,7 +207,7 @@ void CpuBackend::binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, 
         });
       } else {  // trailing broadcast: a: [rows, m], b: [m]
         const std::int64_t rows = n / m;
-#pragma omp parallel for schedule(static) if (n > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(n)) if (cpu::element_threads(n) > 1)
         for (std::int64_t r = 0; r < rows; ++r) {
           const T* ar = pa + r * m;
           T* orow = po + r * m;

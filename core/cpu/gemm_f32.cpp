@@ -41,6 +41,7 @@
 #include <memory>
 
 #include "core/cpu/gemm_kernels.h"
+#include "core/cpu/thread_count.h"
 #include "core/error.h"
 
 namespace moelab::cpu {
@@ -289,10 +290,12 @@ void gemm_f32_strided(const GemmKernels& kern, const float* a, std::int64_t lda,
   // A product at most one vector wide takes the narrow tile (core/cpu/gemm_kernels.h).
   const GemmTiles& tiles = n <= kern.narrow.nr ? kern.narrow : kern.wide;
   const std::int64_t row_panels = (m + tiles.mr - 1) / tiles.mr;
-  // Inside a parallel region (a batch of products shared among threads) this product gets one
-  // thread, and then no region of its own: an inactive nested region still costs a team's set-up.
-  const int threads = omp_in_parallel() ? 1
-                      : static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(omp_get_max_threads(), row_panels)));
+  // One thread per kGemmGrainFlops of work (core/cpu/thread_count.h), at most one per row panel;
+  // inside a parallel region (a batch of products shared among threads) one thread, and then no
+  // region of its own: an inactive nested region still costs a team's set-up.
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const int threads = static_cast<int>(
+      std::min<std::int64_t>(threads_for(flops, kGemmGrainFlops), std::max<std::int64_t>(1, row_panels)));
   const std::int64_t nc_max = std::min(NC, (n + tiles.nr - 1) / tiles.nr * tiles.nr);
   const Blocked job{tiles, op_a, op_b, !trans_a, out, m, k, n, ldc,
                     packed_b_buffer(static_cast<std::size_t>(std::min(KC, k) * nc_max))};

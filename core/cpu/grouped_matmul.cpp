@@ -14,7 +14,8 @@
 // Parallelism: one big group uses every thread inside its GEMM. Many small groups (the usual MoE
 // case: E experts, a few dozen tokens each) would spend more time starting thread teams than
 // multiplying, so then the groups themselves are shared out over threads and each GEMM, nested in
-// that parallel region, runs on one thread. Either way each output element is summed over k in a
+// that parallel region, runs on one thread; and when all groups together are a small amount of
+// work, one thread does them all (core/cpu/thread_count.h). Either way each output element is summed over k in a
 // fixed order by exactly one GEMM, so results do not depend on the thread count.
 #include <algorithm>
 #include <omp.h>
@@ -23,17 +24,21 @@
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
 #include "core/cpu/gemm.h"
+#include "core/cpu/thread_count.h"
 
 namespace moelab {
 namespace {
 
-// Runs body(e) for every group: groups in parallel (one thread per GEMM) when there are several
-// and the average group is small, otherwise one after another (each GEMM uses every thread).
+// Runs body(e) for every group: groups in parallel (one thread per GEMM) when there are several,
+// the average group is small and all of them together are worth more than one thread
+// (core/cpu/thread_count.h: one thread per kGemmGrainFlops, at most one per group), otherwise one
+// after another (each GEMM then decides its own threads).
 template <class Body>
 void for_each_group(std::int64_t groups, double total_flops, Body&& body) {
   const bool small = total_flops / static_cast<double>(std::max<std::int64_t>(groups, 1)) < 4.0e6;
-  if (groups > 1 && small && omp_get_max_threads() > 1) {
-#pragma omp parallel for schedule(dynamic, 1)
+  const int threads = static_cast<int>(std::min<std::int64_t>(cpu::threads_for(total_flops, cpu::kGemmGrainFlops), groups));
+  if (groups > 1 && small && threads > 1) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (std::int64_t e = 0; e < groups; ++e) body(e);
   } else {
     for (std::int64_t e = 0; e < groups; ++e) body(e);

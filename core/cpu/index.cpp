@@ -27,6 +27,7 @@
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
+#include "core/cpu/thread_count.h"
 
 namespace moelab {
 namespace {
@@ -54,7 +55,7 @@ void scatter_rows_parallel(const T* src, const T* scale, const std::int32_t* ind
   std::vector<std::int64_t> sources(static_cast<std::size_t>(m_count));
   std::vector<std::int64_t> next(offsets.begin(), offsets.end() - 1);
   for (std::int64_t m = 0; m < m_count; ++m) sources[static_cast<std::size_t>(next[index[m]]++)] = m;
-#pragma omp parallel for schedule(dynamic, 16)
+#pragma omp parallel for schedule(dynamic, 16) num_threads(cpu::element_threads(m_count * inner))
   for (std::int64_t r = 0; r < rows; ++r) {
     T* dst = out + r * inner;
     for (std::int64_t s = offsets[r]; s < offsets[r + 1]; ++s) {
@@ -69,7 +70,7 @@ template <class T>
 void scatter_rows(const T* src, const T* scale, const std::int32_t* index, std::int64_t m_count, std::int64_t inner,
                   T* out, std::int64_t rows) {
   std::fill_n(out, rows * inner, T(0));
-  if (m_count * inner > cpu::kParallelMinElements && rows > 1) {
+  if (cpu::element_threads(m_count * inner) > 1 && rows > 1) {
     scatter_rows_parallel(src, scale, index, m_count, inner, out, rows);
     return;
   }
@@ -92,7 +93,7 @@ void CpuBackend::index_select(const Tensor& src, const Tensor& index, Tensor& ou
   char* o = static_cast<char*>(out.raw());
   const std::int32_t* idx = index.data<std::int32_t>();
   check_range(idx, m_count, src.size(0));
-#pragma omp parallel for schedule(static) if (out.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(out.numel())) if (cpu::element_threads(out.numel()) > 1)
   for (std::int64_t m = 0; m < m_count; ++m)
     std::memcpy(o + static_cast<std::size_t>(m) * row_bytes, s + static_cast<std::size_t>(idx[m]) * row_bytes,
                 row_bytes);
@@ -130,7 +131,7 @@ void CpuBackend::scatter_add_rows_scaled_backward(const Tensor& dy, const Tensor
     const T* pscale = scale.data<T>();
     T* pdsrc = dsrc.data<T>();
     T* pdscale = dscale.data<T>();
-#pragma omp parallel for schedule(static) if (m_count * inner > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(m_count * inner)) if (cpu::element_threads(m_count * inner) > 1)
     for (std::int64_t m = 0; m < m_count; ++m) {
       const T* gy = pdy + static_cast<std::int64_t>(idx[m]) * inner;
       const T* row = ps + m * inner;
@@ -150,7 +151,7 @@ void CpuBackend::gather_last(const Tensor& src, const Tensor& index, Tensor& out
   dispatch_all(src.dtype(), [&]<class T>() {
     const T* s = src.data<T>();
     T* o = out.data<T>();
-#pragma omp parallel for schedule(static) if (out.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(out.numel())) if (cpu::element_threads(out.numel()) > 1)
     for (std::int64_t r = 0; r < rows; ++r)
       for (std::int64_t j = 0; j < j_count; ++j) o[r * j_count + j] = s[r * k + idx[r * j_count + j]];
   });
@@ -165,7 +166,7 @@ void CpuBackend::scatter_add_last(const Tensor& src, const Tensor& index, Tensor
     const T* s = src.data<T>();
     T* o = out.data<T>();
     // Each row is its own scatter (ascending j), so rows can run on any thread.
-#pragma omp parallel for schedule(static) if (src.numel() + out.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(src.numel() + out.numel())) if (cpu::element_threads(src.numel() + out.numel()) > 1)
     for (std::int64_t r = 0; r < rows; ++r) {
       T* dst = o + r * k;
       std::fill_n(dst, k, T(0));

@@ -11,6 +11,7 @@
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
+#include "core/cpu/thread_count.h"
 
 namespace moelab {
 
@@ -21,7 +22,7 @@ void CpuBackend::causal_mask(const Tensor& scores, double fill, Tensor& out) {
     const T* in = scores.data<T>();
     T* o = out.data<T>();
     const T value = static_cast<T>(fill);
-#pragma omp parallel for schedule(static) if (scores.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(scores.numel())) if (cpu::element_threads(scores.numel()) > 1)
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t i = r % t;
       const std::int64_t keep = std::clamp<std::int64_t>(i + (s - t) + 1, 0, s);

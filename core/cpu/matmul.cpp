@@ -3,8 +3,9 @@
 // out[b] = op(a[b]) @ op(b[b]) where op is the identity or a transpose; all row-major.
 //   float32: moelab's own blocked GEMM (core/cpu/gemm_f32.cpp), the training hot path.
 //   float64: Eigen's GEMM (used by gradcheck, where speed does not matter).
-// Batches run one after another, each product using every thread, unless there are at least as
-// many batches as threads and each product is small: then each thread takes whole batches.
+// Batches run one after another, each product deciding its own threads, unless each product is
+// small and the batch as a whole is worth several threads (core/cpu/thread_count.h): then each
+// thread takes whole products.
 // No result depends on the thread count (each element is summed over k in a fixed order).
 #include <algorithm>
 #include <omp.h>
@@ -12,6 +13,7 @@
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
 #include "core/cpu/gemm.h"
+#include "core/cpu/thread_count.h"
 
 namespace moelab {
 
@@ -23,9 +25,14 @@ void CpuBackend::matmul(const Tensor& a, const Tensor& b, bool trans_a, bool tra
     const T* pb = b.data<T>();
     T* pc = out.data<T>();
     const std::int64_t a_stride = m * k, b_stride = k * n, c_stride = m * n;
-    const bool small = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < 4.0e6;
-    if (batch >= omp_get_max_threads() && small) {
-#pragma omp parallel for schedule(static)
+    const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+    const bool small = flops < 4.0e6;
+    // Whole products per thread only when every thread gets at least a grain of work
+    // (core/cpu/thread_count.h); a batch of tiny products stays on one thread.
+    const int threads = static_cast<int>(
+        std::min<std::int64_t>(cpu::threads_for(flops * static_cast<double>(batch), cpu::kGemmGrainFlops), batch));
+    if (batch >= threads && threads > 1 && small) {
+#pragma omp parallel for schedule(static) num_threads(threads)
       for (std::int64_t i = 0; i < batch; ++i)  // nested regions inside gemm run on one thread
         cpu::gemm(pa + i * a_stride, pb + i * b_stride, pc + i * c_stride, m, k, n, trans_a, trans_b);
     } else {

@@ -29,6 +29,7 @@
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
+#include "core/cpu/thread_count.h"
 
 namespace moelab {
 namespace {
@@ -46,7 +47,7 @@ template <class T>
 void sum_weight_grads(const T* x, const T* mean, const T* rstd, const T* dy, std::int64_t n, std::int64_t d, T* dw,
                       T* db) {
   const std::int64_t blocks = (d + kColumnBlock - 1) / kColumnBlock;
-#pragma omp parallel for schedule(static) if (n * d > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(n * d)) if (cpu::element_threads(n * d) > 1)
   for (std::int64_t blk = 0; blk < blocks; ++blk) {
     const std::int64_t c0 = blk * kColumnBlock, width = std::min(kColumnBlock, d - c0);
     double acc_w[kColumnBlock] = {}, acc_b[kColumnBlock] = {};
@@ -76,7 +77,7 @@ void CpuBackend::rmsnorm(const Tensor& x, const Tensor& w, double eps, Tensor& y
     T* py = y.data<T>();
     T* prstd = rstd.data<T>();
     const ConstRow<T> wr(w.data<T>(), d);
-#pragma omp parallel for schedule(static) if (x.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(x.numel())) if (cpu::element_threads(x.numel()) > 1)
     for (std::int64_t r = 0; r < n; ++r) {
       const ConstRow<T> xr(px + r * d, d);
       const double mean_square = cpu::pairwise_sum(0, d, [&xr](std::int64_t c) {
@@ -99,7 +100,7 @@ void CpuBackend::rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor
     const T* prstd = rstd.data<T>();
     T* pdx = dx.data<T>();
     const ConstRow<T> wr(w.data<T>(), d);
-#pragma omp parallel for schedule(static) if (x.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(x.numel())) if (cpu::element_threads(x.numel()) > 1)
     for (std::int64_t r = 0; r < n; ++r) {
       const T rs = prstd[r];
       const ConstRow<T> xr(px + r * d, d), dyr(pdy + r * d, d);
@@ -123,7 +124,7 @@ void CpuBackend::layernorm(const Tensor& x, const Tensor& w, const Tensor& b, do
     T* pmean = mean.data<T>();
     T* prstd = rstd.data<T>();
     const ConstRow<T> wr(w.data<T>(), d), br(b.data<T>(), d);
-#pragma omp parallel for schedule(static) if (x.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(x.numel())) if (cpu::element_threads(x.numel()) > 1)
     for (std::int64_t r = 0; r < n; ++r) {
       const ConstRow<T> xr(px + r * d, d);
       const double mu = cpu::pairwise_sum(0, d, [&xr](std::int64_t c) { return double(xr[c]); }) / double(d);
@@ -149,7 +150,7 @@ void CpuBackend::layernorm_backward(const Tensor& x, const Tensor& w, const Tens
     const T* prstd = rstd.data<T>();
     T* pdx = dx.data<T>();
     const ConstRow<T> wr(w.data<T>(), d);
-#pragma omp parallel for schedule(static) if (x.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(x.numel())) if (cpu::element_threads(x.numel()) > 1)
     for (std::int64_t r = 0; r < n; ++r) {
       const T mu = pmean[r], rs = prstd[r];
       const ConstRow<T> xr(px + r * d, d), dyr(pdy + r * d, d);

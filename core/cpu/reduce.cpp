@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/cpu/accumulate.h"
+#include "core/cpu/thread_count.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
 
@@ -48,13 +49,14 @@ void CpuBackend::sum(const Tensor& x, std::int64_t outer, std::int64_t n, std::i
   dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* po = out.data<T>();
-    const bool parallel = outer * n * inner > cpu::kParallelMinElements;
+    const int threads = cpu::element_threads(outer * n * inner);
+    const bool parallel = threads > 1;
     if (inner == 1) {
       if (outer == 1) {  // one row: parallelise inside the pairwise tree
         po[0] = static_cast<T>(cpu::pairwise_sum_parallel(n, [&](std::int64_t i) { return double(px[i]); }));
         return;
       }
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
       for (std::int64_t o = 0; o < outer; ++o) {
         const T* row = px + o * n;
         po[o] = static_cast<T>(cpu::pairwise_sum(0, n, [&](std::int64_t i) { return double(row[i]); }));
@@ -63,7 +65,7 @@ void CpuBackend::sum(const Tensor& x, std::int64_t outer, std::int64_t n, std::i
     }
     // Strided: x[o, k, c] at px[(o * n + k) * inner + c].
     const std::int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
     for (std::int64_t task = 0; task < outer * blocks; ++task) {
       const std::int64_t o = task / blocks;
       const std::int64_t c0 = (task % blocks) * kColumnBlock;
@@ -86,11 +88,12 @@ void CpuBackend::max(const Tensor& x, std::int64_t outer, std::int64_t n, std::i
     const T* px = x.data<T>();
     T* pv = values.data<T>();
     std::int32_t* pi = indices ? indices->data<std::int32_t>() : nullptr;
-    const bool parallel = outer * n * inner > cpu::kParallelMinElements;
+    const int threads = cpu::element_threads(outer * n * inner);
+    const bool parallel = threads > 1;
     if (inner == 1) {
       // Two passes, both fast: the maximum by Eigen's vectorised maxCoeff (NaN-propagating),
       // then the first position holding it. Same answer as the single scan used below.
-#pragma omp parallel for schedule(static) if (parallel && outer > 1)
+#pragma omp parallel for schedule(static) num_threads(threads) if (parallel && outer > 1)
       for (std::int64_t o = 0; o < outer; ++o) {
         const T* row = px + o * n;
         Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> values_row(row, n);
@@ -106,7 +109,7 @@ void CpuBackend::max(const Tensor& x, std::int64_t outer, std::int64_t n, std::i
       return;
     }
     const std::int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
     for (std::int64_t task = 0; task < outer * blocks; ++task) {
       const std::int64_t o = task / blocks;
       const std::int64_t c0 = (task % blocks) * kColumnBlock;

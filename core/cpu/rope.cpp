@@ -25,6 +25,7 @@
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
+#include "core/cpu/thread_count.h"
 
 namespace moelab {
 
@@ -63,7 +64,7 @@ void CpuBackend::rope(const Tensor& x, std::int64_t position_offset, double thet
         }
     }
 #endif
-#pragma omp parallel for schedule(static) if (x.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(x.numel())) if (cpu::element_threads(x.numel()) > 1)
     for (std::int64_t bt = 0; bt < batch * seq; ++bt) {
       const T* cs = table + (bt % seq) * half * 2;
 #ifdef __AVX2__

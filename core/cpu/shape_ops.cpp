@@ -29,6 +29,7 @@
 #include "core/cpu/chunks.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
+#include "core/cpu/thread_count.h"
 
 namespace moelab {
 namespace {
@@ -118,7 +119,7 @@ void permute_tiled(const T* x, const Walk& walk, int c, std::int64_t numel, T* o
   const std::int64_t len = walk.sizes[lz], step = walk.strides[lz];
   const std::int64_t c_bands = (size_c + kTile - 1) / kTile;
   const std::int64_t units = numel / (size_c * len) * c_bands;
-#pragma omp parallel for schedule(static) if (numel > cpu::kParallelMinElements && units > 1)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(numel)) if (cpu::element_threads(numel) > 1 && units > 1)
   for (std::int64_t u = 0; u < units; ++u) {
     const std::int64_t c0 = u % c_bands * kTile, c_end = std::min(size_c, c0 + kTile);
     std::int64_t source = c0, target = c0 * out_c, rest = u / c_bands;
@@ -150,7 +151,7 @@ void CpuBackend::copy_block(const Tensor& x, std::int64_t outer, std::int64_t n,
   const std::size_t run = static_cast<std::size_t>(len * inner) * elem;
   const char* src = static_cast<const char*>(x.raw());
   char* dst = static_cast<char*>(out.raw());
-#pragma omp parallel for schedule(static) if (outer * len * inner > cpu::kParallelMinElements && outer > 1)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(outer * len * inner)) if (cpu::element_threads(outer * len * inner) > 1 && outer > 1)
   for (std::int64_t o = 0; o < outer; ++o)
     std::memcpy(dst + static_cast<std::size_t>((o * out_n + out_start) * inner) * elem,
                 src + static_cast<std::size_t>((o * n + start) * inner) * elem, run);

@@ -16,6 +16,7 @@
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
+#include "core/cpu/thread_count.h"
 
 namespace moelab {
 
@@ -25,7 +26,7 @@ void CpuBackend::slot_mix_reduce(const Tensor& w, const Tensor& u, Tensor& out) 
     const T* pw = w.data<T>();
     const T* pu = u.data<T>();
     T* po = out.data<T>();
-#pragma omp parallel for schedule(static) if (u.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(u.numel())) if (cpu::element_threads(u.numel()) > 1)
     for (std::int64_t b = 0; b < B; ++b) {
       T* ob = po + b * f * n * p;                     // out[b]: [f, n, p]
       for (std::int64_t k = 0; k < f * n * p; ++k) ob[k] = T(0);
@@ -52,7 +53,7 @@ void CpuBackend::slot_mix_expand(const Tensor& w, const Tensor& v, Tensor& out) 
     const T* pw = w.data<T>();
     const T* pv = v.data<T>();
     T* po = out.data<T>();
-#pragma omp parallel for schedule(static) if (out.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(out.numel())) if (cpu::element_threads(out.numel()) > 1)
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t i = 0; i < m; ++i) {
         const T* wi = pw + (b * m + i) * n * p;       // w[b, i]: [n, p]
@@ -79,7 +80,7 @@ void CpuBackend::slot_mix_dot(const Tensor& u, const Tensor& v, Tensor& out) {
     const T* pu = u.data<T>();
     const T* pv = v.data<T>();
     T* po = out.data<T>();
-#pragma omp parallel for schedule(static) if (u.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(u.numel())) if (cpu::element_threads(u.numel()) > 1)
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t i = 0; i < m; ++i) {
         T* oi = po + (b * m + i) * n * p;             // out[b, i]: [n, p]
@@ -107,7 +108,7 @@ void CpuBackend::slot_dispatch(const Tensor& w, const Tensor& x, Tensor& out) {
     const T* pw = w.data<T>();
     const T* px = x.data<T>();
     T* po = out.data<T>();
-#pragma omp parallel for schedule(static) if (out.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(out.numel())) if (cpu::element_threads(out.numel()) > 1)
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t s = 0; s < S; ++s) {
         T* dst = po + (s * B + b) * d;                // out[s, b]: [d]
@@ -127,7 +128,7 @@ void CpuBackend::slot_combine(const Tensor& w, const Tensor& y, Tensor& out) {
     const T* pw = w.data<T>();
     const T* py = y.data<T>();
     T* po = out.data<T>();
-#pragma omp parallel for schedule(static) if (y.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(y.numel())) if (cpu::element_threads(y.numel()) > 1)
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t i = 0; i < m; ++i) {
         T* dst = po + (b * m + i) * d;                // out[b, i]: [d]
@@ -147,7 +148,7 @@ void CpuBackend::slot_dot(const Tensor& x, const Tensor& y, Tensor& out) {
     const T* px = x.data<T>();
     const T* py = y.data<T>();
     T* po = out.data<T>();
-#pragma omp parallel for schedule(static) if (y.numel() > cpu::kParallelMinElements)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(y.numel())) if (cpu::element_threads(y.numel()) > 1)
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t i = 0; i < m; ++i) {
         const T* a = px + (b * m + i) * d;            // x[b, i]: [d]

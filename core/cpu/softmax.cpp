@@ -39,6 +39,7 @@
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/exact_math.h"
 #include "core/dtype_dispatch.h"
+#include "core/cpu/thread_count.h"
 
 namespace moelab {
 namespace {
@@ -55,7 +56,7 @@ template <class Body>
 void for_each_row(const Tensor& x, const Body& body, std::int64_t row_length = 0) {
   const std::int64_t n = row_length > 0 ? row_length : x.shape().back();
   const std::int64_t rows = x.numel() / n;
-#pragma omp parallel for schedule(static) if (x.numel() > cpu::kParallelMinElements && rows > 1)
+#pragma omp parallel for schedule(static) num_threads(cpu::element_threads(x.numel())) if (cpu::element_threads(x.numel()) > 1 && rows > 1)
   for (std::int64_t r = 0; r < rows; ++r) body(r, n);
 }
 
@@ -103,7 +104,7 @@ class ScratchRows {
 // the transposed tensor [outer, inner, n]. Columns run in parallel when the tensor is large.
 template <class T, class Body>
 void for_each_column(std::int64_t outer, std::int64_t n, std::int64_t inner, int scratch_rows, const Body& body) {
-#pragma omp parallel if (outer * n * inner > cpu::kParallelMinElements)
+#pragma omp parallel num_threads(cpu::element_threads(outer * n * inner)) if (cpu::element_threads(outer * n * inner) > 1)
   {
     ScratchRows<T> scratch(scratch_rows, n);
 #pragma omp for collapse(2) schedule(static)
@@ -121,7 +122,7 @@ bool short_row(std::int64_t n) {
 // Softmax of the short columns of [outer, n, inner], the row routine's steps across i.
 template <class T>
 void softmax_short_columns(const T* x, T* y, std::int64_t outer, std::int64_t n, std::int64_t inner) {
-#pragma omp parallel if (outer * n * inner > cpu::kParallelMinElements)
+#pragma omp parallel num_threads(cpu::element_threads(outer * n * inner)) if (cpu::element_threads(outer * n * inner) > 1)
   {
     std::vector<T> m_buffer(static_cast<std::size_t>(inner));
     std::vector<double> s_buffer(static_cast<std::size_t>(inner));
@@ -150,7 +151,7 @@ void softmax_short_columns(const T* x, T* y, std::int64_t outer, std::int64_t n,
 template <class T>
 void softmax_backward_short_columns(const T* y, const T* dy, T* dx, std::int64_t outer, std::int64_t n,
                                     std::int64_t inner) {
-#pragma omp parallel if (outer * n * inner > cpu::kParallelMinElements)
+#pragma omp parallel num_threads(cpu::element_threads(outer * n * inner)) if (cpu::element_threads(outer * n * inner) > 1)
   {
     std::vector<double> dot_buffer(static_cast<std::size_t>(inner));
     std::vector<T> dot_t_buffer(static_cast<std::size_t>(inner));

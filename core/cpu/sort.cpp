@@ -26,6 +26,7 @@
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
+#include "core/cpu/thread_count.h"
 
 namespace moelab {
 namespace {
@@ -84,7 +85,7 @@ void CpuBackend::topk(const Tensor& x, int k, Tensor& values, Tensor& indices) {
     const T* px = x.data<T>();
     T* pv = values.data<T>();
     std::int32_t* pi = indices.data<std::int32_t>();
-#pragma omp parallel if (x.numel() > cpu::kParallelMinElements)
+#pragma omp parallel num_threads(cpu::element_threads(x.numel())) if (cpu::element_threads(x.numel()) > 1)
     {
       std::vector<std::int32_t> order;  // one scratch buffer per thread
 #pragma omp for schedule(static)
@@ -97,7 +98,7 @@ void CpuBackend::argsort(const Tensor& keys, Tensor& out) {
   const std::int64_t n = keys.size(-1), rows = keys.numel() / n;
   const std::int32_t* pk = keys.data<std::int32_t>();
   std::int32_t* po = out.data<std::int32_t>();
-#pragma omp parallel if (keys.numel() > cpu::kParallelMinElements)
+#pragma omp parallel num_threads(cpu::element_threads(keys.numel())) if (cpu::element_threads(keys.numel()) > 1)
   {
     std::vector<std::int64_t> slots;
 #pragma omp for schedule(static)
