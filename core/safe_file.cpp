@@ -72,8 +72,9 @@ int open_regular_file(const std::string& path, int flags, const std::string& wha
     throw Error("cannot " + what + " '" + path + "': " + std::strerror(error));
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const std::string kind = ::fstat(fd, &st) == 0 ? kind_of_mode(st.st_mode) : "unreadable";
+  const bool known = ::fstat(fd, &st) == 0;
+  if (!known || !S_ISREG(st.st_mode)) {
+    const std::string kind = known ? kind_of_mode(st.st_mode) : "unreadable";
     ::close(fd);
     throw Error("cannot " + what + " '" + path + "': it is " + kind +
                 ", where moelab keeps a regular file of its own: remove it, or use another folder");

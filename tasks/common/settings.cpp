@@ -94,7 +94,7 @@ void check_plain_text(const std::string& what, const std::string& text) {
                        "): job lines (mode=list) and records are one line each, so moelab takes no control "
                        "characters in names and settings; choose a name without them");
     }
-    // UTF-8: the length of the sequence from its first byte, then continuation bytes 10xxxxxx,
+    // UTF-8: the length of the sequence from its first byte, then continuation bytes 0x80-0xBF,
     // no overlong forms, no surrogates, nothing above U+10FFFF.
     std::size_t length = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
     bool valid = length > 0 && i + length <= text.size();
