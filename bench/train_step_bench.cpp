@@ -44,6 +44,7 @@
 #include "core/backend.h"
 #include "core/cpu/cpu_features.h"
 #include "core/factories.h"
+#include "core/openmp_wait.h"
 #include "core/parallel.h"
 #include "nn/decoder.h"
 #include "nn/loss.h"
@@ -53,6 +54,7 @@
 using namespace moelab;
 
 int main(int argc, char** argv) {
+  moelab::wait_passively_unless_set(argv);  // as moelab's programs run (core/openmp_wait.h)
   CLI::App app{"train_step_bench: tokens/s of one dense-decoder training step (forward, backward, AdamW)"};
   int threads = 2, steps = 30;
   std::int64_t vocab = 64, seq = 64, batch = 32, d = 128, heads = 4, layers = 4, experts = 0, k = 2;

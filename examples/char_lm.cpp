@@ -46,6 +46,7 @@
 
 #include "autograd/no_grad.h"
 #include "core/factories.h"
+#include "core/openmp_wait.h"
 #include "core/parallel.h"
 #include "nn/io/checkpoint.h"
 #include "nn/nn.h"
@@ -324,6 +325,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  moelab::wait_passively_unless_set(argv);  // OpenMP threads sleep between regions (core/openmp_wait.h)
   CLI::App app{"char_lm: a tiny character-level language model learns a text, then writes a few lines in its style"};
   Options o;
   const auto positive = CLI::Range(std::int64_t{1}, std::int64_t{1} << 40);

@@ -44,6 +44,7 @@
 #include "autograd/ops.h"
 #include "core/error.h"
 #include "core/factories.h"
+#include "core/openmp_wait.h"
 #include "core/parallel.h"
 #include "examples/hash_router.h"
 #include "nn/moe/moe_decoder.h"
@@ -202,6 +203,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  wait_passively_unless_set(argv);  // OpenMP threads sleep between regions (core/openmp_wait.h)
   // The new scheme, registered before any model is built; from here on it is a router like "topk".
   register_router("hash", make_hash_router);
 

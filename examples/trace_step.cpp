@@ -39,6 +39,7 @@
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/kernels.h"
+#include "core/openmp_wait.h"
 #include "core/parallel.h"
 #include "nn/loss.h"
 #include "nn/moe/moe_decoder.h"
@@ -238,6 +239,7 @@ Variable trace_moe(MoELayer& moe, const Variable& n, AuxLosses& aux) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  moelab::wait_passively_unless_set(argv);  // OpenMP threads sleep between regions (core/openmp_wait.h)
   CLI::App app{"One training step of a tiny MoE decoder, every tensor printed (see docs/TOUR.md)."};
   std::uint64_t seed = 0;
   std::int64_t heads = 2;

@@ -23,6 +23,7 @@
 #include "autograd/variable.h"
 #include "core/factories.h"
 #include "core/kernels.h"
+#include "core/openmp_wait.h"
 #include "core/parallel.h"
 #include "nn/module.h"
 #include "nn/optim/optimizer.h"
@@ -124,6 +125,7 @@ double accuracy(const Tensor& logits, const Tensor& labels) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  moelab::wait_passively_unless_set(argv);  // OpenMP threads sleep between regions (core/openmp_wait.h)
   CLI::App app{"train_mlp: a ReLU MLP learns three spirals with moelab's autograd (loss printed as it falls)"};
   int steps = 1500, hidden = 64, threads = 1, print_every = 100;
   double lr = 0.1, momentum = 0.9, require_accuracy = 0.0;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/openmp_wait.h"
 #include "core/parallel.h"
 #include "tasks/cli/claims_command.h"
 #include "tasks/common/experiment.h"
@@ -120,6 +121,7 @@ int run_experiment(const Experiment& e, const Common& c, const std::string& comm
 }  // namespace
 
 int moelab_main(int argc, char** argv) {
+  wait_passively_unless_set(argv);  // OpenMP threads sleep between regions (core/openmp_wait.h)
   const std::vector<Experiment> all = experiments();
   CLI::App app{"moelab: the experiments of three mixture-of-experts papers and a side-by-side comparison of "
                 "routers, on a from-scratch C++ engine"};

@@ -14,6 +14,7 @@
 
 #include "core/cpu/cpu_features.h"
 #include "core/json_guard.h"
+#include "core/openmp_wait.h"
 #include "core/safe_file.h"
 #include "tasks/common/json_file.h"
 #include "tasks/common/run_folder_check.h"
@@ -79,6 +80,9 @@ nlohmann::ordered_json run_config(const std::string& experiment, const std::stri
   config["preset"] = preset;
   config["seed"] = seed;
   config["threads"] = threads;
+  // How idle OpenMP threads wait (core/openmp_wait.h): it decides the speed on a shared machine,
+  // never the bits.
+  config["openmp_wait"] = openmp_wait_policy();
   config["device"] = device;
   // The CPU and the kernels' instruction set (core/cpu/cpu_features.h): results are bitwise
   // repeatable for one binary on any x86-64-v3 CPU, but not between builds for other sets.
