@@ -28,7 +28,7 @@ void write(const std::filesystem::path& path, const std::string& text) {
 
 ClaimCounts counts_of(std::initializer_list<std::pair<double, double>> cells) {
   ClaimCounts c;
-  for (const auto& [effect, spread] : cells) c.add(effect, spread);
+  for (const auto& [effect, spread] : cells) c.add(effect, spread, /*seeds=*/3);
   return c;
 }
 
@@ -45,12 +45,57 @@ TEST_CASE("grade: each word of the scale from the counts") {
   CHECK(grade(counts_of({{-3, 1}, {-0.2, 1}})) == Verdict::Contradicts);      // against, one beyond
   CHECK(grade(counts_of({{0, 1}})) == Verdict::Differs);                      // no effect at all
   ClaimCounts own;
-  own.add_cell(2, true), own.add_cell(1, false);
+  own.add_cell(2, true, 3), own.add_cell(1, false, 3);
   CHECK(own.beyond == 1);
   CHECK(grade(own) == Verdict::HoldsWeaker);
   CHECK(std::string(verdict_name(Verdict::HoldsWeaker)) == "holds weaker");
   CHECK(counts_text(counts_of({{3, 1}, {-3, 1}})) ==
         "1 of 2 cells in the paper's direction, 1 beyond the seeds' spread (1 against it beyond the spread)");
+}
+
+TEST_CASE("verdicts never outrun their seeds: a cell of one seed is left out, a claim of such cells not judged") {
+  // One seed: its std is 0, so a difference of 0.001 would be "beyond the spread" and hold.
+  ClaimCounts one;
+  one.add(0.001, 0.0, /*seeds=*/1), one.add(5.0, 0.0, 1);
+  CHECK(one.cells == 0);
+  CHECK(one.too_few_seeds == 2);
+  CHECK(grade(one) == Verdict::NotJudged);
+  CHECK(counts_text(one) ==
+        "no cell with 2 seeds or more (2 cells with fewer): one seed has no spread to judge against");
+  // Mixed: the one-seed cell is named and left out; the others are judged.
+  ClaimCounts mixed;
+  mixed.add(3, 1, 3), mixed.add(2, 1, 2), mixed.add(-9, 1, 1);
+  CHECK(grade(mixed) == Verdict::Holds);
+  CHECK(counts_text(mixed) ==
+        "2 of 2 cells in the paper's direction, 2 beyond the seeds' spread; 1 cell with fewer than 2 seeds not judged");
+  ClaimCounts paired, own;
+  paired.add_paired(1, 0, {2}, {1}, 1);
+  own.add_cell(1, true, 1);
+  CHECK(grade(paired) == Verdict::NotJudged);
+  CHECK(grade(own) == Verdict::NotJudged);
+  // A rank claim over one seed is not judged either, however large the difference of rhos.
+  Claim c;
+  judge_rank_claim(c, {RankSample{{1, 2, 3}, {1, 2, 3}, {3, 1, 2}}}, "total", "active", 3);
+  CHECK(c.verdict == Verdict::NotJudged);
+  judge_rank_claim(c, {RankSample{{1, 2, 3}, {1, 2, 3}, {3, 1, 2}}, RankSample{{1, 2, 3.5}, {1, 2, 3}, {2, 1, 3}}},
+                   "total", "active", 3);
+  CHECK(c.verdict == Verdict::Holds);
+}
+
+TEST_CASE("judge_rank_claim: a grid whose models are in the same order by both quantities is not judged, with why") {
+  // Three models, total and active in the same order: rho(q, total) = rho(q, active) whatever q.
+  const std::vector<RankSample> same = {RankSample{{0.2, 0.5, 0.9}, {10, 20, 40}, {10, 15, 17}},
+                                        RankSample{{0.3, 0.4, 0.8}, {10, 20, 40}, {10, 15, 17}}};
+  Claim c;
+  judge_rank_claim(c, same, "total parameters", "active parameters", 3);
+  CHECK(c.verdict == Verdict::NotJudged);
+  CHECK(c.ours.find("not separable on this grid") != std::string::npos);
+  CHECK(c.rule.find("2 seeds left out: the models in the same order by both") != std::string::npos);
+  // Once the orders differ the same values are judged.
+  const std::vector<RankSample> apart = {RankSample{{0.2, 0.5, 0.9}, {10, 20, 40}, {10, 17, 15}},
+                                         RankSample{{0.3, 0.4, 0.8}, {10, 20, 40}, {10, 17, 15}}};
+  judge_rank_claim(c, apart, "total parameters", "active parameters", 3);
+  CHECK(c.verdict != Verdict::NotJudged);
 }
 
 TEST_CASE("with_claims_section: inserted before the first section, replaced in place, the same when applied twice") {

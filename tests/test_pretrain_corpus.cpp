@@ -189,6 +189,66 @@ TEST_CASE("math: answers recomputed from the operations, test problems never in 
   for (int i = 0; i < 2000; ++i) check_math_problem(make_math_problem(1, kMaxOperations, gen));
 }
 
+TEST_CASE("held-out equations: no training, in-distribution or validation problem holds one; every unseen one is") {
+  CorpusConfig config = toy_config();
+  config.min_ops = 1, config.max_ops = 2;
+  config.math_range = MathRange{9, 99};  // the cpu preset's numbers: a small table of equations
+  config.math_unseen_test_problems = 80;
+  const Corpus c = make_corpus(config, 5);
+  REQUIRE(c.holdout.share == doctest::Approx(0.2));
+  // Every equation "a op b" of a problem, from its start.
+  auto equations = [](const MathProblem& p) {
+    std::vector<std::string> out;
+    std::int64_t v = p.start;
+    for (const MathStep& st : p.steps) {
+      const char op = st.operation == Operation::Add ? '+' : st.operation == Operation::Subtract ? '-' : '*';
+      const std::int64_t next = op == '+' ? v + st.operand : op == '-' ? v - st.operand : v * st.operand;
+      out.push_back(std::to_string(v) + " " + op + " " + std::to_string(st.operand) + " = " + std::to_string(next) + ".");
+      v = next;
+    }
+    return out;
+  };
+  std::set<std::string> trained;  // every equation the training text writes
+  for (const MathProblem& p : c.math_train) {
+    CHECK_FALSE(c.holdout.any_held_out(p));
+    for (const std::string& e : equations(p)) trained.insert(e);
+  }
+  for (const MathProblem& p : c.math_test) CHECK_FALSE(c.holdout.any_held_out(p));
+  REQUIRE(c.math_unseen_test.size() == 80);
+  const std::string text = training_text(c);
+  for (const MathProblem& p : c.math_unseen_test) {
+    check_math_problem(p);
+    CHECK(c.holdout.all_held_out(p));
+    CHECK_FALSE(occurs(text, p.question));
+    for (const std::string& e : equations(p)) {
+      INFO(e);
+      CHECK(trained.count(e) == 0);
+      // Not even as text: " 12 + 5 = 17." appears nowhere in the training documents.
+      CHECK_FALSE(occurs(text, " " + e));
+    }
+  }
+  // The held-out share of all equations is about the setting (a fixed hash: this seed's count).
+  std::int64_t all = 0, held = 0;
+  for (std::int64_t a = 2; a <= 99; ++a)
+    for (std::int64_t b = 2; b <= 9; ++b) ++all, held += c.holdout.held_out(a, Operation::Add, b);
+  CHECK(static_cast<double>(held) / static_cast<double>(all) == doctest::Approx(0.2).epsilon(0.25));
+  // Another seed holds out other equations; share 0 holds out none and the unseen test is empty.
+  const Corpus other = make_corpus(config, 6);
+  std::int64_t differ = 0;
+  for (std::int64_t a = 2; a <= 99; ++a)
+    differ += c.holdout.held_out(a, Operation::Add, 3) != other.holdout.held_out(a, Operation::Add, 3);
+  CHECK(differ > 0);
+  config.math_unseen_share = 0, config.math_unseen_test_problems = 0;
+  const Corpus none = make_corpus(config, 5);
+  CHECK(none.math_unseen_test.empty());
+  for (std::int64_t a = 2; a <= 99; ++a) CHECK_FALSE(none.holdout.held_out(a, Operation::Add, 3));
+  // A filter that allows nothing is an error, not an endless loop.
+  Generator gen(1);
+  CHECK_THROWS_AS(make_filtered_math_problem(1, 2, gen, MathRange{9, 99},
+                                             [](std::int64_t, Operation, std::int64_t) { return false; }),
+                  Error);
+}
+
 TEST_CASE("MathRange: every number within the range, each operation still drawn; defaults unchanged") {
   // The default range is the one the recorded corpora were drawn from: the same draws, bit for bit.
   Generator a(7), b(7);

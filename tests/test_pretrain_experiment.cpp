@@ -34,7 +34,7 @@ Settings toy(const std::vector<std::string>& extra = {}) {
   Settings s = experiment().settings();
   for (const char* kv : {"people=6", "bios_per_person=2", "qa_test_questions=6", "qa_train_eval_questions=6",
                          "math_train_problems=20", "min_ops=1", "max_ops=2", "math_test_problems=4",
-                         "math_train_eval_problems=4", "validation_documents=6", "dense_widths=16", "moe_widths=16",
+                         "math_train_eval_problems=4", "math_unseen_test_problems=4", "validation_documents=6", "dense_widths=16", "moe_widths=16",
                          "experts=4", "seq=64", "steps=150", "batch=8", "lr=1e-2", "seeds=0,1", "tokens=char"})
     s.set_assignment(kv);
   for (const std::string& kv : extra) s.set_assignment(kv);
@@ -70,6 +70,11 @@ TEST_CASE("pretrain: bad settings are usage errors naming the key") {
   refused("experts=1", "k = 2");                             // top-2 of one expert
   refused("math_max_value=4", "'math_max_value'");
   refused("math_max_operand=1", "'math_max_operand'");
+  refused("math_unseen_share=0", "'math_unseen_test_problems'");  // an unseen test with nothing held out
+  refused("perplexity_every=151", "perplexity_every");
+  CHECK_THROWS_WITH_AS(e.validate(toy({"perplexity_every=20", "eval_every=30"})),
+                       doctest::Contains("multiple of perplexity_every"), UsageError);
+  CHECK_NOTHROW(e.validate(toy({"math_unseen_share=0", "math_unseen_test_problems=0"})));
   CHECK_THROWS_AS(toy({"tokens=bytes"}), UsageError);     // char or word
   CHECK_THROWS_AS(toy({"no_such_key=1"}), UsageError);
   CHECK_THROWS_AS(toy({"math_fraction=1.5"}), UsageError);
@@ -80,7 +85,7 @@ TEST_CASE("pretrain: a toy grid end to end: files, points, the four claims, a re
   const Experiment& e = experiment();
   testing::TempDir tmp;
   const RunDir dir(tmp.path() / "pt");
-  const Settings s = toy();
+  const Settings s = toy({"perplexity_every=50"});
   begin_run(dir, run_config(e.name, "test", 0, 1, "cpu", "moelab pretrain", s), s);
   REQUIRE(e.run(RunContext{s, dir, "test", 0, 1, Device::cpu()}) == 0);
 
@@ -89,11 +94,16 @@ TEST_CASE("pretrain: a toy grid end to end: files, points, the four claims, a re
   for (const CsvRow& r : results) {
     CHECK(r.integer("steps") == 150);
     CHECK(r.integer("tokens") == 150 * 8 * 63);
-    for (const char* m : {"knowledge_test", "knowledge_train", "math_test", "math_train"}) {
+    for (const char* m : {"knowledge_test", "knowledge_train", "math_test", "math_train", "math_unseen"}) {
       CHECK(r.real(m) >= 0.0);
       CHECK(r.real(m) <= 1.0);
     }
     CHECK(r.real("math_gap") == doctest::Approx(r.real("math_train") - r.real("math_test")));
+    CHECK(r.real("math_unseen_gap") == doctest::Approx(r.real("math_train") - r.real("math_unseen")));
+    // The perplexity ran at steps 50, 100 and 150: the best is one of them, never above the last.
+    CHECK(r.real("best_perplexity") <= r.real("perplexity"));
+    const std::int64_t best_step = r.integer("best_perplexity_step");
+    CHECK((best_step == 50 || best_step == 100 || best_step == 150));
     // Untrained, every one of the 82 tokens is as likely: perplexity 82. 150 steps of a width-16
     // model already take it far below (the characters' frequencies alone are worth most of that).
     CHECK(r.real("perplexity") < 15.0);
@@ -104,10 +114,21 @@ TEST_CASE("pretrain: a toy grid end to end: files, points, the four claims, a re
   CHECK(read_csv(dir.file("models.csv")).size() == 2);
   CHECK(!read_csv(dir.file("metrics.csv")).empty());
   const std::string summary = read_text(dir.file("summary.md"));
-  for (const char* part : {"## Claims", "| Fig. 5: at similar total parameters", "## In numbers", "1. Knowledge follows total parameters", "2. Math follows active parameters",
-                           "3. At similar total parameters MoEs have a larger math train-test gap",
-                           "4. At a matched validation perplexity", "| moe-d16-4e |", "| dense-d16 |"})
+  for (const char* part : {"## Claims", "| Fig. 1: stored knowledge", "| Fig. 1: second row: knowledge extraction",
+                           "| Fig. 1: math on unseen equations", "| Fig. 5: at similar total parameters",
+                           "| Fig. 6: at a matched validation perplexity, MoEs store more knowledge",
+                           "## Comparisons", "### Figure 6: against the dense model nearest in best validation",
+                           "| moe-d16-4e |", "| dense-d16 |"})
     CHECK_MESSAGE(summary.find(part) != std::string::npos, part);
+  // No second verdict outside the Claims section: the report states none of its own.
+  CHECK(summary.find("## In numbers") == std::string::npos);
+  CHECK(summary.find("point the paper's way") == std::string::npos);
+  // Every 50 steps a perplexity went to metrics.csv; generation (knowledge_test) ran once, at the end.
+  std::int64_t perplexities = 0, knowledge = 0;
+  for (const CsvRow& r : read_csv(dir.file("metrics.csv")))
+    if (r.text("job") == "dense-d16 seed 0") perplexities += r.text("metric") == "perplexity", knowledge += r.text("metric") == "knowledge_test";
+  CHECK(perplexities == 3);
+  CHECK(knowledge == 1);
 
   // Every model of a seed trains on the same corpus, and seeds differ: the untrained-corpus facts
   // are not in the results, but the two seeds' dense models must not be copies of each other.

@@ -24,7 +24,11 @@ const char* verdict_name(Verdict v) {
   return "not judged";
 }
 
-void ClaimCounts::add(double effect, double spread) {
+void ClaimCounts::add(double effect, double spread, std::int64_t seeds) {
+  if (seeds < kMinSeedsToJudge) {
+    ++too_few_seeds;
+    return;
+  }
   ++cells;
   if (effect > 0) ++paper_direction;
   if (effect > 0 && effect > spread) ++beyond;
@@ -32,11 +36,15 @@ void ClaimCounts::add(double effect, double spread) {
 }
 
 void ClaimCounts::add_paired(double effect, double spread, const std::vector<double>& a,
-                             const std::vector<double>& b) {
-  add_cell(effect, std::fabs(effect) > spread || paired_beyond(a, b));
+                             const std::vector<double>& b, std::int64_t seeds) {
+  add_cell(effect, std::fabs(effect) > spread || paired_beyond(a, b), seeds);
 }
 
-void ClaimCounts::add_cell(double effect, bool beyond_spread) {
+void ClaimCounts::add_cell(double effect, bool beyond_spread, std::int64_t seeds) {
+  if (seeds < kMinSeedsToJudge) {
+    ++too_few_seeds;
+    return;
+  }
   ++cells;
   if (effect > 0) ++paper_direction;
   if (effect > 0 && beyond_spread) ++beyond;
@@ -54,9 +62,17 @@ Verdict grade(const ClaimCounts& c, bool full_strength) {
 
 std::string counts_text(const ClaimCounts& c, const std::string& spread) {
   std::ostringstream s;
+  if (c.cells == 0 && c.too_few_seeds > 0) {
+    s << "no cell with " << kMinSeedsToJudge << " seeds or more (" << c.too_few_seeds
+      << (c.too_few_seeds == 1 ? " cell" : " cells") << " with fewer): one seed has no spread to judge against";
+    return s.str();
+  }
   s << c.paper_direction << " of " << c.cells << (c.cells == 1 ? " cell" : " cells") << " in the paper's direction, "
     << c.beyond << " beyond " << spread;
   if (c.against_beyond > 0) s << " (" << c.against_beyond << " against it beyond the spread)";
+  if (c.too_few_seeds > 0)
+    s << "; " << c.too_few_seeds << (c.too_few_seeds == 1 ? " cell" : " cells") << " with fewer than "
+      << kMinSeedsToJudge << " seeds not judged";
   return s.str();
 }
 
@@ -76,17 +92,25 @@ std::string sign_flip_text(const std::vector<double>& a, const std::vector<doubl
 void judge_rank_claim(Claim& c, const std::vector<RankSample>& seeds, const std::string& first_name,
                       const std::string& second_name, std::size_t models) {
   std::vector<double> differences, first_rho, second_rho;
+  std::size_t same_order = 0;  // seeds whose models the two quantities rank alike
   for (const RankSample& s : seeds) {
     const double a = rank_correlation(s.quantity, s.first), b = rank_correlation(s.quantity, s.second);
     if (!std::isfinite(a) || !std::isfinite(b)) continue;
+    if (rank_correlation(s.first, s.second) >= 1 - 1e-12) {
+      ++same_order;
+      continue;
+    }
     first_rho.push_back(a), second_rho.push_back(b), differences.push_back(a - b);
   }
   ClaimCounts counts;
-  if (differences.empty()) {
+  if (differences.empty() && same_order > 0) {
+    c.ours = "not separable on this grid: its models are in the same order by " + first_name + " as by " +
+             second_name + " (" + std::to_string(models) + " models), so no result could tell the two apart";
+  } else if (differences.empty()) {
     c.ours = "too few models to rank";
   } else {
     const MeanStd d = mean_std(differences), a = mean_std(first_rho), b = mean_std(second_rho);
-    counts.add(d.mean, d.std);
+    counts.add(d.mean, d.std, d.count);
     c.ours = "Spearman's rho with " + first_name + " " + format_number(a.mean, "%.2f") + " ± " +
              format_number(a.std, "%.2f") + ", with " + second_name + " " + format_number(b.mean, "%.2f") + " ± " +
              format_number(b.std, "%.2f") + " (per seed over " + std::to_string(models) + " models, " +
@@ -94,7 +118,11 @@ void judge_rank_claim(Claim& c, const std::vector<RankSample>& seeds, const std:
   }
   c.verdict = grade(counts);
   c.rule = "rho(" + first_name + ") - rho(" + second_name + ") per seed, its mean against its std over seeds: " +
-           counts_text(counts) + ".";
+           counts_text(counts) +
+           (same_order > 0 ? "; " + std::to_string(same_order) + " seed" + (same_order == 1 ? "" : "s") +
+                                 " left out: the models in the same order by both"
+                           : std::string()) +
+           ".";
 }
 
 namespace {

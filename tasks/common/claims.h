@@ -19,10 +19,16 @@
 //                 size is below half the paper's, or not at every step
 //   differs       no majority either way: the effect does not show at this scale
 //   contradicts   most cells go against the paper, at least one of them beyond the spread
-//   not judged    no cell could be checked (missing points): outside the scale
+//   not judged    no cell could be checked (missing points), or none had the seeds to be judged,
+//                 or the grid cannot tell the claim's alternatives apart: outside the scale
+//
+// Verdicts never outrun their seeds: one seed has no spread (its "std" is 0, so any difference
+// would be "beyond" it), so a cell whose means are over fewer than kMinSeedsToJudge seeds on
+// either side is left out of the counts (too_few_seeds, named by counts_text), and a claim with
+// no cell left is not judged. Every add takes the cell's seed count for that reason.
 //
 //   ClaimCounts c;
-//   for (cell : cells) c.add(effect_mean, spread);   // effect > 0: the paper's direction
+//   for (cell : cells) c.add(effect_mean, spread, seeds);   // effect > 0: the paper's direction
 //   Verdict v = grade(c);                             // or grade(c, /*full_strength=*/ratio >= 0.5)
 //
 // The summary's "## Claims" section (claims_section) is a table, one row per claim: the paper's
@@ -45,25 +51,33 @@ enum class Verdict { Holds, HoldsWeaker, Differs, Contradicts, NotJudged };
 // "holds", "holds weaker", "differs", "contradicts", "not judged".
 const char* verdict_name(Verdict v);
 
+// The fewest seeds (or repeated measurements) a cell's means must be over to be judged.
+constexpr std::int64_t kMinSeedsToJudge = 2;
+
 struct ClaimCounts {
-  std::int64_t cells = 0;
+  std::int64_t cells = 0;            // cells judged (seeds >= kMinSeedsToJudge)
   std::int64_t paper_direction = 0;  // cells whose mean effect has the paper's sign (> 0)
   std::int64_t beyond = 0;           // ... and exceeds the spread
   std::int64_t against_beyond = 0;   // cells against the paper by more than the spread
-  // One cell: effect in the paper's direction when > 0; spread >= 0 (e.g. two stds added).
-  void add(double effect, double spread);
+  std::int64_t too_few_seeds = 0;    // cells left out: fewer than kMinSeedsToJudge seeds
+  // One cell: effect in the paper's direction when > 0; spread >= 0 (e.g. two stds added);
+  // seeds: the fewest values either side's mean is over (MeanStd::count).
+  void add(double effect, double spread, std::int64_t seeds);
   // One cell whose rule for "beyond the spread" is the experiment's own (e.g. every seed of one
   // model above every seed of the other); beyond_spread counts only with an effect != 0.
-  void add_cell(double effect, bool beyond_spread);
+  void add_cell(double effect, bool beyond_spread, std::int64_t seeds);
   // One cell of two models that ran the same seeds (a[i] and b[i] from seed i): beyond the spread
   // when |effect| > spread, as add(), or when the paired test gives p < 0.05 (paired_beyond).
-  void add_paired(double effect, double spread, const std::vector<double>& a, const std::vector<double>& b);
+  void add_paired(double effect, double spread, const std::vector<double>& a, const std::vector<double>& b,
+                  std::int64_t seeds);
 };
 // The scale above. full_strength: false when the paper's claim has a stronger form that ours does
 // not reach (a size, and ours is below half of it; "uniformly", and ours is not).
 Verdict grade(const ClaimCounts& counts, bool full_strength = true);
 // "7 of 9 cells in the paper's direction, 5 beyond the seeds' spread (1 against it beyond the
-// spread)"; `spread` names what the spread is over.
+// spread)", then "; 2 cells with fewer than 2 seeds not judged" where there were such, or "no cell
+// with 2 seeds or more: one seed has no spread to judge against" when every cell had too few;
+// `spread` names what the spread is over.
 std::string counts_text(const ClaimCounts& counts, const std::string& spread = "the seeds' spread");
 
 // True when the paired sign-flip test of a against b (one value per seed, the same seeds, 1 to 24
@@ -79,7 +93,10 @@ struct Claim;
 
 // "Follows X rather than Y" claims, judged per seed: for each seed's models, Spearman's rho of the
 // quantity with X (first) minus its rho with Y (second); the one cell is that difference's mean
-// over seeds against its std. Seeds with fewer than 3 models or a constant column are left out.
+// over seeds against its std. Seeds with fewer than 3 models or a constant column are left out,
+// and so are seeds whose models X and Y put in the same order (rho(X, Y) = 1: both rhos are then
+// equal whatever the quantity, so the grid cannot tell "follows X" from "follows Y"); with none
+// left, or fewer than kMinSeedsToJudge, the claim is not judged and c.ours says why.
 struct RankSample {
   std::vector<double> quantity, first, second;  // one value per model of this seed
 };

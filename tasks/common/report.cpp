@@ -50,12 +50,13 @@ double median(std::vector<double> values) {
 
 MeanStd mean_std(const std::vector<double>& values, StdKind kind) {
   MeanStd r;
-  if (values.empty()) return {NAN, NAN};
+  if (values.empty()) return {NAN, NAN, 0};
+  r.count = static_cast<std::int64_t>(values.size());
   // Equal values: their mean is that value and their spread exactly 0. (Summed and divided, ten
   // copies of 0.1 give a mean a last bit off and a spread of 1e-17, which made a z-score of
   // "-1.00 std" out of rounding noise.)
   const auto [low, high] = std::minmax_element(values.begin(), values.end());
-  if (*low == *high) return {*low, 0.0};
+  if (*low == *high) return {*low, 0.0, r.count};
   r.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
   if (values.size() > 1) {
     double ss = 0;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ double rank_correlation(const std::vector<double>& a, const std::vector<double>&
 
 struct MeanStd {
   double mean = 0, std = 0;  // std: as asked (below); 0 for one value
+  std::int64_t count = 0;    // how many values (seeds) the two are over: a spread needs 2
 };
 // Sample: the sample standard deviation, sum of squares / (n - 1) (the default: an estimate of the
 // spread from a few seeds). Population: / n, what numpy's np.std computes by default, for figures

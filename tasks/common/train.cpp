@@ -50,7 +50,7 @@ TrainReport train_decoder(Decoder& model, const TrainConfig& config, const Batch
     report.steps_done = state.step;
   };
   hooks.evaluate = [&](const LoopState& state) {
-    report.metrics = evaluate ? evaluate(model) : std::map<std::string, double>{};
+    report.metrics = evaluate ? evaluate(model, state.step) : std::map<std::string, double>{};
     if (metrics) {
       const std::string step = cell(static_cast<double>(state.step));
       const double tps = state.train_seconds > 0 ? static_cast<double>(state.items) / state.train_seconds : 0;

@@ -41,7 +41,8 @@ struct TrainConfig {
 };
 
 using BatchSource = std::function<TokenBatch(Generator& data_gen)>;
-using Evaluation = std::function<std::map<std::string, double>(Decoder& model)>;
+// step: the steps done when it is called (the last call: steps done in all, = config.steps unless stopped early).
+using Evaluation = std::function<std::map<std::string, double>(Decoder& model, std::int64_t step)>;
 
 struct TrainReport {
   std::int64_t steps_done = 0;

@@ -72,7 +72,8 @@ std::vector<Claim> phonebook_claims(const ClaimsInput& in) {
         const std::vector<double> x(m.per_seed.begin(), m.per_seed.begin() + static_cast<std::ptrdiff_t>(n)),
             y(d.per_seed.begin(), d.per_seed.begin() + static_cast<std::ptrdiff_t>(n));
         const bool beyond = m.median > d.median ? m.low() > d.high() : d.low() > m.high();
-        counts.add_cell(m.median - d.median, beyond || paired_beyond(x, y));
+        counts.add_cell(m.median - d.median, beyond || paired_beyond(x, y),
+                        static_cast<std::int64_t>(std::min(m.per_seed.size(), d.per_seed.size())));
         ours << (ours.tellp() > 0 ? "; " : "") << m.text() << " against " << d.text();
         tests << "; " << m.model << " vs " << d.model << ": " << sign_flip_text(x, y);
       }

@@ -145,7 +145,7 @@ void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, con
       phonebook::RecallResult last{};
       const TrainReport report = train_decoder(
           *model, tc, [&](Generator& g) { return phonebook::training_batch(book, sampler.next(g)); }, data_gen,
-          [&](Decoder& m) {
+          [&](Decoder& m, std::int64_t) {
             last = phonebook::recall(m, book, tested);
             return std::map<std::string, double>{{"exact_match", last.exact_match},
                                                  {"digit_accuracy", last.digit_accuracy}};

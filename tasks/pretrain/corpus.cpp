@@ -16,7 +16,9 @@ namespace moelab::pretrain {
 namespace {
 
 // The parts of a corpus, each drawn from its own generator (part_generator).
-enum class Part : std::uint64_t { People = 1, Bios, QaSamples, MathTrain, MathTest, MathSamples, Validation };
+enum class Part : std::uint64_t {
+  People = 1, Bios, QaSamples, MathTrain, MathTest, MathSamples, Validation, MathHoldout, MathUnseen
+};
 
 // splitmix64 over (seed, part): independent Philox keys for the parts of one corpus.
 Generator part_generator(std::uint64_t seed, Part part) {
@@ -87,11 +89,19 @@ void CorpusConfig::validate() const {
           "must be in [0, 1] (the share of training tokens that are math)");
   require(math_fraction == 0 || math_train_problems >= 1, "math_train_problems", math_train_problems,
           "must be >= 1 when math_fraction > 0 (math_fraction = " + std::to_string(math_fraction) + ")");
+  require(std::isfinite(math_unseen_share) && math_unseen_share >= 0 && math_unseen_share <= 0.9, "math_unseen_share",
+          math_unseen_share, "must be in [0, 0.9] (the share of equations held out of training)");
+  require(math_unseen_test_problems >= 0 && math_unseen_test_problems <= kMaxMathProblems,
+          "math_unseen_test_problems", math_unseen_test_problems, in_range(0, kMaxMathProblems));
+  require(math_unseen_share > 0 || math_unseen_test_problems == 0, "math_unseen_test_problems",
+          math_unseen_test_problems, "must be 0 when math_unseen_share is 0 (no equation is held out)");
   require(validation_documents >= 1 && validation_documents <= kMaxMathProblems, "validation_documents",
           validation_documents, in_range(1, kMaxMathProblems));
-  const std::int64_t math_total = math_train_problems + math_test_problems + validation_documents;
+  const std::int64_t math_total =
+      math_train_problems + math_test_problems + math_unseen_test_problems + validation_documents;
   require(math_total <= kMaxMathProblems, "math_train_problems", math_train_problems,
-          "math_train_problems + math_test_problems + validation_documents = " + std::to_string(math_total) +
+          "math_train_problems + math_test_problems + math_unseen_test_problems + validation_documents = " +
+              std::to_string(math_total) +
               " must be <= " + std::to_string(kMaxMathProblems));
 }
 
@@ -123,17 +133,26 @@ Corpus make_corpus(const CorpusConfig& config, std::uint64_t seed) {
                                        qa_gen))
     c.qa_train_eval.push_back(c.train_qa[static_cast<std::size_t>(k)]);
 
-  // Math: training problems, fresh test problems, a sample of the training problems.
+  // Math: the held-out equations; training problems without them, fresh test problems without
+  // them, a sample of the training problems, and fresh problems of held-out equations only.
+  c.holdout = EquationHoldout{part_generator(seed, Part::MathHoldout).seed(), config.math_unseen_share};
+  const EquationHoldout holdout = c.holdout;
+  const auto trainable = [holdout](const MathProblem& p) { return !holdout.any_held_out(p); };
   Generator math_gen = part_generator(seed, Part::MathTrain);
   c.math_train = make_math_problems(config.math_train_problems, config.min_ops, config.max_ops, math_gen, nullptr,
-                                    config.math_range);
+                                    config.math_range, trainable);
   for (const MathProblem& p : c.math_train) c.math_documents.push_back(p.text());
   std::set<std::string> used_questions;
   for (const MathProblem& p : c.math_train) used_questions.insert(p.question);
   Generator test_gen = part_generator(seed, Part::MathTest);
   c.math_test = make_math_problems(config.math_test_problems, config.min_ops, config.max_ops, test_gen, &used_questions,
-                                   config.math_range);
+                                   config.math_range, trainable);
   for (const MathProblem& p : c.math_test) used_questions.insert(p.question);
+  Generator unseen_gen = part_generator(seed, Part::MathUnseen);
+  c.math_unseen_test = make_math_problems(
+      config.math_unseen_test_problems, config.min_ops, config.max_ops, unseen_gen, &used_questions, config.math_range,
+      {}, [holdout](std::int64_t a, Operation op, std::int64_t b) { return holdout.held_out(a, op, b); });
+  for (const MathProblem& p : c.math_unseen_test) used_questions.insert(p.question);
   Generator sample_gen = part_generator(seed, Part::MathSamples);
   for (std::int64_t k : sample_indices(config.math_train_problems, config.math_train_eval_problems, sample_gen))
     c.math_train_eval.push_back(c.math_train[static_cast<std::size_t>(k)]);
@@ -148,7 +167,7 @@ Corpus make_corpus(const CorpusConfig& config, std::uint64_t seed) {
     std::string text;
     if (kind == DocumentKind::Math) {
       MathProblem p = std::move(make_math_problems(1, config.min_ops, config.max_ops, val_gen, &used_questions,
-                                                              config.math_range)[0]);
+                                                   config.math_range, trainable)[0]);
       used_questions.insert(p.question);
       text = p.text();
       math_tokens += document_tokens(text);

@@ -40,8 +40,21 @@
 //                  and generates up to answer.size() + 1 tokens; the pair is right when
 //                  decode_until_eos(generated) == answer (exact match: the answer, then EOS).
 //   math_test      math_test_problems fresh problems whose question text occurs in no training
-//                  problem; math_train_eval: math_train_eval_problems of math_train, sampled
-//                  without replacement. The model gets BOS + prompt() (the question and a space),
+//                  problem, drawn as the training problems are (no held-out equation): the
+//                  in-distribution test, most of whose equations the training text holds (the table
+//                  of a +- k up to 99 has ~1,500 entries; 2,000 problems write ~3,000 equations);
+//                  math_train_eval: math_train_eval_problems of math_train, sampled
+//                  without replacement.
+//   math_unseen_test  math_unseen_test_problems fresh problems EVERY equation of which is held out
+//                  (holdout: math_unseen_share of all equations "a op b", chosen by the seed, kept
+//                  out of math_train, math_test and the validation text), so no equation of the test
+//                  appears in training: a model must compute, not recall. This is the test the
+//                  report judges math on. Why: the paper's GSM8k asks problems no model has seen
+//                  whose arithmetic a 63B-token corpus has seen in every form; at our scale the
+//                  in-distribution test is answered from a ~1,500-entry table the model can store, so
+//                  it measures storage (which the paper ties to total parameters) as much as
+//                  reasoning. Unseen equations keep the part the paper calls reasoning: applying
+//                  the operation to operands in a combination never written down. The model gets BOS + prompt() (the question and a space),
 //                  generates the solution (up to kMaxSolutionLength + 1 tokens, stopping at EOS),
 //                  and the problem is solved when extract_answer(decode_until_eos(generated)) ==
 //                  answer. The paper's measure is the train-test gap: math_train_eval - math_test.
@@ -93,6 +106,8 @@ struct CorpusConfig {
   MathRange math_range;                        // the numbers' sizes (math_problems.h)
   std::int64_t math_test_problems = 500;       // >= 0
   std::int64_t math_train_eval_problems = 500; // [0, math_train_problems]
+  double math_unseen_share = 0.2;              // [0, 0.9]: equations held out of training (0: none)
+  std::int64_t math_unseen_test_problems = 500;  // >= 0; 0 when math_unseen_share is 0
   // Mixture.
   double math_fraction = 0.5;                  // [0, 1]: the share of training tokens that are math
   std::int64_t validation_documents = 1000;    // >= 1
@@ -127,6 +142,8 @@ struct Corpus {
   std::vector<QaPair> qa_train_eval;           // a sample of train_qa, in its order
   std::vector<MathProblem> math_test;          // fresh, in no training problem
   std::vector<MathProblem> math_train_eval;    // a sample of math_train, in its order
+  EquationHoldout holdout;                     // the equations no training text holds
+  std::vector<MathProblem> math_unseen_test;   // fresh, every equation held out
 
   bool is_held_out(std::int64_t person) const { return person >= trained_people; }
 };

@@ -131,17 +131,99 @@ MathProblem make_math_problem(std::int64_t min_ops, std::int64_t max_ops, Genera
   return p;
 }
 
+bool EquationHoldout::held_out(std::int64_t a, Operation op, std::int64_t b) const {
+  if (share <= 0) return false;
+  if (share >= 1) return true;
+  // splitmix64 of the seed and the equation packed in one word (a, b < 2^20; op < 4).
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (1 + ((static_cast<std::uint64_t>(a) << 24) |
+                                                         (static_cast<std::uint64_t>(op) << 20) |
+                                                         static_cast<std::uint64_t>(b)));
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  // Compared in 53 bits, exactly: share * 2^53 is exact for a double share.
+  return static_cast<double>(z >> 11) < share * 9007199254740992.0;
+}
+
+bool EquationHoldout::any_held_out(const MathProblem& p) const {
+  std::int64_t v = p.start;
+  for (const MathStep& s : p.steps) {
+    if (held_out(v, s.operation, s.operand)) return true;
+    v = apply(s.operation, v, s.operand);
+  }
+  return false;
+}
+
+bool EquationHoldout::all_held_out(const MathProblem& p) const {
+  std::int64_t v = p.start;
+  for (const MathStep& s : p.steps) {
+    if (!held_out(v, s.operation, s.operand)) return false;
+    v = apply(s.operation, v, s.operand);
+  }
+  return !p.steps.empty();
+}
+
+MathProblem make_filtered_math_problem(std::int64_t min_ops, std::int64_t max_ops, Generator& gen,
+                                       const MathRange& range, const EquationFilter& allowed) {
+  MOELAB_CHECK(min_ops >= 1 && min_ops <= max_ops && max_ops <= kMaxOperations, "pretrain::make_filtered_math_problem",
+               "need 1 <= min_ops <= max_ops <= ", kMaxOperations, ", got min_ops = ", min_ops, ", max_ops = ", max_ops);
+  range.check();
+  constexpr int kMaxRestarts = 100000;
+  for (int restart = 0; restart < kMaxRestarts; ++restart) {
+    MathProblem p;
+    p.name = kNames[below(static_cast<std::int64_t>(kNames.size()), gen)];
+    p.object = kObjects[below(static_cast<std::int64_t>(kObjects.size()), gen)];
+    p.start = kMinValue + below(range.max_operand - kMinValue + 1, gen);
+    p.question = sentence(kOpenings[below(static_cast<std::int64_t>(kOpenings.size()), gen)], p, p.start);
+    const std::int64_t ops = min_ops + below(max_ops - min_ops + 1, gen);
+    std::int64_t v = p.start;
+    bool stuck = false;
+    for (std::int64_t i = 0; i < ops && !stuck; ++i) {
+      std::vector<std::pair<Operation, std::vector<std::int64_t>>> choices;  // op -> its allowed operands
+      for (Operation op : {Operation::Add, Operation::Subtract, Operation::Multiply}) {
+        std::vector<std::int64_t> operands;
+        for (std::int64_t b = 2; b <= largest_operand(op, v, range); ++b)
+          if (allowed(v, op, b)) operands.push_back(b);
+        if (!operands.empty()) choices.push_back({op, std::move(operands)});
+      }
+      if (choices.empty()) {
+        stuck = true;
+        break;
+      }
+      const auto& [op, operands] = choices[below(static_cast<std::int64_t>(choices.size()), gen)];
+      const std::int64_t operand = operands[below(static_cast<std::int64_t>(operands.size()), gen)];
+      const std::vector<std::string>& forms =
+          op == Operation::Add ? kAddForms : op == Operation::Subtract ? kSubtractForms : kMultiplyForms;
+      p.question += " " + sentence(forms[below(static_cast<std::int64_t>(forms.size()), gen)], p, operand);
+      const std::int64_t next = apply(op, v, operand);
+      p.solution +=
+          std::to_string(v) + " " + symbol(op) + " " + std::to_string(operand) + " = " + std::to_string(next) + ". ";
+      p.steps.push_back({op, operand});
+      v = next;
+    }
+    if (stuck) continue;
+    p.question += " " + fill(fill(kQuestion, "name", p.name), "object", p.object);
+    p.answer = v;
+    p.solution += kAnswerPhrase + std::to_string(v) + ".";
+    return p;
+  }
+  fail("pretrain::make_filtered_math_problem", "no problem in ", kMaxRestarts,
+       " tries: the allowed equations leave no path of ", min_ops, " to ", max_ops, " steps");
+}
+
 std::vector<MathProblem> make_math_problems(std::int64_t count, std::int64_t min_ops, std::int64_t max_ops,
                                             Generator& gen, const std::set<std::string>* exclude,
-                                            const MathRange& range) {
+                                            const MathRange& range, const std::function<bool(const MathProblem&)>& accept,
+                                            const EquationFilter& allowed) {
   MOELAB_CHECK(count >= 0, "pretrain::make_math_problems", "count must be >= 0, got ", count);
   constexpr int kMaxFailedDraws = 100000;
   std::vector<MathProblem> problems;
   problems.reserve(static_cast<std::size_t>(count));
   std::set<std::string> drawn;
   for (int failed = 0; static_cast<std::int64_t>(problems.size()) < count;) {
-    MathProblem p = make_math_problem(min_ops, max_ops, gen, range);
-    if (!(exclude && exclude->count(p.question)) && drawn.insert(p.question).second) {
+    MathProblem p = allowed ? make_filtered_math_problem(min_ops, max_ops, gen, range, allowed)
+                            : make_math_problem(min_ops, max_ops, gen, range);
+    if (!(exclude && exclude->count(p.question)) && (!accept || accept(p)) && drawn.insert(p.question).second) {
       problems.push_back(std::move(p));
       failed = 0;
     } else if (++failed == kMaxFailedDraws) {

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -81,11 +82,41 @@ struct MathRange {
 // moelab::Error), the count drawn uniformly in that range.
 MathProblem make_math_problem(std::int64_t min_ops, std::int64_t max_ops, Generator& gen, const MathRange& range = {});
 
+// Held-out equations: a share of all the equations a problem can hold ("a op b", the result
+// following) is kept out of the training text, so that a test can ask for arithmetic no training
+// problem wrote (the corpus's math_unseen test, corpus.h). Whether an equation is held out is a
+// pure function of (seed, a, op, b): a splitmix64 hash of the four, below share * 2^64. Every
+// problem's equations are its steps from its start: (start, op1, b1), (start op1 b1, op2, b2), ...
+//   EquationHoldout h{seed, 0.2};   // about a fifth of the equations held out
+//   h.held_out(12, Operation::Add, 5)  -> true or false, the same for every call with this seed
+struct EquationHoldout {
+  std::uint64_t seed = 0;
+  double share = 0;  // [0, 1]: 0 holds out nothing
+
+  bool held_out(std::int64_t a, Operation op, std::int64_t b) const;
+  bool any_held_out(const MathProblem& p) const;  // some equation of p is held out
+  bool all_held_out(const MathProblem& p) const;  // every equation of p is held out
+};
+
+// Which equations a problem may use (a: the count before the step, op, its operand b).
+using EquationFilter = std::function<bool(std::int64_t a, Operation op, std::int64_t b)>;
+
+// make_math_problem with every equation passing `allowed`: at each step the operation is drawn
+// uniformly among those with at least one allowed operand, then the operand uniformly among the
+// allowed ones; a problem that reaches a count with no allowed step is drawn again from the start
+// (moelab::Error after 100,000 such restarts: the filter leaves too little).
+MathProblem make_filtered_math_problem(std::int64_t min_ops, std::int64_t max_ops, Generator& gen,
+                                       const MathRange& range, const EquationFilter& allowed);
+
 // `count` >= 0 problems with pairwise different questions, none of them in `exclude` (a set of
-// question texts); moelab::Error when 100,000 draws in a row bring no new one.
+// question texts) and each passing `accept` when given (a draw that does not is drawn again);
+// moelab::Error when 100,000 draws in a row bring no new one. `allowed`, when given, builds each
+// draw with make_filtered_math_problem instead of make_math_problem.
 std::vector<MathProblem> make_math_problems(std::int64_t count, std::int64_t min_ops, std::int64_t max_ops,
                                             Generator& gen, const std::set<std::string>* exclude = nullptr,
-                                            const MathRange& range = {});
+                                            const MathRange& range = {},
+                                            const std::function<bool(const MathProblem&)>& accept = {},
+                                            const EquationFilter& allowed = {});
 
 // The answer recomputed from start and steps alone; moelab::Error when a count leaves
 // [kMinValue, kMaxValue] or there are no steps or more than kMaxOperations.

@@ -1,20 +1,17 @@
 // tasks/pretrain/pretrain_report.h — the report of `moelab pretrain` (the experiment:
 // tasks/pretrain/pretrain_experiment.h): from results.csv (one row per model and seed) to
-// models.csv, the plots of the paper's Figures 1, 5 and 6, and summary.md with the verdict.
+// models.csv, the plots of the paper's Figures 1, 5 and 6, and summary.md.
 //
-// The verdict checks the paper's four claims on the means over seeds, each with the numbers that
-// decide it (a difference is "beyond the seeds' spread" when it is larger than the two sample
-// standard deviations added together, as in the other experiments):
-//   1. knowledge follows total parameters: Spearman's rho of knowledge_test with total parameters
-//      above its rho with active ones; and what experts add at a fixed width;
-//   2. math follows active parameters: rho with active above rho with total; what experts add at a
-//      fixed width against what a wider dense model adds;
-//   3. Figure 5: each MoE's math train-test gap against the dense model nearest in total parameters;
-//   4. Figure 6: each MoE against the dense model nearest in validation perplexity, on knowledge
-//      (the paper: MoE better) and on math (the paper: a tie).
-// The "In numbers" section says whether each claim's means point the paper's way, with the lines
-// that say how far beyond the spread; the verdict on the fixed scale (holds / holds weaker /
-// differs / contradicts) is the Claims section's (pretrain_claims.h).
+// The summary holds the table of every measurement (mean ± sample std over seeds), then
+// "Comparisons": pairs of models in numbers only (experts at a fixed width; Figure 5's MoE against
+// the dense model nearest in total parameters; Figure 6's against the dense model nearest in best
+// validation perplexity), each difference of means beside the two stds added. It states no
+// verdict: the paper's claims are judged once, in the Claims section that `moelab claims` writes
+// from results.csv (pretrain_claims.h), and `moelab claims --check` keeps it honest. (An earlier
+// "In numbers" list judged the claims a second time, in words the check did not cover.)
+// The plots use what the claims are judged on: stored knowledge (knowledge_train) and math on
+// unseen equations (math_unseen) against total and active parameters, the train - unseen gap, and
+// both against the best validation perplexity.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +31,7 @@ struct PretrainPoint {
 };
 
 // Reads ctx.dir's results.csv; writes models.csv, the PNGs (or their .gp scripts without gnuplot)
-// and summary.md, and prints the table and the verdict.
+// and summary.md, and prints the table.
 void write_pretrain_report(const RunContext& ctx, const std::vector<ModelSpec>& models);
 
 }  // namespace moelab

@@ -160,7 +160,7 @@ void run_point(const RunContext& ctx, const RouterScheme& scheme, const RoutersT
   CsvFile curves = ctx.dir.csv(point_curve_file(p.name), {"job", "step", "metric", "value"});
   const TrainReport report = train_decoder(
       *model, tc, t.next_batch, data_gen,
-      [&](Decoder& m) {
+      [&](Decoder& m, std::int64_t) {
         const std::int64_t step = std::min(++calls * log_every, tc.steps);
         const LoadSnapshot load = read_load(m);
         last_load = load.mean;

@@ -1,6 +1,7 @@
 // tasks/shortest_path/shortest_path_claims.cpp — see shortest_path_claims.h.
 #include "tasks/shortest_path/shortest_path_claims.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -91,7 +92,7 @@ std::vector<Claim> shortest_path_claims(const ClaimsInput& in) {
         std::vector<double> x, y;
         for (const auto& [seed, e] : w.exact)
           if (m.exact.count(seed)) x.push_back(e), y.push_back(m.exact.at(seed));
-        counts.add_paired(a.mean - b.mean, a.std + b.std, x, y);
+        counts.add_paired(a.mean - b.mean, a.std + b.std, x, y, std::min(a.count, b.count));
         ours << (ours.tellp() > 0 ? "; " : "") << w.name << " " << pct(a) << " against " << m.name << " " << pct(b);
         tests << "; " << w.name << " vs " << m.name << ": " << sign_flip_text(x, y);
       }

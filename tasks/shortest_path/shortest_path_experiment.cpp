@@ -154,7 +154,7 @@ int run_shortest_path(const RunContext& ctx) {
     shortest_path::PathResult last{};
     const TrainReport report = train_decoder(
         *model, tc, [&](Generator& gen) { return shortest_path::training_batch(n, cal.p, batch, gen, &test); }, data_gen,
-        [&](Decoder& m) {
+        [&](Decoder& m, std::int64_t) {
           last = shortest_path::evaluate(m, test, 128);
           return std::map<std::string, double>{{"exact_match", last.exact_match},
                                                {"valid_shortest", last.valid_shortest}};

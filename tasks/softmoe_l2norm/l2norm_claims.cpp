@@ -1,6 +1,7 @@
 // tasks/softmoe_l2norm/l2norm_claims.cpp — see l2norm_claims.h.
 #include "tasks/softmoe_l2norm/l2norm_claims.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -36,7 +37,7 @@ std::vector<Claim> l2norm_claims(const ClaimsInput& in) {
     for (const auto& [tok, by_n] : runs) {
       if (!by_n.count(1)) continue;
       const MeanStd q = stats(by_n.at(1), true);
-      counts.add(q.mean - kClearlyBelow, q.std);
+      counts.add(q.mean - kClearlyBelow, q.std, q.count);
       ours << (ours.tellp() > 0 ? "; " : "") << tok << ": " << format_number(q.mean, "%.2f") << " ± "
            << format_number(q.std, "%.2f") << " x the constant's loss";
     }
@@ -55,7 +56,7 @@ std::vector<Claim> l2norm_claims(const ClaimsInput& in) {
     for (const auto& [tok, by_n] : runs) {
       if (by_n.size() < 2) continue;
       const MeanStd lo = stats(by_n.begin()->second, false), hi = stats(by_n.rbegin()->second, false);
-      counts.add(lo.mean - hi.mean, lo.std + hi.std);
+      counts.add(lo.mean - hi.mean, lo.std + hi.std, std::min(lo.count, hi.count));
       double previous = NAN;
       ours << (ours.tellp() > 0 ? "; " : "") << tok << ":";
       for (const auto& [n, v] : by_n) {

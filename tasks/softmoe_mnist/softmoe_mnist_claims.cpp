@@ -54,7 +54,7 @@ std::vector<Claim> softmoe_mnist_claims(const ClaimsInput& in) {
     std::size_t seeds = 0;
     for (const auto& [n, rows] : t1) {
       const MeanStd best = over(rows, "best_subset_accuracy"), rnd = over(rows, "random_mean");
-      counts.add(best.mean - rnd.mean, best.std + rnd.std);
+      counts.add(best.mean - rnd.mean, best.std + rnd.std, std::min(best.count, rnd.count));
       seeds = std::max(seeds, rows.size());
       ours << (ours.tellp() > 0 ? "; " : "") << "n = " << n << ": " << pm_pct(best) << " against " << pm_pct(rnd);
       for (const PaperTable1& p : kPaperTable1)
@@ -79,7 +79,7 @@ std::vector<Claim> softmoe_mnist_claims(const ClaimsInput& in) {
     if (t1.size() >= 2) {
       const MeanStd lo = over(t1.begin()->second, "best_subset_accuracy"),
                     hi = over(t1.rbegin()->second, "best_subset_accuracy");
-      up.add(hi.mean - lo.mean, hi.std + lo.std);
+      up.add(hi.mean - lo.mean, hi.std + lo.std, std::min(hi.count, lo.count));
       g.ours = pm_pct(lo) + " (n = " + std::to_string(t1.begin()->first) + ") to " + pm_pct(hi) +
                " (n = " + std::to_string(t1.rbegin()->first) + ")";
     } else {
@@ -108,7 +108,7 @@ std::vector<Claim> softmoe_mnist_claims(const ClaimsInput& in) {
       const MeanStd alg = over(rows, "algorithm1_accuracy"), rnd = over(rows, "random_mean");
       std::vector<double> a, r;
       for (const CsvRow* row : rows) a.push_back(row->real("algorithm1_accuracy")), r.push_back(row->real("random_mean"));
-      counts.add_paired(alg.mean - rnd.mean, alg.std + rnd.std, a, r);
+      counts.add_paired(alg.mean - rnd.mean, alg.std + rnd.std, a, r, std::min(alg.count, rnd.count));
       lo = std::min(lo, alg.mean - rnd.mean), hi = std::max(hi, alg.mean - rnd.mean);
       if (a.size() < 2 || a.size() > 24) continue;
       ++tested;
@@ -145,7 +145,7 @@ std::vector<Claim> softmoe_mnist_claims(const ClaimsInput& in) {
         if (std::isfinite(r->real("stds_above_random"))) z.push_back(r->real("stds_above_random"));
       if (z.empty()) continue;
       const MeanStd m = mean_std(z);
-      counts.add(m.mean, m.std);
+      counts.add(m.mean, m.std, m.count);
       ratios.push_back(m.mean / p->second);
       lo = std::min(lo, m.mean), hi = std::max(hi, m.mean);
     }
@@ -175,7 +175,7 @@ std::vector<Claim> softmoe_mnist_claims(const ClaimsInput& in) {
       if (line.size() < 2) continue;
       const MeanStd& lo = line.front().second;
       const MeanStd& hi = line.back().second;
-      counts.add(hi.mean - lo.mean, hi.std + lo.std);
+      counts.add(hi.mean - lo.mean, hi.std + lo.std, std::min(hi.count, lo.count));
       for (std::size_t i = 1; i < line.size(); ++i) ++steps, steps_up += line[i].second.mean > line[i - 1].second.mean;
       ours << (ours.tellp() > 0 ? "; " : "") << "k = n/" << divisor << ": " << pm_pct(lo) << " (n = " << line.front().first
            << ") to " << pm_pct(hi) << " (n = " << line.back().first << ")";
@@ -216,7 +216,9 @@ std::vector<Claim> softmoe_mnist_claims(const ClaimsInput& in) {
       }
       if (!all || !fewest || fewest == all) continue;
       trials = std::max(trials, all->integer("trials"));
-      counts.add(all->real("mean_ms") - fewest->real("mean_ms"), all->real("std_ms") + fewest->real("std_ms"));
+      // Timed passes stand in for seeds: a mean and std over one pass would judge nothing.
+      counts.add(all->real("mean_ms") - fewest->real("mean_ms"), all->real("std_ms") + fewest->real("std_ms"),
+                 std::min(all->integer("trials"), fewest->integer("trials")));
       if (key.layer != "trained")
         wide << (wide.tellp() > 0 ? "; " : "") << key.layer << " (" << key.experts << " experts, batch " << key.batch
              << "): k = " << fewest->integer("k") << " " << format_number(fewest->real("mean_ms"), "%.2f") << " ± "

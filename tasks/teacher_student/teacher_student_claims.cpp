@@ -70,7 +70,7 @@ std::vector<Claim> teacher_student_claims(const ClaimsInput& in) {
       for (const auto& [seed, loss] : best_coarse->by_seed)
         if (worst_fine->by_seed.count(seed)) coarse.push_back(loss), fine.push_back(worst_fine->by_seed.at(seed));
       const bool apart = k.mean > f.mean ? f.mean + f.std < k.mean - k.std : k.mean + k.std < f.mean - f.std;
-      counts.add_cell(k.mean - f.mean, apart || paired_beyond(coarse, fine));
+      counts.add_cell(k.mean - f.mean, apart || paired_beyond(coarse, fine), std::min(k.count, f.count));
       tests << "; teacher " << t << ": " << sign_flip_text(coarse, fine);
       ours << (ours.tellp() > 0 ? "; " : "") << "teacher " << t << ": worst k' >= k " << worst_fine->student << " "
            << loss_text(f) << ", best k' < k " << best_coarse->student << " " << loss_text(k);
@@ -92,7 +92,7 @@ std::vector<Claim> teacher_student_claims(const ClaimsInput& in) {
     for (const Cell& x : cells) {
       if (x.student_k < x.teacher_k) continue;
       const MeanStd m = x.stats();
-      counts.add(kFitted - m.mean, m.std);
+      counts.add(kFitted - m.mean, m.std, m.count);
       lo = std::min(lo, m.mean), hi = std::max(hi, m.mean);
     }
     c.ours = counts.cells == 0 ? "no fine-enough student"
