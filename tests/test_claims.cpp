@@ -98,6 +98,30 @@ TEST_CASE("judge_rank_claim: a grid whose models are in the same order by both q
   CHECK(c.verdict != Verdict::NotJudged);
 }
 
+TEST_CASE("judge_rank_cells: one cell per load, each named, each judged within itself") {
+  // Cell A: total ranks the quantity, active does not (rho 1 against -0.5), on two seeds.
+  const RankCell a{"400 people", {RankSample{{1, 2, 3}, {1, 2, 3}, {3, 1, 2}}, RankSample{{1, 2, 3.5}, {1, 2, 3}, {3, 1, 2}}}};
+  // Cell B: the same on one seed only: left out as too few seeds, and said.
+  const RankCell b{"800 people", {RankSample{{1, 2, 3}, {1, 2, 3}, {3, 1, 2}}}};
+  Claim c;
+  judge_rank_cells(c, {a, b}, "total", "active", 3, "corpus size");
+  CHECK(c.verdict == Verdict::Holds);
+  CHECK(c.ours.find("400 people: Spearman's rho with total 1.00") != std::string::npos);
+  CHECK(c.rule.find("one cell per corpus size (2)") != std::string::npos);
+  CHECK(c.rule.find("1 cell with fewer than 2 seeds not judged") != std::string::npos);
+  // Two cells that disagree: no verdict either way.
+  const RankCell against{"1600 people",
+                         {RankSample{{3, 2, 1}, {1, 2, 3}, {3, 1, 2}}, RankSample{{3.5, 2, 1}, {1, 2, 3}, {3, 1, 2}}}};
+  judge_rank_cells(c, {a, against}, "total", "active", 3, "corpus size");
+  CHECK(c.verdict != Verdict::Holds);
+  // One unnamed cell is judge_rank_claim, word for word.
+  Claim one, same;
+  judge_rank_claim(one, a.seeds, "total", "active", 3);
+  judge_rank_cells(same, {RankCell{"", a.seeds}}, "total", "active", 3, "corpus size");
+  CHECK(one.ours == same.ours);
+  CHECK(one.rule == same.rule);
+}
+
 TEST_CASE("with_claims_section: inserted before the first section, replaced in place, the same when applied twice") {
   const std::string section = claims_section({Claim{"Fig. 1", "a claim", "1.0", "0.9 ± 0.1", "", Verdict::Holds, "why"}});
   CHECK(section.find("| Fig. 1: a claim | 1.0 | 0.9 ± 0.1 | none recorded | **holds** |") != std::string::npos);

@@ -66,6 +66,31 @@ TEST_CASE("people: unique names, attributes from their vocabularies, employer ci
   CHECK_THROWS_AS(make_people(max_people() + 1, gen), Error);
 }
 
+TEST_CASE("attribute_bits: log2 of the values each attribute is drawn from, as 5000 people show them") {
+  Generator gen(5);
+  const std::vector<Person> people = make_people(max_people(), gen);
+  std::map<Attribute, std::set<std::string>> seen;
+  std::set<std::string> months, days, years;  // a date is three independent draws
+  for (const Person& p : people) {
+    for (Attribute a : kAllAttributes) seen[a].insert(p.value(a));
+    const std::string& date = p.value(Attribute::BirthDate);  // "March 7, 1961"
+    const std::size_t space = date.find(' '), comma = date.find(',');
+    months.insert(date.substr(0, space)), days.insert(date.substr(space + 1, comma - space - 1));
+    years.insert(date.substr(comma + 2));
+  }
+  for (Attribute a : {Attribute::BirthCity, Attribute::University, Attribute::Major, Attribute::Employer}) {
+    INFO(attribute_name(a));
+    CHECK(attribute_bits(a) == doctest::Approx(std::log2(static_cast<double>(seen[a].size()))));
+  }
+  CHECK(attribute_bits(Attribute::BirthDate) ==
+        doctest::Approx(std::log2(static_cast<double>(months.size() * days.size() * years.size()))));
+  CHECK(attribute_bits(Attribute::EmployerCity) == 0.0);  // the employer's: no bit of its own
+  double sum = 0;
+  for (Attribute a : kAllAttributes) sum += attribute_bits(a);
+  CHECK(person_bits() == doctest::Approx(sum));
+  CHECK(person_bits() == doctest::Approx(34.8).epsilon(0.01));  // what the settings' help says
+}
+
 TEST_CASE("bios: six sentences, every template used, different bios, exclusions respected") {
   Generator gen(5);
   const Person p = make_people(1, gen)[0];

@@ -10,12 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/parallel.h"
 #include "tasks/common/run_dir.h"
 #include "tasks/common/run_start.h"
+#include "tasks/pretrain/knowledge.h"
 #include "tasks/pretrain/pretrain_experiment.h"
 #include "temp_dir.h"
 
@@ -61,6 +63,10 @@ TEST_CASE("pretrain: bad settings are usage errors naming the key") {
     CHECK_THROWS_WITH_AS(e.validate(toy({kv})), doctest::Contains(named.c_str()), UsageError);
   };
   refused("people=0", "'people'");                           // zero people
+  refused("people=6,1", "'people'");                         // one load of the sweep too small
+  refused("people=6,6", "people");                           // a point twice
+  CHECK_THROWS_WITH_AS(e.validate(toy({"passes=2", "math_fraction=1"})), doctest::Contains("passes"), UsageError);
+  CHECK_NOTHROW(e.validate(toy({"passes=2", "eval_every=1000"})));  // the steps come from the passes
   refused("templates_per_sentence=0", "'templates_per_sentence'");  // an empty template list
   refused("max_ops=6", "'max_ops'");                         // more operations than supported
   refused("qa_test_questions=19", "'qa_test_questions'");    // more questions than the 3 held-out people have
@@ -126,7 +132,7 @@ TEST_CASE("pretrain: a toy grid end to end: files, points, the four claims, a re
   // Every 50 steps a perplexity went to metrics.csv; generation (knowledge_test) ran once, at the end.
   std::int64_t perplexities = 0, knowledge = 0;
   for (const CsvRow& r : read_csv(dir.file("metrics.csv")))
-    if (r.text("job") == "dense-d16 seed 0") perplexities += r.text("metric") == "perplexity", knowledge += r.text("metric") == "knowledge_test";
+    if (r.text("job") == "dense-d16-p6-seed0") perplexities += r.text("metric") == "perplexity", knowledge += r.text("metric") == "knowledge_test";
   CHECK(perplexities == 3);
   CHECK(knowledge == 1);
 
@@ -135,9 +141,9 @@ TEST_CASE("pretrain: a toy grid end to end: files, points, the four claims, a re
   CHECK(results[0].text("final_loss") != results[1].text("final_loss"));
 
   // A rerun trains nothing: the points stay as they were.
-  const auto stamp = std::filesystem::last_write_time(dir.file("points/dense-d16-seed0.json"));
+  const auto stamp = std::filesystem::last_write_time(dir.file("points/dense-d16-p6-seed0.json"));
   REQUIRE(e.run(RunContext{s, dir, "test", 0, 1, Device::cpu()}) == 0);
-  CHECK(std::filesystem::last_write_time(dir.file("points/dense-d16-seed0.json")) == stamp);
+  CHECK(std::filesystem::last_write_time(dir.file("points/dense-d16-p6-seed0.json")) == stamp);
   CHECK(read_csv(dir.file("results.csv")) == results);
 }
 
@@ -157,4 +163,48 @@ TEST_CASE("pretrain: tokens=word trains on word pieces: its own vocabulary, fewe
     // corpus: 271 to 273 tokens over seeds 0-2); 150 steps take it below a fifth of that.
     CHECK(r.real("perplexity") < 55.0);
   }
+}
+
+TEST_CASE("pretrain: a load sweep with passes: the steps follow each load, stored bits, one claim cell per load") {
+  set_num_threads(1);
+  const Experiment& e = experiment();
+  testing::TempDir tmp;
+  const RunDir dir(tmp.path() / "pt");
+  // Two loads, one seed, steps from 3 passes over each load's knowledge text.
+  const Settings s = toy({"people=6,12", "seeds=0,1", "passes=3", "qa_train_eval_questions=6"});
+  begin_run(dir, run_config(e.name, "test", 0, 1, "cpu", "moelab pretrain", s), s);
+  REQUIRE(e.run(RunContext{s, dir, "test", 0, 1, Device::cpu()}) == 0);
+  const auto results = read_csv(dir.file("results.csv"));
+  REQUIRE(results.size() == 8);  // 2 loads x 2 models x 2 seeds
+  // (people, seed) -> steps: the same for every model of a corpus (each seed draws its own text).
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> steps;
+  for (const CsvRow& r : results) {
+    const std::int64_t people = r.integer("people");
+    CHECK((people == 6 || people == 12));
+    CHECK(std::filesystem::exists(dir.file("points/" + r.text("model") + "-p" + std::to_string(people) + "-seed" +
+                                           r.text("seed") + ".json")));
+    // 3 passes, rounded up to whole steps: never fewer, and less than one step's knowledge more.
+    const double passes = r.real("knowledge_passes");
+    CHECK(passes >= 3.0);
+    CHECK(passes < 3.0 * (1.0 + 1.0 / static_cast<double>(r.integer("steps"))) + 1e-12);
+    const std::pair<std::int64_t, std::int64_t> corpus{people, r.integer("seed")};
+    if (steps.count(corpus)) CHECK(steps[corpus] == r.integer("steps"));
+    steps[corpus] = r.integer("steps");
+    CHECK(r.integer("tokens") == r.integer("steps") * 8 * 63);
+    // Bits: the corpus's are the people's facts; the stored ones never exceed the trained half's
+    // and are knowledge_train's share of them only when every attribute is answered alike.
+    CHECK(r.real("corpus_bits") == doctest::Approx(static_cast<double>(people) * pretrain::person_bits()));
+    CHECK(r.real("stored_bits") >= 0.0);
+    CHECK(r.real("stored_bits") <= static_cast<double>(people / 2) * pretrain::person_bits() + 1e-9);
+    CHECK(r.real("stored_bits_per_param") ==
+          doctest::Approx(r.real("stored_bits") / r.real("total_params")).epsilon(1e-6));
+    if (r.real("knowledge_train") == 0.0) CHECK(r.real("stored_bits") == 0.0);
+  }
+  // Twice the people, about twice the knowledge text: about twice the steps for the same passes.
+  for (std::int64_t seed : {0, 1}) CHECK(steps[{12, seed}] > steps[{6, seed}] * 3 / 2);
+  CHECK(read_csv(dir.file("models.csv")).size() == 4);
+  const std::string summary = read_text(dir.file("summary.md"));
+  for (const char* part : {"6 and 12 people", "| moe-d16-4e | 12 |", "| dense-d16 | 6 |", "moe-d16-4e, 12 people",
+                           "read the knowledge text 3 times", "one cell per corpus size (2)"})
+    CHECK_MESSAGE(summary.find(part) != std::string::npos, part);
 }

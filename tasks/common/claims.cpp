@@ -91,34 +91,49 @@ std::string sign_flip_text(const std::vector<double>& a, const std::vector<doubl
 
 void judge_rank_claim(Claim& c, const std::vector<RankSample>& seeds, const std::string& first_name,
                       const std::string& second_name, std::size_t models) {
-  std::vector<double> differences, first_rho, second_rho;
-  std::size_t same_order = 0;  // seeds whose models the two quantities rank alike
-  for (const RankSample& s : seeds) {
-    const double a = rank_correlation(s.quantity, s.first), b = rank_correlation(s.quantity, s.second);
-    if (!std::isfinite(a) || !std::isfinite(b)) continue;
-    if (rank_correlation(s.first, s.second) >= 1 - 1e-12) {
-      ++same_order;
-      continue;
-    }
-    first_rho.push_back(a), second_rho.push_back(b), differences.push_back(a - b);
-  }
+  judge_rank_cells(c, {RankCell{"", seeds}}, first_name, second_name, models, "");
+}
+
+void judge_rank_cells(Claim& c, const std::vector<RankCell>& cells, const std::string& first_name,
+                      const std::string& second_name, std::size_t models, const std::string& cell_kind) {
   ClaimCounts counts;
-  if (differences.empty() && same_order > 0) {
-    c.ours = "not separable on this grid: its models are in the same order by " + first_name + " as by " +
-             second_name + " (" + std::to_string(models) + " models), so no result could tell the two apart";
-  } else if (differences.empty()) {
-    c.ours = "too few models to rank";
-  } else {
+  std::size_t same_order = 0, judged_cells = 0;  // same_order: seeds whose models both quantities rank alike
+  std::string ours;
+  for (const RankCell& cell : cells) {
+    std::vector<double> differences, first_rho, second_rho;
+    for (const RankSample& s : cell.seeds) {
+      const double a = rank_correlation(s.quantity, s.first), b = rank_correlation(s.quantity, s.second);
+      if (!std::isfinite(a) || !std::isfinite(b)) continue;
+      if (rank_correlation(s.first, s.second) >= 1 - 1e-12) {
+        ++same_order;
+        continue;
+      }
+      first_rho.push_back(a), second_rho.push_back(b), differences.push_back(a - b);
+    }
+    if (differences.empty()) continue;
+    ++judged_cells;
     const MeanStd d = mean_std(differences), a = mean_std(first_rho), b = mean_std(second_rho);
     counts.add(d.mean, d.std, d.count);
-    c.ours = "Spearman's rho with " + first_name + " " + format_number(a.mean, "%.2f") + " ± " +
-             format_number(a.std, "%.2f") + ", with " + second_name + " " + format_number(b.mean, "%.2f") + " ± " +
-             format_number(b.std, "%.2f") + " (per seed over " + std::to_string(models) + " models, " +
-             std::to_string(differences.size()) + " seeds)";
+    ours += (ours.empty() ? "" : "; ") + (cell.label.empty() ? std::string() : cell.label + ": ") +
+            "Spearman's rho with " + first_name + " " + format_number(a.mean, "%.2f") + " ± " +
+            format_number(a.std, "%.2f") + ", with " + second_name + " " + format_number(b.mean, "%.2f") + " ± " +
+            format_number(b.std, "%.2f") +
+            (cells.size() == 1 ? " (per seed over " + std::to_string(models) + " models, " +
+                                     std::to_string(differences.size()) + " seeds)"
+                               : " (" + std::to_string(differences.size()) + " seeds)");
+  }
+  if (judged_cells == 0 && same_order > 0) {
+    c.ours = "not separable on this grid: its models are in the same order by " + first_name + " as by " +
+             second_name + " (" + std::to_string(models) + " models), so no result could tell the two apart";
+  } else if (judged_cells == 0) {
+    c.ours = "too few models to rank";
+  } else {
+    c.ours = cells.size() == 1 ? ours : ours + " (per seed over " + std::to_string(models) + " models)";
   }
   c.verdict = grade(counts);
-  c.rule = "rho(" + first_name + ") - rho(" + second_name + ") per seed, its mean against its std over seeds: " +
-           counts_text(counts) +
+  c.rule = "rho(" + first_name + ") - rho(" + second_name + ") per seed, its mean against its std over seeds" +
+           (cells.size() == 1 ? std::string() : ", one cell per " + cell_kind + " (" + std::to_string(cells.size()) + ")") +
+           ": " + counts_text(counts) +
            (same_order > 0 ? "; " + std::to_string(same_order) + " seed" + (same_order == 1 ? "" : "s") +
                                  " left out: the models in the same order by both"
                            : std::string()) +

@@ -104,6 +104,15 @@ struct RankSample {
 // seed over M models, S seeds)"), c.verdict and c.rule. `models`: the number of models, for the text.
 void judge_rank_claim(Claim& c, const std::vector<RankSample>& seeds, const std::string& first_name,
                       const std::string& second_name, std::size_t models);
+// The same with several cells (e.g. one per corpus size, "400 people"), each its own seeds: one
+// cell of the counts per RankCell, the same rules within each; with one cell, judge_rank_claim.
+// cell_kind names what a cell is in the rule ("corpus size").
+struct RankCell {
+  std::string label;  // "400 people": c.ours names each cell by it
+  std::vector<RankSample> seeds;
+};
+void judge_rank_cells(Claim& c, const std::vector<RankCell>& cells, const std::string& first_name,
+                      const std::string& second_name, std::size_t models, const std::string& cell_kind);
 
 struct Claim {
   std::string name;       // where in the paper: "Table 1", "Fig. 4a"

@@ -218,7 +218,10 @@ TrainingStream::TrainingStream(const Corpus& corpus, std::int64_t seq, const Tok
     knowledge_sampler_.emplace(static_cast<std::int64_t>(corpus.knowledge_documents.size()), 1, Sampling::Epochs);
   if (!corpus.math_documents.empty())
     math_sampler_.emplace(static_cast<std::int64_t>(corpus.math_documents.size()), 1, Sampling::Epochs);
-  for (const std::string& d : corpus.knowledge_documents) knowledge_encoded_.push_back(tokenizer.encode_document(d));
+  for (const std::string& d : corpus.knowledge_documents) {
+    knowledge_encoded_.push_back(tokenizer.encode_document(d));
+    knowledge_pass_tokens_ += static_cast<std::int64_t>(knowledge_encoded_.back().size());
+  }
   for (const std::string& d : corpus.math_documents) math_encoded_.push_back(tokenizer.encode_document(d));
 }
 

@@ -188,6 +188,8 @@ class TrainingStream {
 
   std::int64_t seq() const { return seq_; }
   std::int64_t math_tokens() const { return math_tokens_; }    // tokens of math documents drawn
+  // The tokens (BOS and EOS included) of one reading of every knowledge document: a "pass".
+  std::int64_t knowledge_pass_tokens() const { return knowledge_pass_tokens_; }
   std::int64_t total_tokens() const { return total_tokens_; }  // tokens of all documents drawn
 
  private:
@@ -198,6 +200,7 @@ class TrainingStream {
   // [pool size][its tokens], knowledge_documents' and math_documents' order.
   std::vector<std::vector<std::int32_t>> knowledge_encoded_, math_encoded_;
   std::int64_t math_tokens_ = 0, total_tokens_ = 0;
+  std::int64_t knowledge_pass_tokens_ = 0;
   std::vector<std::int32_t> pending_;  // drawn tokens not yet handed out (the overlap token first)
 };
 

@@ -2,6 +2,7 @@
 #include "tasks/pretrain/knowledge.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 
 #include "core/error.h"
@@ -129,6 +130,24 @@ std::string attribute_name(Attribute a) {
     case Attribute::EmployerCity: return "employer city";
   }
   fail("pretrain::attribute_name", "unknown attribute ", static_cast<int>(a));
+}
+
+double attribute_bits(Attribute a) {
+  switch (a) {
+    case Attribute::BirthDate: return std::log2(static_cast<double>(kMonths.size() * kDays * kYears));
+    case Attribute::BirthCity: return std::log2(static_cast<double>(kCities.size()));
+    case Attribute::University: return std::log2(static_cast<double>(kUniversities.size()));
+    case Attribute::Major: return std::log2(static_cast<double>(kMajors.size()));
+    case Attribute::Employer: return std::log2(static_cast<double>(kEmployers.size()));
+    case Attribute::EmployerCity: return 0.0;  // the employer's headquarters
+  }
+  fail("pretrain::attribute_bits", "unknown attribute ", static_cast<int>(a));
+}
+
+double person_bits() {
+  double bits = 0;
+  for (Attribute a : kAllAttributes) bits += attribute_bits(a);
+  return bits;
 }
 
 const std::vector<std::string>& bio_templates(Attribute a) { return kBioTemplates.at(index_of(a)); }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "tasks/common/report.h"
@@ -15,9 +16,10 @@ namespace moelab {
 namespace {
 
 struct Model {
-  std::string name;
+  std::string name;  // the model, with its load when the grid has several ("moe-d32-8e, 800 people")
   bool moe = false;
   double total = 0, active = 0;
+  std::int64_t people = 0;  // the load (0: a record from before loads)
   std::map<std::string, std::map<std::int64_t, double>> metric;  // metric -> seed -> value
   // The values of metric m of the seeds both models ran, in seed order.
   std::pair<std::vector<double>, std::vector<double>> paired(const Model& o, const std::string& m) const {
@@ -39,21 +41,29 @@ std::string points(const MeanStd& m) {
   return format_number(100 * m.mean, "%.1f") + " ± " + format_number(100 * m.std, "%.1f");
 }
 
-// Per seed that models ran, `metric` of each model with its total and its active parameters;
-// total_first: which of the two is the claim's "follows".
+// Per load and seed that models ran, `metric` of each model with its total and its active
+// parameters; total_first: which of the two is the claim's "follows". One cell per load.
 Claim rank_claim(const std::vector<Model>& models, const std::string& metric, bool total_first, Claim c) {
-  std::map<std::int64_t, RankSample> samples;
-  for (const Model& m : models)
+  std::map<std::int64_t, std::map<std::int64_t, RankSample>> samples;  // people -> seed -> sample
+  std::map<std::int64_t, std::size_t> models_per_load;
+  for (const Model& m : models) {
+    ++models_per_load[m.people];
     if (m.metric.count(metric))
       for (const auto& [seed, y] : m.metric.at(metric)) {
-        RankSample& s = samples[seed];
+        RankSample& s = samples[m.people][seed];
         s.quantity.push_back(y);
         s.first.push_back(total_first ? m.total : m.active), s.second.push_back(total_first ? m.active : m.total);
       }
-  std::vector<RankSample> per_seed;
-  for (const auto& [seed, s] : samples) per_seed.push_back(s);
-  judge_rank_claim(c, per_seed, total_first ? "total parameters" : "active parameters",
-                   total_first ? "active parameters" : "total parameters", models.size());
+  }
+  std::vector<RankCell> cells;
+  for (const auto& [people, by_seed] : samples) {
+    RankCell cell{samples.size() == 1 ? "" : std::to_string(people) + " people", {}};
+    for (const auto& [seed, s] : by_seed) cell.seeds.push_back(s);
+    cells.push_back(cell);
+  }
+  judge_rank_cells(c, cells, total_first ? "total parameters" : "active parameters",
+                   total_first ? "active parameters" : "total parameters",
+                   models_per_load.empty() ? 0 : models_per_load.begin()->second, "corpus size");
   return c;
 }
 
@@ -71,13 +81,13 @@ bool has_metric(const std::vector<Model>& models, const std::string& metric) {
   return false;
 }
 
-// Each MoE against the dense model nearest by `distance`.
+// Each MoE against the dense model of its load nearest by `distance`.
 template <class Distance>
-const Model* nearest_dense(const std::vector<Model>& models, Distance distance) {
+const Model* nearest_dense(const std::vector<Model>& models, const Model& of, Distance distance) {
   const Model* best = nullptr;
   double best_d = std::numeric_limits<double>::infinity();
   for (const Model& d : models)
-    if (!d.moe && distance(d) < best_d) best = &d, best_d = distance(d);
+    if (!d.moe && d.people == of.people && distance(d) < best_d) best = &d, best_d = distance(d);
   return best;
 }
 
@@ -88,7 +98,8 @@ Claim gap_claim(const std::vector<Model>& models, const std::string& gap, Claim 
   std::ostringstream ours, tests;
   for (const Model& moe : models) {
     if (!moe.moe) continue;
-    const Model* d = nearest_dense(models, [&](const Model& x) { return std::fabs(std::log(x.total / moe.total)); });
+    const Model* d =
+        nearest_dense(models, moe, [&](const Model& x) { return std::fabs(std::log(x.total / moe.total)); });
     if (!d) continue;
     const MeanStd a = moe.stats(gap), b = d->stats(gap);
     const auto [x, y] = moe.paired(*d, gap);
@@ -113,7 +124,7 @@ Claim matched_claim(const std::vector<Model>& models, const std::string& match, 
   for (const Model& moe : models) {
     if (!moe.moe) continue;
     const double p = moe.stats(match).mean;
-    const Model* d = nearest_dense(models, [&](const Model& x) { return std::fabs(x.stats(match).mean - p); });
+    const Model* d = nearest_dense(models, moe, [&](const Model& x) { return std::fabs(x.stats(match).mean - p); });
     if (!d) continue;
     const MeanStd a = moe.stats(metric), b = d->stats(metric);
     const std::int64_t seeds = std::min(a.count, b.count);
@@ -142,17 +153,23 @@ Claim matched_claim(const std::vector<Model>& models, const std::string& match, 
 
 std::vector<Claim> pretrain_claims(const ClaimsInput& in) {
   std::vector<Model> models;
-  for (const CsvRow& r : read_csv(in.dir / "results.csv")) {
+  const std::vector<CsvRow> rows = read_csv(in.dir / "results.csv");
+  std::set<std::int64_t> loads;
+  for (const CsvRow& r : rows) loads.insert(r.count("people") ? r.integer("people") : 0);
+  for (const CsvRow& r : rows) {
+    const std::int64_t people = r.count("people") ? r.integer("people") : 0;
+    const std::string name =
+        r.text("model") + (loads.size() > 1 ? ", " + std::to_string(people) + " people" : std::string());
     Model* m = nullptr;
     for (Model& x : models)
-      if (x.name == r.text("model")) m = &x;
+      if (x.name == name) m = &x;
     if (m == nullptr) {
-      models.push_back({r.text("model"), r.integer("experts") > 0, r.real("total_params"), r.real("active_params"), {}});
+      models.push_back({name, r.integer("experts") > 0, r.real("total_params"), r.real("active_params"), people, {}});
       m = &models.back();
     }
     // Older records lack the later columns; an empty test (no held-out equation) gives nan.
     for (const char* k : {"knowledge_test", "knowledge_train", "math_test", "math_unseen", "math_gap", "math_unseen_gap",
-                          "perplexity", "best_perplexity"})
+                          "perplexity", "best_perplexity", "stored_bits_per_param"})
       if (r.count(k) && std::isfinite(r.real(k))) m->metric[k][r.integer("seed")] = r.real(k);
   }
   const std::string second = "second row: ";

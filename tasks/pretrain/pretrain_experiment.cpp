@@ -11,6 +11,7 @@
 #include "tasks/common/batch.h"
 #include "tasks/common/job_grid.h"
 #include "tasks/common/models.h"
+#include "tasks/common/report.h"
 #include "tasks/common/router_settings.h"
 #include "tasks/common/train.h"
 #include "tasks/pretrain/corpus.h"
@@ -29,8 +30,12 @@ Settings pretrain_settings() {
   Settings s;
   const CorpusConfig c;  // the corpus's own defaults, where the CPU scale does not need less
   // The corpus (tasks/pretrain/corpus.h).
-  s.add_int("people", 200, "synthetic people; the first half are trained on their questions, the other half are "
-            "held out (their bios are in training, their questions are the knowledge test)", 0, 1e9);
+  s.add_int_list("people", {200},
+                 "the knowledge loads: synthetic people per corpus, one grid per value (a load sweep); the first half "
+                 "are trained on their questions, the other half held out (their bios are in training, their "
+                 "questions are the knowledge test). A person's facts hold 34.8 bits (knowledge.h); the summary "
+                 "gives each load's bits per parameter",
+                 2, 1e9);
   s.add_int("bios_per_person", c.bios_per_person, "different biographies of every person in the training text", 0,
             1e9);
   s.add_int("templates_per_sentence", c.templates_per_sentence,
@@ -75,7 +80,11 @@ Settings pretrain_settings() {
   add_router_settings(s, "every MoE model");
   // Training.
   s.add_int("seq", 128, "tokens per training window (documents run across windows)", 2, 1 << 16);
-  s.add_int("steps", 8000, "optimizer steps per model", 1, 1e9);
+  s.add_int("steps", 8000, "optimizer steps per model (unless passes is set)", 1, 1e9);
+  s.add_real("passes", 0,
+             "when > 0: the steps of each point are what reading every knowledge document this many times takes "
+             "(each load then gives every fact the same exposures; math adds its share); 0: `steps` steps",
+             0, 1e6);
   s.add_int("batch", 16, "windows per optimizer step", 1, 1 << 20);
   s.add_real("lr", 3e-3, "peak learning rate", 1e-9, 10);
   s.add_real("weight_decay", 0.1, "AdamW weight decay on matrices (the paper: 0.1)", 0, 10);
@@ -90,9 +99,9 @@ Settings pretrain_settings() {
   s.add_int("eval_batch", 64, "prompts generated at once in the evaluation", 1, 1 << 20);
   s.add_int_list("seeds", {0, 1, 2}, "seeds: each draws its own corpus (shared by every model of that seed), initial "
                  "weights and document order; the report gives mean +- std over them", 0, 1e9);
-  add_job_settings(s, "moe-d32-8e-seed0");
-  // A point depends on its model and seed only: more seeds, widths or expert counts add points.
-  s.may_change_on_resume({"seeds", "dense_widths", "moe_widths", "experts"});
+  add_job_settings(s, "moe-d32-8e-p200-seed0");
+  // A point depends on its load, model and seed only: more loads, seeds, widths or expert counts add points.
+  s.may_change_on_resume({"seeds", "dense_widths", "moe_widths", "experts", "people"});
   return s;
 }
 
@@ -123,9 +132,9 @@ std::vector<Preset> pretrain_presets() {
   };
 }
 
-CorpusConfig corpus_config(const Settings& s) {
+CorpusConfig corpus_config(const Settings& s, std::int64_t people) {
   CorpusConfig c;
-  c.people = s.integer("people");
+  c.people = people;
   c.bios_per_person = s.integer("bios_per_person");
   c.templates_per_sentence = s.integer("templates_per_sentence");
   c.qa_test_questions = s.integer("qa_test_questions");
@@ -152,28 +161,37 @@ std::vector<ModelSpec> pretrain_models(const Settings& s) {
   return models;
 }
 
+// Load by load, model by model, seed by seed: "<model>-p<people>-seed<t>".
 std::vector<PretrainPoint> grid_of(const Settings& s) {
   std::vector<PretrainPoint> out;
   const std::vector<ModelSpec> models = pretrain_models(s);
-  for (std::size_t m = 0; m < models.size(); ++m)
-    for (std::int64_t seed : s.ints("seeds")) out.push_back({m, seed, models[m].name() + "-seed" + std::to_string(seed)});
+  for (std::int64_t people : s.ints("people"))
+    for (std::size_t m = 0; m < models.size(); ++m)
+      for (std::int64_t seed : s.ints("seeds"))
+        out.push_back({m, seed, models[m].name() + "-p" + std::to_string(people) + "-seed" + std::to_string(seed),
+                       people});
   return out;
 }
 
 // Settings that are each in range but cannot work together (UsageError naming the key, before
 // anything is written).
 void validate_pretrain(const Settings& s) {
-  corpus_config(s).validate();  // "setting 'max_ops' = 6: must be in [1, 5] ..."
+  if (s.ints("people").empty()) throw UsageError("people: give at least one value");
+  for (std::int64_t people : s.ints("people"))
+    corpus_config(s, people).validate();  // "setting 'max_ops' = 6: must be in [1, 5] ..."
+  if (s.real("passes") > 0 && s.real("math_fraction") >= 1)
+    throw UsageError("passes = " + format_number(s.real("passes"), "%g") +
+                     " counts passes over the knowledge text, which math_fraction = 1 leaves out (use steps)");
   check_model_grid(pretrain_models(s));
   if (s.ints("seeds").empty()) throw UsageError("seeds: give at least one value");
   const std::int64_t every = s.integer("perplexity_every"), eval_every = s.integer("eval_every");
-  if (every > s.integer("steps"))
+  if (s.real("passes") == 0 && every > s.integer("steps"))
     throw UsageError("perplexity_every = " + std::to_string(every) + " is more than steps = " +
                      std::to_string(s.integer("steps")));
   if (every > 0 && eval_every > 0 && eval_every % every != 0)
     throw UsageError("eval_every = " + std::to_string(eval_every) + " must be a multiple of perplexity_every = " +
                      std::to_string(every) + " (both run at the same calls)");
-  if (s.integer("eval_every") > s.integer("steps"))
+  if (s.real("passes") == 0 && s.integer("eval_every") > s.integer("steps"))
     throw UsageError("eval_every = " + std::to_string(s.integer("eval_every")) + " is more than steps = " +
                      std::to_string(s.integer("steps")) + " (0: evaluate after the last step only)");
   std::vector<std::string> names;
@@ -198,16 +216,42 @@ std::int64_t max_positions(const pretrain::Corpus& corpus, std::int64_t seq) {
 }
 
 const std::vector<std::string> kResultsHeader = {
-    "model", "family", "d", "experts", "k", "total_params", "active_params", "seed", "steps", "tokens",
-    "knowledge_test", "knowledge_train", "math_test", "math_train", "math_gap", "math_unseen", "math_unseen_gap",
-    "validation_loss", "perplexity", "best_perplexity", "best_perplexity_step", "final_loss", "seconds"};
+    "model", "family", "d", "experts", "k", "total_params", "active_params", "people", "seed", "steps", "tokens",
+    "knowledge_passes", "knowledge_test", "knowledge_train", "math_test", "math_train", "math_gap", "math_unseen",
+    "math_unseen_gap", "validation_loss", "perplexity", "best_perplexity", "best_perplexity_step", "corpus_bits",
+    "stored_bits", "stored_bits_per_param", "final_loss", "seconds"};
+
+// Stored knowledge: knowledge_train (the share of the trained people's questions answered, on the
+// qa_train_eval sample) and the facts it stands for in bits: per attribute, the share answered times
+// the attribute's bits (knowledge.h), summed, times the trained people. The people whose questions
+// were not trained are left out: what a model holds of them shows only through extraction
+// (knowledge_test).
+struct StoredKnowledge {
+  double accuracy = 0, bits = 0;
+};
+StoredKnowledge stored_knowledge(Decoder& model, const pretrain::Corpus& corpus, std::int64_t batch,
+                                 const pretrain::Tokenizer& tokenizer) {
+  std::int64_t correct = 0, total = 0;
+  double bits_per_person = 0;
+  for (pretrain::Attribute a : pretrain::kAllAttributes) {
+    std::vector<pretrain::QaPair> asked;
+    for (const pretrain::QaPair& qa : corpus.qa_train_eval)
+      if (qa.attribute == a) asked.push_back(qa);
+    if (asked.empty()) continue;
+    const pretrain::Accuracy acc = pretrain::knowledge_accuracy(model, asked, batch, tokenizer);
+    correct += acc.correct, total += acc.total;
+    bits_per_person += acc.value() * pretrain::attribute_bits(a);
+  }
+  return {total > 0 ? static_cast<double>(correct) / static_cast<double>(total) : 0.0,
+          bits_per_person * static_cast<double>(corpus.trained_people)};
+}
 
 // One point: the corpus of the seed, the model trained on its stream, then the five measurements.
 void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, const PretrainPoint& p) {
   const Settings& s = ctx.settings;
   // Replicate 0 is the run's seed itself; every model of a seed gets the same corpus.
   const std::uint64_t seed = replicate_seed(ctx.seed, p.seed);
-  const pretrain::Corpus corpus = pretrain::make_corpus(corpus_config(s), seed);
+  const pretrain::Corpus corpus = pretrain::make_corpus(corpus_config(s, p.people), seed);
   const std::int64_t seq = s.integer("seq"), batch = s.integer("batch"), eval_batch = s.integer("eval_batch");
   const pretrain::Tokenizer tokenizer = s.text("tokens") == "word"
                                             ? pretrain::Tokenizer::words(pretrain::training_documents(corpus))
@@ -220,8 +264,17 @@ void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, con
   const ModelSize size = model_size(*model);
   CsvFile metrics = ctx.dir.csv(point_curve_file(p.name), {"job", "step", "metric", "value"});
 
+  // Steps: `steps`, or what `passes` readings of the knowledge text take at this load (the stream
+  // mixes in math at math_fraction of the tokens, so knowledge is the rest of each step's tokens).
+  const double knowledge_tokens_per_step =
+      static_cast<double>(batch * (seq - 1)) * (1.0 - s.real("math_fraction"));
+  const double passes = s.real("passes");
   TrainConfig tc;
-  tc.steps = s.integer("steps"), tc.lr = s.real("lr"), tc.weight_decay = s.real("weight_decay");
+  tc.steps = passes > 0 ? std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(
+                                                        passes * static_cast<double>(stream.knowledge_pass_tokens()) /
+                                                        knowledge_tokens_per_step)))
+                        : s.integer("steps");
+  tc.lr = s.real("lr"), tc.weight_decay = s.real("weight_decay");
   tc.warmup_fraction = s.real("warmup_fraction"), tc.clip = s.real("clip");
   // The loop calls back at every perplexity_every (when set) and eval_every; generation runs at
   // eval_every and after the last step only, the perplexity at every call.
@@ -245,7 +298,8 @@ void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, con
         const bool full = step >= tc.steps || (eval_every > 0 && step % eval_every == 0);
         if (!full) return std::map<std::string, double>{{"validation_loss", v.mean_loss}, {"perplexity", v.perplexity}};
         const double k_test = pretrain::knowledge_accuracy(m, corpus.qa_test, eval_batch, tokenizer).value();
-        const double k_train = pretrain::knowledge_accuracy(m, corpus.qa_train_eval, eval_batch, tokenizer).value();
+        const StoredKnowledge stored = stored_knowledge(m, corpus, eval_batch, tokenizer);
+        const double k_train = stored.accuracy;
         const double m_test = pretrain::math_accuracy(m, corpus.math_test, eval_batch, tokenizer).value();
         const double m_train = pretrain::math_accuracy(m, corpus.math_train_eval, eval_batch, tokenizer).value();
         const double m_unseen = corpus.math_unseen_test.empty()
@@ -253,18 +307,23 @@ void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, con
                                     : pretrain::math_accuracy(m, corpus.math_unseen_test, eval_batch, tokenizer).value();
         last = {{"knowledge_test", k_test}, {"knowledge_train", k_train},     {"math_test", m_test},
                 {"math_train", m_train},    {"math_unseen", m_unseen},        {"validation_loss", v.mean_loss},
-                {"perplexity", v.perplexity}};
+                {"perplexity", v.perplexity},       {"stored_bits", stored.bits}};
         return last;
       },
-      spec.name() + " seed " + std::to_string(p.seed), &metrics);
+      p.name, &metrics);  // metrics.csv's job: the point
   const std::vector<std::string> row = {
       spec.name(), spec.family(), cell(spec.d), cell(spec.experts), cell(spec.moe() ? spec.k : 0),
-      cell(size.non_embedding), cell(size.active), cell(p.seed), cell(report.steps_done),
-      cell(static_cast<double>(report.steps_done * batch * (seq - 1))), cell(last.at("knowledge_test")),
+      cell(size.non_embedding), cell(size.active), cell(p.people), cell(p.seed), cell(report.steps_done),
+      cell(static_cast<double>(report.steps_done * batch * (seq - 1))),
+      cell(static_cast<double>(report.steps_done) * knowledge_tokens_per_step /
+           static_cast<double>(stream.knowledge_pass_tokens())),
+      cell(last.at("knowledge_test")),
       cell(last.at("knowledge_train")), cell(last.at("math_test")), cell(last.at("math_train")),
       cell(last.at("math_train") - last.at("math_test")), cell(last.at("math_unseen")),
       cell(last.at("math_train") - last.at("math_unseen")), cell(last.at("validation_loss")),
-      cell(last.at("perplexity")), cell(best_perplexity), cell(best_step), cell(report.final_loss),
+      cell(last.at("perplexity")), cell(best_perplexity), cell(best_step),
+      cell(static_cast<double>(p.people) * pretrain::person_bits()), cell(last.at("stored_bits")),
+      cell(last.at("stored_bits") / static_cast<double>(size.non_embedding)), cell(report.final_loss),
       cell(report.seconds)};
   nlohmann::ordered_json j;
   j["point"] = p.name;
@@ -296,12 +355,14 @@ Experiment pretrain_experiment() {
   e.name = "pretrain";
   e.summary = "Mixture of Parrots Sec. 5 (Figs. 1, 5, 6): pre-training on synthetic knowledge and math";
   e.details =
-      "Generates a corpus from the seed (synthetic people's biographies with the questions of half of them, and "
-      "multi-step arithmetic word problems with solutions), trains each model of the grid (dense widths; MoE widths x "
-      "expert counts, top-k or the `router` setting's scheme, FFN width d) on its packed token stream, and measures "
-      "knowledge accuracy on the held-out people's questions, math accuracy on fresh problems and on training ones "
-      "(the train-test gap), and the validation perplexity; the report sets them against total and active "
-      "parameters and against perplexity, with mean +- std over `seeds`. Every (model, seed) is an independent job: "
+      "Generates a corpus from the seed for each load of `people` (synthetic people's biographies with the "
+      "questions of half of them, and multi-step arithmetic word problems with solutions, a share of all equations "
+      "held out), trains each model of the grid (dense widths; MoE widths x expert counts, top-k or the `router` "
+      "setting's scheme, FFN width d) on its packed token stream for `steps` steps or `passes` readings of the "
+      "knowledge text, and measures stored knowledge (the trained questions, and its bits per parameter), "
+      "extraction (the held-out people's questions), math on unseen equations and on fresh and training problems, "
+      "and the validation perplexity; the report sets them against total and active parameters and against "
+      "perplexity, with mean +- std over `seeds`. Every (load, model, seed) is an independent job: "
       "--set mode=list prints one command line per missing point (docs/jobs.md), mode=point runs one, mode=report "
       "gathers them, mode=all (default) runs the missing ones and reports.";
   e.settings = pretrain_settings;

@@ -2,6 +2,7 @@
 // `moelab pretrain` (see the header).
 #include "tasks/pretrain/pretrain_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -12,17 +13,20 @@
 #include "tasks/common/plot.h"
 #include "tasks/common/report.h"
 #include "tasks/common/run_dir.h"
+#include "tasks/pretrain/knowledge.h"
 
 namespace moelab {
 
 namespace {
 
 // The measurements of one model, one value per seed, by results.csv column.
-const char* const kMetrics[] = {"knowledge_train", "knowledge_test", "math_unseen", "math_test",      "math_train",
-                                "math_unseen_gap", "math_gap",       "perplexity",  "best_perplexity"};
+const char* const kMetrics[] = {"knowledge_train", "knowledge_test",  "math_unseen",    "math_test",
+                                "math_train",      "math_unseen_gap", "math_gap",       "perplexity",
+                                "best_perplexity", "stored_bits",     "stored_bits_per_param"};
 
 struct ModelRow {
   ModelSpec spec;
+  std::int64_t people = 0;  // the load
   double total = 0, active = 0;
   std::map<std::string, std::vector<double>> values;  // column -> one value per seed
   const std::vector<double>& operator[](const std::string& column) const {
@@ -49,13 +53,14 @@ std::string difference(const std::vector<double>& a, const std::vector<double>& 
          format_number(100 * spread, "%.1f") + ")";
 }
 
-// The dense model nearest to `moe` by `distance` (smallest), or null when there is none.
+// The dense model of `of`'s load nearest to it by `distance` (smallest), or null when there is none.
 template <class Distance>
-const ModelRow* nearest_dense(const std::vector<ModelRow>& rows, Distance distance) {
+const ModelRow* nearest_dense(const std::vector<ModelRow>& rows, const ModelRow& of, Distance distance) {
   const ModelRow* best = nullptr;
   double best_distance = std::numeric_limits<double>::infinity();
   for (const ModelRow& r : rows)
-    if (!r.spec.moe() && r.done() && distance(r) < best_distance) best = &r, best_distance = distance(r);
+    if (!r.spec.moe() && r.done() && r.people == of.people && distance(r) < best_distance)
+      best = &r, best_distance = distance(r);
   return best;
 }
 
@@ -63,45 +68,62 @@ const ModelRow* nearest_dense(const std::vector<ModelRow>& rows, Distance distan
 
 void write_pretrain_report(const RunContext& ctx, const std::vector<ModelSpec>& models) {
   const Settings& s = ctx.settings;
-  std::vector<ModelRow> rows;
-  for (const ModelSpec& m : models) {
-    ModelRow row;
-    row.spec = m;
-    rows.push_back(row);
-  }
+  std::vector<ModelRow> rows;  // load by load, model by model
+  const std::vector<std::int64_t> loads = s.ints("people");
+  for (std::int64_t people : loads)
+    for (const ModelSpec& m : models) {
+      ModelRow row;
+      row.spec = m, row.people = people;
+      rows.push_back(row);
+    }
+  const bool several_loads = loads.size() > 1;
+  // "moe-d32-8e", with its load when there are several ("moe-d32-8e, 800 people").
+  auto name_of = [&](const ModelRow& r) {
+    return r.spec.name() + (several_loads ? ", " + std::to_string(r.people) + " people" : std::string());
+  };
   double tokens = 0;
   for (const CsvRow& r : read_csv(ctx.dir.file("results.csv")))
     for (ModelRow& row : rows)
-      if (row.spec.name() == r.text("model")) {
+      // A record from before loads has no people column: its one load is the setting's.
+      if (row.spec.name() == r.text("model") && row.people == (r.count("people") ? r.integer("people") : loads.front())) {
         row.total = r.real("total_params"), row.active = r.real("active_params");
-        for (const char* m : kMetrics) row.values[m].push_back(r.real(m));
-        tokens = r.real("tokens");
+        for (const char* m : kMetrics)
+          row.values[m].push_back(r.count(m) ? r.real(m) : std::numeric_limits<double>::quiet_NaN());
+        tokens = std::max(tokens, r.real("tokens"));
       }
 
   // models.csv and the table: means and spreads over seeds.
   std::ostringstream csv, table;
-  csv << "model,family,d,experts,total_params,active_params,seeds";
+  csv << "model,family,d,experts,people,total_params,active_params,seeds";
   for (const char* m : kMetrics) csv << "," << m << "_mean," << m << "_std";
   csv << "\n";
-  table << "| model | total params | active params | seeds | knowledge train (stored) | knowledge test (extraction) | "
-           "math unseen | math test | math train | train - unseen | perplexity (last) | perplexity (best) |\n"
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  std::vector<FamilyPoint> k_total, k_active, m_total, m_active, gap_total, gap_active, k_ppl, m_ppl;
+  table << "| model | people | total params | active params | seeds | knowledge train (stored) | stored bits / "
+           "param | corpus bits / param | knowledge test (extraction) | math unseen | math test | math train | train - "
+           "unseen | perplexity (last) | perplexity (best) |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::vector<FamilyPoint> k_total, k_active, m_total, m_active, gap_total, gap_active, k_ppl, m_ppl, bits_total,
+      bits_active;
   auto ppl = [](const std::vector<double>& v) {
     return format_number(mean_of(v), "%.3f") + " ± " + format_number(std_of(v), "%.3f");
   };
   for (ModelRow& r : rows) {
     if (!r.done()) continue;
-    csv << r.spec.name() << "," << r.spec.family() << "," << r.spec.d << "," << r.spec.experts << "," << cell(r.total)
+    csv << r.spec.name() << "," << r.spec.family() << "," << r.spec.d << "," << r.spec.experts << "," << r.people
+        << "," << cell(r.total)
         << "," << cell(r.active) << "," << r.seeds();
     for (const char* m : kMetrics) csv << "," << cell(mean_of(r[m])) << "," << cell(std_of(r[m]));
     csv << "\n";
-    table << "| " << r.spec.name() << " | " << cell(r.total) << " | " << cell(r.active) << " | " << r.seeds() << " | "
-          << pct_pm(r["knowledge_train"]) << "% | " << pct_pm(r["knowledge_test"]) << "% | " << pct_pm(r["math_unseen"])
+    const double corpus_bits = static_cast<double>(r.people) * pretrain::person_bits();
+    table << "| " << r.spec.name() << " | " << r.people << " | " << cell(r.total) << " | " << cell(r.active) << " | "
+          << r.seeds() << " | " << pct_pm(r["knowledge_train"]) << "% | "
+          << format_number(mean_of(r["stored_bits_per_param"]), "%.2f") << " ± "
+          << format_number(std_of(r["stored_bits_per_param"]), "%.2f") << " | "
+          << format_number(corpus_bits / r.total, "%.2f") << " | " << pct_pm(r["knowledge_test"]) << "% | "
+          << pct_pm(r["math_unseen"])
           << "% | " << pct_pm(r["math_test"]) << "% | " << pct_pm(r["math_train"]) << "% | "
           << format_number(100 * mean_of(r["math_unseen_gap"]), "%+.1f") << " | " << ppl(r["perplexity"]) << " | "
           << ppl(r["best_perplexity"]) << " |\n";
-    const std::string f = r.spec.family();
+    const std::string f = r.spec.family() + (several_loads ? ", " + std::to_string(r.people) + " people" : "");
     // Bars: mean +- sample std over seeds (none with one seed), in points.
     auto point = [&](double x, const std::vector<double>& v) {
       const MeanStd m = mean_std(v);
@@ -110,6 +132,14 @@ void write_pretrain_report(const RunContext& ctx, const std::vector<ModelSpec>& 
     };
     k_total.push_back(point(r.total, r["knowledge_train"]));
     k_active.push_back(point(r.active, r["knowledge_train"]));
+    // Stored bits in thousands (point() scales by 100 for percent: undo it).
+    auto kbits = [&](double x) {
+      FamilyPoint q = point(x, r["stored_bits"]);
+      q.y /= 1e5, q.low /= 1e5, q.high /= 1e5;
+      return q;
+    };
+    bits_total.push_back(kbits(r.total));
+    bits_active.push_back(kbits(r.active));
     m_total.push_back(point(r.total, r["math_unseen"]));
     m_active.push_back(point(r.active, r["math_unseen"]));
     gap_total.push_back(point(r.total, r["math_unseen_gap"]));
@@ -124,6 +154,10 @@ void write_pretrain_report(const RunContext& ctx, const std::vector<ModelSpec>& 
   for (const std::string& n :
        plot_against_parameters(ctx.dir.path(), "fig1_knowledge", "Stored knowledge (trained people's questions)",
                                "exact match (%), mean over seeds, bars: +- std", k_total, k_active))
+    notes.push_back(n);
+  for (const std::string& n :
+       plot_against_parameters(ctx.dir.path(), "stored_bits", "Stored facts (trained people), per corpus size",
+                               "thousands of bits stored, mean over seeds, bars: +- std", bits_total, bits_active))
     notes.push_back(n);
   for (const std::string& n :
        plot_against_parameters(ctx.dir.path(), "fig1_math", "Math on unseen equations",
@@ -148,12 +182,12 @@ void write_pretrain_report(const RunContext& ctx, const std::vector<ModelSpec>& 
   details << "### Experts at a fixed width (the dense model of the same d)\n\n";
   for (const ModelRow& moe : rows) {
     if (!moe.spec.moe() || !moe.done()) continue;
-    const ModelRow* dense = nearest_dense(rows, [&](const ModelRow& r) {
+    const ModelRow* dense = nearest_dense(rows, moe, [&](const ModelRow& r) {
       return r.spec.d == moe.spec.d ? std::fabs(std::log(r.active / moe.active)) : std::numeric_limits<double>::infinity();
     });
     if (!dense) continue;
-    details << "- " << moe.spec.name() << " (" << cell(moe.total) << " total, " << cell(moe.active) << " active) vs "
-            << dense->spec.name() << " (" << cell(dense->total) << "): stored knowledge "
+    details << "- " << name_of(moe) << " (" << cell(moe.total) << " total, " << cell(moe.active) << " active) vs "
+            << name_of(*dense) << " (" << cell(dense->total) << "): stored knowledge "
             << difference(moe["knowledge_train"], (*dense)["knowledge_train"]) << ", unseen math "
             << difference(moe["math_unseen"], (*dense)["math_unseen"]) << ".\n";
   }
@@ -161,10 +195,10 @@ void write_pretrain_report(const RunContext& ctx, const std::vector<ModelSpec>& 
   details << "\n### Figure 5: the math train - unseen gap, against the dense model nearest in total parameters\n\n";
   for (const ModelRow& moe : rows) {
     if (!moe.spec.moe() || !moe.done()) continue;
-    const ModelRow* dense = nearest_dense(rows, [&](const ModelRow& r) { return std::fabs(std::log(r.total / moe.total)); });
+    const ModelRow* dense = nearest_dense(rows, moe, [&](const ModelRow& r) { return std::fabs(std::log(r.total / moe.total)); });
     if (!dense) continue;
-    details << "- " << moe.spec.name() << " (" << cell(moe.total) << " total): gap "
-            << format_number(100 * mean_of(moe["math_unseen_gap"]), "%+.1f") << " against " << dense->spec.name()
+    details << "- " << name_of(moe) << " (" << cell(moe.total) << " total): gap "
+            << format_number(100 * mean_of(moe["math_unseen_gap"]), "%+.1f") << " against " << name_of(*dense)
             << " (" << cell(dense->total) << " total) "
             << format_number(100 * mean_of((*dense)["math_unseen_gap"]), "%+.1f") << ": "
             << difference(moe["math_unseen_gap"], (*dense)["math_unseen_gap"]) << ".\n";
@@ -175,21 +209,24 @@ void write_pretrain_report(const RunContext& ctx, const std::vector<ModelSpec>& 
     if (!moe.spec.moe() || !moe.done()) continue;
     const double p = mean_of(moe["best_perplexity"]);
     const ModelRow* dense =
-        nearest_dense(rows, [&](const ModelRow& r) { return std::fabs(mean_of(r["best_perplexity"]) - p); });
+        nearest_dense(rows, moe, [&](const ModelRow& r) { return std::fabs(mean_of(r["best_perplexity"]) - p); });
     if (!dense) continue;
-    details << "- " << moe.spec.name() << " (best perplexity " << format_number(p, "%.3f") << ") vs "
-            << dense->spec.name() << " (" << format_number(mean_of((*dense)["best_perplexity"]), "%.3f")
+    details << "- " << name_of(moe) << " (best perplexity " << format_number(p, "%.3f") << ") vs "
+            << name_of(*dense) << " (" << format_number(mean_of((*dense)["best_perplexity"]), "%.3f")
             << "): stored knowledge " << difference(moe["knowledge_train"], (*dense)["knowledge_train"])
             << ", unseen math " << difference(moe["math_unseen"], (*dense)["math_unseen"]) << ".\n";
   }
 
+  std::string loads_text;  // "400, 800 and 1600"
+  for (std::size_t i = 0; i < loads.size(); ++i)
+    loads_text += (i == 0 ? "" : i + 1 == loads.size() ? " and " : ", ") + std::to_string(loads[i]);
   std::ostringstream summary;
   summary << "# Pre-training on synthetic knowledge and math (Mixture of Parrots, Section 5)\n\n"
           << "Preset `" << ctx.preset << "`, " << ctx.threads << (ctx.threads == 1 ? " thread" : " threads")
           << ". Settings: config.json; every run: results.csv; per model: models.csv; training curves: metrics.csv.\n\n"
-          << "Corpus (one per seed, shared by every model of that seed): " << s.integer("people") << " people ("
-          << s.integer("people") / 2 << " with their questions in the training text, "
-          << s.integer("people") - s.integer("people") / 2 << " held out), " << s.integer("bios_per_person")
+          << "Corpus (one per load and seed, shared by every model of that load and seed): " << loads_text
+          << " people (half with their questions in the training text, half held out; a person's facts hold "
+          << format_number(pretrain::person_bits(), "%.1f") << " bits), " << s.integer("bios_per_person")
           << " biographies each; " << s.integer("math_train_problems") << " math problems of " << s.integer("min_ops")
           << " to " << s.integer("max_ops") << " operations (numbers added or subtracted up to "
           << s.integer("math_max_operand") << ", every count at most " << s.integer("math_max_value") << "); "
@@ -198,9 +235,13 @@ void write_pretrain_report(const RunContext& ctx, const std::vector<ModelSpec>& 
           << (s.text("tokens") == "word" ? "words (a word piece per word of the training text; digits, spaces and "
                                            "punctuation one character each)"
                                          : "characters")
-          << ". Each model trains " << s.integer("steps") << " steps of " << s.integer("batch") << " windows of "
+          << ". Each model trains "
+          << (s.real("passes") > 0 ? "the steps that read the knowledge text " + format_number(s.real("passes"), "%g") +
+                                         " times at its load"
+                                   : std::to_string(s.integer("steps")) + " steps")
+          << " of " << s.integer("batch") << " windows of "
           << s.integer("seq") << " tokens ("
-          << format_number(tokens, "%.3g") << " target tokens).\n\n"
+          << format_number(tokens, "%.3g") << " target tokens at most).\n\n"
           << "Knowledge train (stored facts, what the claims are judged on): exact match on "
           << s.integer("qa_train_eval_questions")
           << " questions that were in the training text; knowledge test (extraction): on "

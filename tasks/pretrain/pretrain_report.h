@@ -23,11 +23,12 @@
 
 namespace moelab {
 
-// One job of the sweep: a model of the grid and a seed, named "<model>-seed<t>".
+// One job of the sweep: a load, a model of the grid and a seed, named "<model>-p<people>-seed<t>".
 struct PretrainPoint {
   std::size_t model = 0;
   std::int64_t seed = 0;
   std::string name;
+  std::int64_t people = 0;  // the load: the corpus's people
 };
 
 // Reads ctx.dir's results.csv; writes models.csv, the PNGs (or their .gp scripts without gnuplot)
