@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <string>
 
 #include "core/parallel.h"
 #include "tasks/common/run_dir.h"
@@ -44,6 +45,13 @@ TEST_CASE("phonebook sweep: results, report, skipping and resuming") {
   CHECK(std::stod(capacity[1].at("total_params")) > std::stod(capacity[1].at("active_params")));
   CHECK(std::filesystem::exists(dir.file("summary.md")));
   CHECK(std::filesystem::exists(dir.file("fig4a_total.dat")));
+  {
+    // The comparisons in numbers, and no second verdict beside the Claims section.
+    std::ifstream summary_file(dir.file("summary.md"));
+    const std::string summary((std::istreambuf_iterator<char>(summary_file)), std::istreambuf_iterator<char>());
+    CHECK(summary.find("## Comparisons") != std::string::npos);
+    CHECK(summary.find("## In numbers") == std::string::npos);
+  }
   CHECK(!read_csv(dir.file("metrics.csv")).empty());
 
   CHECK(std::filesystem::exists(dir.file("points/moe-d16-4e-N12-seed0.json")));

@@ -18,8 +18,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "autograd/no_grad.h"
 #include "core/factories.h"
@@ -223,6 +225,13 @@ TEST_CASE("teacher-student command: mode=point writes one point, mode=report gat
   REQUIRE(e.run(RunContext{report, dir, "test", 0, 1, Device::cpu()}) == 0);
   REQUIRE(read_csv(dir.file("results.csv")).size() == 1);
   CHECK(std::filesystem::exists(dir.file("summary.md")));
+  {
+    // The comparisons in numbers, and no second verdict beside the Claims section.
+    std::ifstream summary_file(dir.file("summary.md"));
+    const std::string summary((std::istreambuf_iterator<char>(summary_file)), std::istreambuf_iterator<char>());
+    CHECK(summary.find("## Comparisons") != std::string::npos);
+    CHECK(summary.find("## In numbers") == std::string::npos);
+  }
 
   const Settings all = settings({});
   REQUIRE(e.run(RunContext{all, dir, "test", 0, 1, Device::cpu()}) == 0);

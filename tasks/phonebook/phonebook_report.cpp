@@ -263,7 +263,8 @@ int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& 
           << format_number(100 * threshold, "%.0f") << "%. A model stops at the first " << s.integer("stop_after_failures")
           << " failed size(s) in a row; its capacity for a seed is the largest book memorized before that, and the "
              "\"largest memorized\" column is the median over seeds.\n\n"
-          << table.str() << "\n## In numbers\n\n"
+          << table.str() << "\n## Comparisons\n\n"
+          << "The numbers behind the Claims section, pair by pair; the paper's claims are judged there only (`moelab claims --check` recomputes that section from the CSV files).\n\n"
           << (seeds_max > 1 ? "The rule: an MoE model memorizes more than a dense one when its median capacity over seeds "
                               "is larger; beyond the seeds' spread when its smallest per-seed capacity is larger than the "
                               "dense model's largest.\n\n"
