@@ -448,3 +448,34 @@ TEST_CASE("topk router: drop_order=probability ranks by the gates (Megatron's pr
   const RoutingPlan raw = top_k_route(x, weight, Variable(), 2, o);
   CHECK(raw.experts.to_vector<std::int32_t>() == std::vector<std::int32_t>{0, 1, kDroppedSlot, kDroppedSlot});
 }
+
+TEST_CASE("topk router: MoE++ null experts leave the renormalisation (its released gating()), checked by hand") {
+  // E = 2 real experts and N = 1 null one (id 2), k = 2. x is the identity, so token t's logits are
+  // the weight's column t: log-probabilities, softmax gives them back.
+  //   token A: p = (.5, 1/6, 1/3): chooses 0 and the null; MoE++ zeroes the null's .333 before
+  //            renormalising: gate .5 / .5 = 1 (keeping it in the denominator gave .5 / .833 = .6)
+  //   token B: p = (.5, .3, .2): chooses 0 and 1: gates .5 / .8 = .625 and .375, as without nulls
+  const std::vector<double> pa = {0.5, 1.0 / 6.0, 1.0 / 3.0}, pb = {0.5, 0.3, 0.2};
+  std::vector<double> w(9, 0.0);  // [E + N, d]: w[e, 0] = log pa[e], w[e, 1] = log pb[e]
+  for (int e = 0; e < 3; ++e) w[e * 3 + 0] = std::log(pa[e]), w[e * 3 + 1] = std::log(pb[e]);
+  const Variable x(from_vector(std::vector<double>{1, 0, 0, 0, 1, 0}, {2, 3}));
+  const Variable weight(from_vector(w, {3, 3}));
+  TopKRouterOptions o;
+  o.null_experts = 1;
+  const RoutingPlan plan = top_k_route(x, weight, Variable(), 2, o);
+  CHECK(plan.experts.to_vector<std::int32_t>() == std::vector<std::int32_t>{0, kUnusedSlot, 0, 1});
+  const std::vector<double> g = plan.gates.data().to_vector<double>();
+  CHECK(g[0] == doctest::Approx(1.0));
+  CHECK(g[1] == 0.0);
+  CHECK(g[2] == doctest::Approx(0.625));
+  CHECK(g[3] == doctest::Approx(0.375));
+  // With MoE++'s Mixtral gating (softmax over the k chosen logits) the null's share stays: .5 / .833.
+  o.gates = GateMode::TopkSoftmax;
+  CHECK(top_k_route(x, weight, Variable(), 2, o).gates.data().to_vector<double>()[0] == doctest::Approx(0.6));
+  // A token whose k choices are all null gets no output (N = 2 nulls, k = 2; not 0 / 0).
+  const Variable w2(from_vector(std::vector<double>{std::log(0.1), std::log(0.45), std::log(0.45)}, {3, 1}));
+  TopKRouterOptions two;
+  two.null_experts = 2;
+  const RoutingPlan nulls = top_k_route(Variable(from_vector(std::vector<double>{1}, {1, 1})), w2, Variable(), 2, two);
+  CHECK(nulls.gates.data().to_vector<double>() == std::vector<double>{0.0, 0.0});
+}

@@ -327,7 +327,9 @@ TEST_CASE("topk null_experts: zero-computation slots, their share in the gates, 
     std::vector<std::int64_t> order(static_cast<std::size_t>(E_all));
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](std::int64_t u, std::int64_t v) { return z[u] > z[v]; });
-    const double chosen_mass = p[order[0]] + p[order[1]];
+    // MoE++'s gating(): the null experts' p are zeroed before the renormalisation.
+    double chosen_mass = 0;
+    for (std::int64_t j = 0; j < k; ++j) chosen_mass += order[j] < E ? p[order[j]] : 0.0;
     for (std::int64_t j = 0; j < k; ++j) {
       const std::int64_t e = order[j];
       f[e] += 1.0 / (T * k);
@@ -352,9 +354,15 @@ TEST_CASE("topk null_experts: zero-computation slots, their share in the gates, 
   REQUIRE(plan.aux_losses.size() == 1);
   CHECK(plan.aux_losses[0].second.data().item<double>() == doctest::Approx(lb));
 
-  // The null experts' rows learn: their probability is in every real gate's denominator.
+  // The gates are ratios of real experts' p alone, so the null rows get no gradient from them (a
+  // token of real + null gives its real expert gate 1, constant); they learn from the balance loss.
   sum(plan.gates * Variable(normal({T, k}, 0.0, 1.0, gen, DType::Float64))).backward();
-  const std::vector<double> grad = r->weight().grad().to_vector<double>();
+  std::vector<double> grad = r->weight().grad().to_vector<double>();
+  CHECK(std::all_of(grad.begin() + E * d, grad.end(), [](double g) { return std::fabs(g) < 1e-15; }));
+  CHECK(std::any_of(grad.begin(), grad.begin() + E * d, [](double g) { return g != 0.0; }));
+  r->zero_grad();
+  r->route(Variable(x)).aux_losses[0].second.backward();  // a fresh graph
+  grad = r->weight().grad().to_vector<double>();
   CHECK(std::any_of(grad.begin() + E * d, grad.end(), [](double g) { return g != 0.0; }));
 
   CHECK_THROWS_AS(make_router("topk", config(d, E, k, {{"null_experts", "1"}, {"forced", "balanced"}}), gen), Error);
@@ -384,10 +392,13 @@ TEST_CASE("topk copy_experts: identity slots add their gate times the token, bes
   double copies = 0, nulls = 0;
   for (std::int64_t t = 0; t < T; ++t) {
     const auto [order, g0, g1] = host_top2(xv, wv, t, d, E_all);
+    // A null slot's p leaves the renormalisation (MoE++'s gating()): the other slot gets gate 1.
+    const bool null0 = order[0] >= E && order[0] < E + N, null1 = order[1] >= E && order[1] < E + N;
+    const double h0 = null0 ? 0.0 : null1 ? 1.0 : g0, h1 = null1 ? 0.0 : null0 ? 1.0 : g1;
     double copy_gate = 0;
     for (std::int64_t j = 0; j < k; ++j) {
       const std::int64_t e = order[j];
-      const double g = j == 0 ? g0 : g1;
+      const double g = j == 0 ? h0 : h1;
       INFO("token ", t, " slot ", j);
       if (e >= E) {
         CHECK(experts[t * k + j] == kUnusedSlot);

@@ -122,8 +122,9 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   const Tensor chosen_all = forced.defined() ? forced : kernels::topk(logits.data(), static_cast<int>(k)).indices;
   // Null experts (ids E .. E + N - 1) compute nothing, copy experts (E + N .. E + N + M - 1) and
   // constant experts (E + N + M .. E_all - 1) no MLP: their slots become kUnusedSlot, so the
-  // experts' part of the output is the gated sum of the real slots alone (their gates keep the
-  // special ones' share in the denominator). [T, k], 0/1 float64
+  // experts' part of the output is the gated sum of the real slots alone (with renormalised gates
+  // the copy and constant slots' share stays in the denominator, the null ones' does not: below).
+  // [T, k], 0/1 float64
   Tensor ids, is_null, is_copy, is_constant, chosen = chosen_all;
   if (special > 0) {
     ids = kernels::cast(chosen_all, DType::Float64);
@@ -138,7 +139,19 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   // Gates before dropping: [T, k]
   Variable gates;
   switch (o.gates) {
-    case GateMode::SoftmaxTopkRenorm: gates = renormalize_rows(gather_last(probs, chosen_all)); break;  // rows sum to 1
+    case GateMode::SoftmaxTopkRenorm:
+      if (N == 0) {
+        gates = renormalize_rows(gather_last(probs, chosen_all));  // rows sum to 1
+      } else {
+        // MoE++'s released gating(): a null slot's probability is zeroed before the renormalisation,
+        // so a token's real (and copy, constant) slots share all of its output; a token whose k
+        // choices are all null gets no output (0 / 1 rather than 0 / 0). [T, k]
+        const Tensor not_null = kernels::sub(1.0, is_null);
+        const Tensor all_null = kernels::eq(kernels::sum(not_null, 1, /*keepdim=*/true), 0.0);  // [T, 1]
+        const Variable kept = gather_last(probs, chosen_all) * Variable(kernels::cast(not_null, x.dtype()));
+        gates = kept / (sum(kept, 1, /*keepdim=*/true) + Variable(kernels::cast(all_null, x.dtype())));
+      }
+      break;
     case GateMode::SoftmaxTopk: gates = gather_last(probs, chosen_all); break;
     case GateMode::TopkSoftmax: gates = softmax(gather_last(logits, chosen_all)); break;
     case GateMode::Equal: gates = Variable(full({T, k}, 1.0 / static_cast<double>(k), x.dtype(), x.device())); break;

@@ -45,10 +45,14 @@
 //                    compares against. The load_balance_raw metric stays the batch's
 //   null_experts     N >= 0 zero-computation experts (MoE++, Jin et al. 2024, its "zero experts"):
 //                    the router scores E + N experts (weight [E + N, d]); a slot that picks one
-//                    of the N computes nothing: it becomes an unused slot (kUnusedSlot, its gate 0),
-//                    while its probability stays in the renormalised gates' denominator, so the
-//                    token's output is sum over its real slots of p_e / (sum of its k chosen p,
-//                    nulls included) * expert_e(x). load_balance then counts f and P over all E + N
+//                    of the N computes nothing: it becomes an unused slot (kUnusedSlot, its gate 0).
+//                    With gates=softmax-topk-renorm its probability is zeroed before renormalising,
+//                    as MoE++'s released gating() does, so the token's output is sum over its real
+//                    slots of p_e / (sum of its k chosen p, nulls left out) * expert_e(x) (a token
+//                    of real + null at k = 2 gives its real expert gate 1, whose gradient to the
+//                    router is then 0; a token of nulls only gives 0); with softmax-topk and
+//                    topk-softmax (MoE++'s Mixtral gating) a null's gate is simply not used, its
+//                    share still in the softmax. load_balance then counts f and P over all E + N
 //                    (a null expert is balanced like any other). Metrics: null_fraction (the share
 //                    of the T*k choices that went to a null expert) and mean_slots (real slots per
 //                    token); router_entropy is not reported. Not with forced or replay
