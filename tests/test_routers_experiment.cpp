@@ -177,6 +177,11 @@ TEST_CASE("routing schemes as data: custom_schemes defines, checks and runs a sc
   CHECK(custom[1].shared_experts == 1);
   CHECK(custom[1].options == std::map<std::string, std::string>{{"gates", "softmax-topk"}});
   CHECK(parse_custom_schemes("").empty());
+  // Real slots per token vary with null, copy or constant experts: the report shows mean_slots, not k.
+  CHECK_FALSE(custom[0].variable_k);
+  CHECK(parse_custom_schemes("null2:topk:null_experts=2").front().variable_k);
+  CHECK(parse_custom_schemes("copy1:topk:copy_experts=1").front().variable_k);
+  CHECK_FALSE(parse_custom_schemes("none:topk:null_experts=0").front().variable_k);
 
   SchemeSettings knobs;
   knobs.custom = custom;

@@ -145,7 +145,14 @@ std::vector<RouterScheme> parse_custom_schemes(const std::string& text) {
         options += " " + key + "=" + value;
       }
     }
-    r.variable_k = r.router == "top-p";
+    // Real slots vary per token with top-p, and with MoE++'s null, copy and constant experts (a slot
+    // that picks one runs no MLP): the report then shows the measured mean_slots, not k.
+    const auto positive = [&](const char* key) {
+      const auto it = r.options.find(key);
+      return it != r.options.end() && it->second != "0";
+    };
+    r.variable_k = r.router == "top-p" || positive("null_experts") || positive("copy_experts") ||
+                   positive("constant_experts");
     r.batch_dependent = r.router == "balanced";
     r.description = "custom: " + r.router + ", k " + std::to_string(r.k) +
                     (r.shared_experts > 0 ? ", " + std::to_string(r.shared_experts) + " shared" : "") +

@@ -73,7 +73,7 @@ struct RouterScheme {
   std::map<std::string, std::string> options;
   std::int64_t k = 2;               // slots per token (top-p: its cap)
   std::int64_t shared_experts = 0;  // always-active experts (taken from the E experts)
-  bool variable_k = false;          // active parameters vary per token (top-p)
+  bool variable_k = false;          // active parameters vary per token (top-p; null/copy/constant experts)
   bool batch_dependent = false;     // training routing looks at the whole batch (balanced)
 };
 
