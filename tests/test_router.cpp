@@ -14,6 +14,7 @@
 #include "autograd/ops.h"
 #include "core/factories.h"
 #include "core/kernels.h"
+#include "nn/moe/moe_layer.h"
 #include "nn/moe/router.h"
 #include "nn/moe/top_k_router.h"
 #include "test_util.h"
@@ -478,4 +479,43 @@ TEST_CASE("topk router: MoE++ null experts leave the renormalisation (its releas
   two.null_experts = 2;
   const RoutingPlan nulls = top_k_route(Variable(from_vector(std::vector<double>{1}, {1, 1})), w2, Variable(), 2, two);
   CHECK(nulls.gates.data().to_vector<double>() == std::vector<double>{0.0, 0.0});
+}
+
+TEST_CASE("a TopKRouter subclass that overrides route() alone is what the MoE layer calls, with its sequences") {
+  // It counts its calls and keeps, from TopKRouter::route inside it, the per-sequence balance loss.
+  struct Counting : TopKRouter {
+    Counting(const RouterConfig& c, Generator& g, int* calls)
+        : TopKRouter(c.d, c.experts, c.k, TopKRouterOptions{}, g, c.dtype), calls_(calls) {}
+    RoutingPlan route(const Variable& x) override {
+      ++*calls_;
+      seen_length = current_sequence_length(x);
+      return TopKRouter::route(x);
+    }
+    int* calls_;
+    std::int64_t seen_length = 0;
+  };
+  static int calls = 0;
+  static Counting* last = nullptr;
+  static bool registered = false;
+  if (!registered) {
+    register_router("counting-topk", [](const RouterConfig& c, Generator& g) {
+      auto r = std::make_shared<Counting>(c, g, &calls);
+      last = r.get();
+      return r;
+    });
+    registered = true;
+  }
+  Generator gen(5);
+  MoEConfig mc;
+  mc.d = 4, mc.experts = 4, mc.k = 2, mc.ffn = 3, mc.dtype = DType::Float64, mc.router = "counting-topk";
+  MoELayer layer(mc, gen);
+  calls = 0;
+  layer.forward(Variable(normal({3, 5, 4}, 0.0, 1.0, gen, DType::Float64)));  // [B, S, d]: 3 sequences of 5
+  CHECK(calls == 1);
+  REQUIRE(last != nullptr);
+  CHECK(last->seen_length == 5);
+  // Called directly it is one sequence; the length of a layer call does not stay behind.
+  last->route(Variable(normal({6, 4}, 0.0, 1.0, gen, DType::Float64)));
+  CHECK(calls == 2);
+  CHECK(last->seen_length == 6);
 }

@@ -92,11 +92,9 @@ Variable AuxFreeRouter::sequence_balance_loss(const Variable& scores, const Tens
   return mean(sum(Variable(f) * P, 1)) * options_.seq_aux;                          // []
 }
 
-RoutingPlan AuxFreeRouter::route(const Variable& x) { return route_sequences(x, x.defined() ? x.size(0) : 1); }
-
-RoutingPlan AuxFreeRouter::route_sequences(const Variable& x, std::int64_t sequence_length) {
+RoutingPlan AuxFreeRouter::route(const Variable& x) {
   check_input(x, kScheme);
-  check_sequence_length(x, sequence_length, kScheme);
+  const std::int64_t sequence_length = current_sequence_length(x);  // route_sequences' S, or T
   MOELAB_CHECK(x.dtype() == weight_.dtype(), kScheme, "x is ", x.dtype(), " but the router weight is ", weight_.dtype());
   const std::int64_t E = experts();
   Variable logits = matmul(x, weight_, false, /*trans_b=*/true);  // [T, E]

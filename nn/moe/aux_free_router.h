@@ -75,7 +75,6 @@ class AuxFreeRouter : public Router {
   // x: [T, d] -> plan; in training mode, adds the plan's tokens per expert to the pending counts.
   // route(x) treats the T tokens as one sequence (for seq_aux).
   RoutingPlan route(const Variable& x) override;
-  RoutingPlan route_sequences(const Variable& x, std::int64_t sequence_length) override;
   // b += u * sign(mean(c) - c) over the pending counts, then clears them (no-op without any).
   void after_optimizer_step() override;
   // One when renormalised (k > 1); else sigmoid scores promise nothing, softmax ones sum to <= 1.

@@ -77,7 +77,17 @@ void Router::check_input(const Variable& x, const char* scheme) const {
 
 RoutingPlan Router::route_sequences(const Variable& x, std::int64_t sequence_length) {
   check_sequence_length(x, sequence_length, "Router::route_sequences");
+  // The length holds for this call only, also when route throws.
+  struct Scope {
+    std::int64_t& slot;
+    ~Scope() { slot = 0; }
+  } scope{sequence_length_};
+  sequence_length_ = sequence_length;
   return route(x);
+}
+
+std::int64_t Router::current_sequence_length(const Variable& x) const {
+  return sequence_length_ > 0 ? sequence_length_ : (x.defined() && x.rank() >= 1 ? x.size(0) : 1);
 }
 
 void Router::check_sequence_length(const Variable& x, std::int64_t sequence_length, const char* scheme) const {

@@ -107,10 +107,12 @@ class Router : public Module {
   virtual RoutingPlan route(const Variable& x) = 0;
   // The same, told that the T tokens are T / sequence_length sequences of sequence_length
   // consecutive tokens (the MoE layer passes its input's [B, S, d] shape this way; a [T, d]
-  // input is one sequence). For schemes that look at sequences, such as DeepSeek-V3's
-  // sequence-wise balance loss (aux-free's option seq_aux); the default checks that the length
-  // divides T and routes as route(x).
-  virtual RoutingPlan route_sequences(const Variable& x, std::int64_t sequence_length);
+  // input is one sequence). Not virtual: it checks that the length divides T, makes it what
+  // current_sequence_length() gives while route(x) runs, and calls route(x), so route() is a
+  // router's one entry point and a subclass that overrides it is what the layer calls. Schemes
+  // that look at sequences, such as DeepSeek-V3's sequence-wise balance loss (aux-free's option
+  // seq_aux), read the length in route().
+  RoutingPlan route_sequences(const Variable& x, std::int64_t sequence_length);
 
   std::int64_t d() const { return d_; }
   std::int64_t experts() const { return experts_; }
@@ -141,10 +143,14 @@ class Router : public Module {
   void check_input(const Variable& x, const char* scheme) const;
   // Checks that sequence_length >= 1 divides x's T (throws naming `scheme`).
   void check_sequence_length(const Variable& x, std::int64_t sequence_length, const char* scheme) const;
+  // Inside route(x): the sequence length route_sequences was given, or x's T (one sequence) when
+  // route was called directly.
+  std::int64_t current_sequence_length(const Variable& x) const;
 
  private:
   std::int64_t d_, experts_, k_;
   Tensor token_ids_;
+  std::int64_t sequence_length_ = 0;  // set by route_sequences while route runs; 0: none
 };
 
 

@@ -319,11 +319,9 @@ void TopKRouter::replay(const Tensor& ids) {
 
 void TopKRouter::stop_replay() { replay_ = Tensor(); }
 
-RoutingPlan TopKRouter::route(const Variable& x) { return route_sequences(x, x.defined() ? x.size(0) : 1); }
-
-RoutingPlan TopKRouter::route_sequences(const Variable& x, std::int64_t sequence_length) {
+RoutingPlan TopKRouter::route(const Variable& x) {
   check_input(x, kScheme);
-  check_sequence_length(x, sequence_length, kScheme);
+  const std::int64_t sequence_length = current_sequence_length(x);  // route_sequences' S, or T
   MOELAB_CHECK(x.dtype() == weight_.dtype(), kScheme, "x is ", x.dtype(), " but the router weight is ", weight_.dtype());
   Tensor noise;
   if (is_training() && options_.jitter > 0.0) {

@@ -161,10 +161,11 @@ class TopKRouter : public Router {
   TopKRouter(std::int64_t d, std::int64_t experts, std::int64_t k, const TopKRouterOptions& options, Generator& gen,
              DType dtype = DType::Float32);
 
-  // x: [T, d] -> plan; draws jitter noise in training mode when options.jitter > 0. route(x) is
-  // one sequence of T (it matters for balance_scope = sequence only).
+  // x: [T, d] -> plan; draws jitter noise in training mode when options.jitter > 0. Called
+  // directly, x is one sequence of T; through route_sequences (the MoE layer), x is sequences of
+  // its S (current_sequence_length; it matters for balance_scope = sequence only). A subclass that
+  // overrides it is what the layer calls, and may call TopKRouter::route(x) within.
   RoutingPlan route(const Variable& x) override;
-  RoutingPlan route_sequences(const Variable& x, std::int64_t sequence_length) override;
   // One for the renormalised modes, topk-softmax and equal; AtMostOne for softmax-topk.
   GateSum gate_sum() const override;
 
