@@ -245,6 +245,28 @@ inline double router_gradient_size(MoELayer& moe, const Tensor& x, std::uint64_t
   return size;
 }
 
+// Clause 6's diagnosis when the router gets no gradient: what its gates look like.
+inline std::string why_no_router_gradient(MoELayer& moe, const Tensor& x) {
+  const RoutingPlan plan = moe.router().route(Variable(x));
+  if (!plan.gates.defined()) return "the plan has no gates";
+  if (!plan.gates.requires_grad())
+    return "its gates are not connected to its parameters (made from a Tensor or .data(), or under no_grad?)";
+  const std::vector<std::int32_t> ids = ints(plan.experts);
+  const std::vector<double> g = doubles(plan.gates.data());
+  std::vector<double> kept;  // the gates of slots that reach an expert
+  for (std::size_t i = 0; i < g.size() && i < ids.size(); ++i)
+    if (ids[i] >= 0) kept.push_back(g[i]);
+  const bool all_one = !kept.empty() && std::all_of(kept.begin(), kept.end(), [](double v) { return v == 1.0; });
+  const bool all_same = !kept.empty() && std::all_of(kept.begin(), kept.end(), [&](double v) { return v == kept[0]; });
+  if (all_one)
+    return std::string("every kept gate is exactly 1") +
+           (moe.router().k() == 1 ? " (k = 1 with renormalised gates: p/p = 1; use gates=softmax-topk, or k >= 2)"
+                                  : " (renormalised over one real slot per token?)");
+  if (all_same) return "every kept gate is the same constant " + std::to_string(kept[0]) + " (equal gates?)";
+  return "its gates vary and are in the graph, but nothing flows back to its parameters (a stop-gradient, a "
+         "detached score, or parameters the gates do not use?)";
+}
+
 // Clause 7: each token's gate sum against the router's declared promise.
 inline void check_gate_sum(const RoutingPlan& plan, GateSum promise, std::ostringstream& out) {
   if (promise == GateSum::Free || !plan.gates.defined() || plan.gates.rank() != 2) return;
@@ -374,8 +396,8 @@ inline std::string router_contract_failures(const RouterContract& c) {
       if (fresh.router().parameters().empty())
         out << "learns: the router declares it learns but has no parameters\n";
       else if (!(router_gradient_size(fresh, x, c.seed + 3000) > 0.0))
-        out << "learns: the router's parameters get a gradient of exactly 0 from the output and the aux losses "
-               "(constant gates? with k = 1, renormalised gates are all p/p = 1)\n";
+        out << "learns: the router's parameters get a gradient of exactly 0 from the output and the aux losses: "
+            << why_no_router_gradient(fresh, x) << "\n";
     }
 
     // 7. the declared gate sum, in both modes

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -182,6 +183,13 @@ class HiddenStreamRouter : public GumbelRouter {
   HiddenStreamRouter(const RouterConfig& c, Generator& g) : GumbelRouter(c, g, "HiddenStreamRouter", true) {}
 };
 
+// Gates cut from the graph (a Tensor made a Variable again): they vary, yet the router never learns.
+class DetachedRouter : public HostChoiceRouter {
+ public:
+  DetachedRouter(const RouterConfig& c, Generator& g) : HostChoiceRouter(c, g, "DetachedRouter") {}
+  Variable shape_gates(const Variable& g) override { return Variable(g.data()); }
+};
+
 template <class R>
 void register_once(const std::string& name) {
   static bool registered = false;
@@ -223,7 +231,14 @@ TEST_CASE("router contract: a router that never learns is caught (the k = 1 trap
   RouterContract trap = contract("topk", 1, {{"allow_constant_gates", "true"}});
   const std::string failures = router_contract_failures(trap);
   CHECK(failures.find("learns:") != std::string::npos);
+  CHECK(failures.find("every kept gate is exactly 1 (k = 1 with renormalised gates") != std::string::npos);
   CHECK(failures.find("gradcheck") == std::string::npos);
+  // Another cause gets its own diagnosis, not the k = 1 one.
+  register_once<DetachedRouter>("detached-gates");
+  const std::string detached = router_contract_failures(contract("detached-gates", 2));
+  CHECK(detached.find("learns:") != std::string::npos);
+  CHECK(detached.find("not connected to its parameters") != std::string::npos);
+  CHECK(detached.find("k = 1") == std::string::npos);
   // Declared as not learning, it passes: that is what the option is for.
   trap.router_learns = false;
   check_contract(trap);
@@ -273,6 +288,31 @@ TEST_CASE("router contract: a broken router fails it, naming the broken clauses"
   const std::string failures = router_contract_failures(c);
   CHECK(failures.find("in a sentinel slot") != std::string::npos);
   CHECK(failures.find("tokens_per_expert") != std::string::npos);
+}
+
+TEST_CASE("router contract: every built-in router has a case (a new one without a case fails here)") {
+  // One plain case per built-in, by name; the cases above cover their options. A router added to
+  // builtin_routers() (nn/moe/router.cpp) with no line here fails this test.
+  const std::map<std::string, RouterContract> plain = {
+      {"topk", contract("topk", 2)},
+      {"expert-choice", contract("expert-choice", 2)},
+      {"top-p", contract("top-p", 2, {{"threshold", "0.5"}})},
+      {"aux-free", contract("aux-free", 2)},
+      {"balanced", contract("balanced", 2)},
+      {"token-hash", [] {  // routes by token id: the contract gives every layer ids; nothing learns
+         RouterContract c = contract("token-hash", 2, {{"buckets", "50"}});
+         c.router_learns = false, c.token_ids = true;
+         return c;
+       }()},
+  };
+  const std::vector<std::string> builtins = builtin_router_names();
+  CHECK(builtins.size() >= 6);
+  for (const std::string& name : builtins) {
+    INFO(name);
+    const auto it = plain.find(name);
+    CHECK_MESSAGE(it != plain.end(), "built-in router '", name, "' has no contract case in this test");
+    if (it != plain.end()) check_contract(it->second);
+  }
 }
 
 TEST_CASE("router toolkit: masks, sentinels, prefix sums, renormalisation, repeated columns") {

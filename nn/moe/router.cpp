@@ -129,6 +129,12 @@ void register_router(const std::string& name, RouterFactory factory) {
   r.emplace(name, std::move(factory));
 }
 
+std::vector<std::string> builtin_router_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : builtin_routers()) names.push_back(name);
+  return names;  // a std::map's keys: sorted
+}
+
 std::vector<std::string> router_names() {
   std::lock_guard<std::mutex> lock(registry_mutex());
   std::vector<std::string> names;

@@ -172,6 +172,9 @@ void register_router(const std::string& name, RouterFactory factory);
 std::shared_ptr<Router> make_router(const std::string& name, const RouterConfig& config, Generator& gen);
 // The registered names, sorted.
 std::vector<std::string> router_names();
+// The built-in ones only (nn/moe's, not those registered at run time), sorted: what the router
+// contract test must cover, one case each at least.
+std::vector<std::string> builtin_router_names();
 
 // ---------------------------------------------------------------- option helpers for factories
 // Throws an Error naming every key of config.options that is not in `allowed` (and the allowed ones).
