@@ -315,6 +315,31 @@ TEST_CASE("router contract: every built-in router has a case (a new one without 
   }
 }
 
+TEST_CASE("router toolkit: the Switch balance loss and choice shares, by hand") {
+  // Two tokens, two experts: token 0 chose experts 0 and 1, token 1 chose 0 twice (a sentinel, -1,
+  // counts for none).
+  const Tensor chosen = from_vector(std::vector<std::int32_t>{0, 1, 0, 0}, {2, 2});
+  CHECK(choice_shares(chosen, 2, 1, DType::Float64).to_vector<double>() == std::vector<double>{0.75, 0.25});
+  CHECK(choice_shares(chosen, 2, 2, DType::Float64).to_vector<double>() == std::vector<double>{0.5, 0.5, 1, 0});
+  CHECK(choice_shares(from_vector(std::vector<std::int32_t>{0, -1}, {1, 2}), 2, 1, DType::Float64).to_vector<double>() ==
+        std::vector<double>{0.5, 0});
+  CHECK_THROWS_AS(choice_shares(chosen, 2, 3, DType::Float64), Error);
+  // probs rows (.5, .5) and (1, 0): P = (.75, .25); 0.1 * 2 * (.75 * .75 + .25 * .25) = 0.125.
+  const Variable probs(from_vector(std::vector<double>{0.5, 0.5, 1, 0}, {2, 2}), true);
+  const Tensor f = choice_shares(chosen, 2, 1, DType::Float64).reshape({2});
+  CHECK(switch_balance_loss(probs, f, 0.1).data().item<double>() == doctest::Approx(0.125));
+  // Per sequence (each token its own): 0.1 * 2 * mean(.5 * .5 + .5 * .5, 1 * 1 + 0 * 0) = 0.15.
+  const Variable per_sequence = switch_balance_loss(probs, choice_shares(chosen, 2, 2, DType::Float64), 0.1);
+  CHECK(per_sequence.data().item<double>() == doctest::Approx(0.15));
+  // d/dprobs: 0.1 * 2 * f_be / (tokens per sequence) / B = 0.1 * f_be here.
+  per_sequence.backward();
+  const std::vector<double> grad = probs.grad().to_vector<double>();
+  CHECK(grad[0] == doctest::Approx(0.05));
+  CHECK(grad[2] == doctest::Approx(0.1));
+  CHECK(grad[3] == doctest::Approx(0.0));
+  CHECK_THROWS_AS(switch_balance_loss(probs, zeros({3}, DType::Float64), 0.1), Error);
+}
+
 TEST_CASE("router toolkit: masks, sentinels, prefix sums, renormalisation, repeated columns") {
   const Tensor ids = from_vector(std::vector<std::int32_t>{2, -1, -2, 0}, {2, 2});
   CHECK(slot_mask(ids, DType::Float64).to_vector<double>() == std::vector<double>{1, 0, 0, 1});

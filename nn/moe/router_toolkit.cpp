@@ -26,6 +26,27 @@ Variable renormalize_rows(const Variable& g) {
   return g / sum(g, 1, /*keepdim=*/true);  // [T, k] / [T, 1]
 }
 
+Variable switch_balance_loss(const Variable& probs, const Tensor& f, double coefficient) {
+  MOELAB_CHECK(probs.rank() == 2, "switch_balance_loss", "probs must be [T, E], got ", probs.shape());
+  const std::int64_t T = probs.size(0), E = probs.size(1);
+  MOELAB_CHECK((f.rank() == 1 && f.size(0) == E) || (f.rank() == 2 && f.size(1) == E && f.size(0) >= 1 && T % f.size(0) == 0),
+               "switch_balance_loss", "f must be [", E, "] or [B, ", E, "] with B dividing ", T, ", got ", f.shape());
+  const double scale = coefficient * static_cast<double>(E);
+  if (f.rank() == 1) return sum(mean(probs, 0) * Variable(f)) * scale;  // [E] . [E]
+  const std::int64_t B = f.size(0);
+  const Variable P = mean(reshape(probs, {B, T / B, E}), 1);  // [B, E]
+  return mean(sum(P * Variable(f), 1)) * scale;
+}
+
+Tensor choice_shares(const Tensor& chosen, std::int64_t experts, std::int64_t sequences, DType dtype) {
+  MOELAB_CHECK(chosen.rank() == 2 && sequences >= 1 && chosen.size(0) % sequences == 0, "choice_shares",
+               "chosen must be [T, k] with T divisible by ", sequences, " sequences, got ", chosen.shape());
+  const std::int64_t T = chosen.size(0), k = chosen.size(1), S = T / sequences;
+  const Tensor all_experts = arange(0.0, static_cast<double>(experts), 1.0, dtype, chosen.device());  // [E]
+  const Tensor hits = kernels::eq(kernels::cast(chosen, dtype).reshape({sequences, S * k, 1}), all_experts);
+  return kernels::div(kernels::sum(hits, 1), static_cast<double>(S * k));  // [B, E]
+}
+
 Variable repeat_column(const Variable& col, std::int64_t k) {
   MOELAB_CHECK(col.rank() == 2 && col.size(1) == 1 && k >= 1, "repeat_column", "col must be [T, 1] and k >= 1, got ",
                col.shape(), " and k ", k);

@@ -67,6 +67,17 @@ namespace moelab {
 
 // g: [T, k] -> g / sum(g, 1): rows sum to 1 (differentiable).
 Variable renormalize_rows(const Variable& g);
+// The Switch Transformer's balance loss (Fedus et al. 2022, eq. 4), the one every router here
+// that offers load_balance uses: coefficient * E * sum_e f_e P_e, where f (constant) is each
+// expert's share of the routing decisions and P = the mean over tokens of the probabilities.
+//   probs: [T, E] (differentiable); f: [E] for the whole batch, or [B, E] for B sequences of T / B
+//   consecutive tokens, each with its own f and P, the loss then averaged over the B sequences
+//   (balance_scope = sequence). -> [] (0-d)
+Variable switch_balance_loss(const Variable& probs, const Tensor& f, double coefficient);
+// chosen: int32 [T, k] expert ids -> [B, E] of `dtype`: each expert's share of the k (T / B)
+// choices of each of B sequences of consecutive tokens (constant; ids outside [0, E) count for
+// no expert). B must divide T.
+Tensor choice_shares(const Tensor& chosen, std::int64_t experts, std::int64_t sequences, DType dtype);
 // col: [T, 1] -> [T, k] (differentiable; the product with a constant ones [1, k] broadcasts).
 Variable repeat_column(const Variable& col, std::int64_t k);
 Tensor repeat_column(const Tensor& col, std::int64_t k);

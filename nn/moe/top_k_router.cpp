@@ -249,17 +249,12 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   const std::int64_t S = sequence_length > 0 ? sequence_length : T;
   MOELAB_CHECK(T % S == 0, "top_k_route", "sequence_length ", S, " must divide the ", T, " tokens");
   if (o.load_balance > 0.0 && (!o.balance_per_sequence || S == T)) {
-    Variable P = mean(probs, 0);  // [E]
-    plan.aux_losses.emplace_back("load_balance", sum(P * Variable(f)) * (o.load_balance * E_all));
+    plan.aux_losses.emplace_back("load_balance", switch_balance_loss(probs, f, o.load_balance));
   } else if (o.load_balance > 0.0) {
     // Per sequence b of S tokens: f_be = (its assignments to e) / (S k), P_be = mean of its p; the
-    // loss a E sum_e f_be P_be averaged over the B sequences. [B, E]
-    const std::int64_t B = T / S;
-    const Tensor all_experts = arange(0.0, static_cast<double>(E_all), 1.0, x.dtype(), x.device());  // [E_all]
-    const Tensor hits = kernels::eq(kernels::cast(chosen_all, x.dtype()).reshape({B, S * k, 1}), all_experts);
-    const Tensor fb = kernels::div(kernels::sum(hits, 1), static_cast<double>(S * k));  // [B, E_all]
-    const Variable Pb = mean(reshape(probs, {B, S, E_all}), 1);                           // [B, E_all]
-    plan.aux_losses.emplace_back("load_balance", mean(sum(Pb * Variable(fb), 1)) * (o.load_balance * E_all));
+    // loss averaged over the B sequences. [B, E]
+    plan.aux_losses.emplace_back("load_balance", switch_balance_loss(probs, choice_shares(chosen_all, E_all, T / S, x.dtype()),
+                                                                     o.load_balance));
   }
   if (o.z_loss > 0.0) {
     // logsumexp(l_t) = l_t0 - log_softmax(l_t)_0, stable and built from differentiable ops. [T, 1]

@@ -64,7 +64,7 @@ RoutingPlan top_p_route(const Variable& x, const Variable& weight, const Variabl
     // f_e = used slots of e / all used slots (constant) [E]
     const Tensor counts = kernels::cast(plan.tokens_per_expert, x.dtype());
     const Tensor f = kernels::div(counts, kernels::sum(counts));
-    plan.aux_losses.emplace_back("load_balance", sum(mean(probs, 0) * Variable(f)) * (o.load_balance * E));
+    plan.aux_losses.emplace_back("load_balance", switch_balance_loss(probs, f, o.load_balance));
   }
   return plan;
 }
