@@ -8,6 +8,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -58,6 +59,58 @@ std::vector<std::int64_t> top(const std::vector<double>& v, std::int64_t n) {
 }
 
 }  // namespace
+
+// The experts the host picks for token t with group-limited top-k: groups scored by the sum of
+// their `summed` best biased scores, the M best groups, the k best experts inside them.
+static std::set<std::int64_t> host_group_limited(const std::vector<double>& biased_row, std::int64_t G, std::int64_t M,
+                                          std::int64_t k, std::int64_t summed) {
+  const std::int64_t E = static_cast<std::int64_t>(biased_row.size()), per = E / G;
+  std::vector<double> group(static_cast<std::size_t>(G), 0.0);
+  for (std::int64_t g = 0; g < G; ++g) {
+    const std::vector<double> members(biased_row.begin() + g * per, biased_row.begin() + (g + 1) * per);
+    for (std::int64_t i : top(members, summed)) group[g] += members[i];
+  }
+  const std::vector<std::int64_t> groups = top(group, M);
+  std::vector<double> masked = biased_row;
+  for (std::int64_t e = 0; e < E; ++e)
+    if (std::find(groups.begin(), groups.end(), e / per) == groups.end()) masked[e] = -1e30;
+  const std::vector<std::int64_t> want = top(masked, k);
+  return std::set<std::int64_t>(want.begin(), want.end());
+}
+
+TEST_CASE("deepseek-v3: group_score=k-per-group sums each group's k / M best (Megatron-LM), top2 its 2 best") {
+  // k = 8 of 32 experts in 4 groups, one group per token: Megatron sums each group's 8 best,
+  // DeepSeek-V3's Gate its 2 best, and the chosen groups differ for some tokens.
+  Generator gen(9);
+  const std::int64_t d = 6, E = 32, G = 4, M = 1, k = 8, T = 64;
+  const Tensor x = normal({T, d}, 0.0, 1.0, gen, DType::Float64);
+  std::map<std::string, std::vector<std::set<std::int64_t>>> picks;
+  for (const char* rule : {"top2", "k-per-group"}) {
+    Generator g(11);  // the same weight for both rules
+    auto r = make(config(d, E, k, {{"groups", "4"}, {"topk_groups", "1"}, {"group_score", rule}}), g);
+    const std::vector<double> s = host_scores(x, r->weight().data());
+    const std::vector<std::int32_t> got = r->route(Variable(x)).experts.to_vector<std::int32_t>();
+    const std::int64_t summed = std::string(rule) == "top2" ? 2 : k / M;
+    for (std::int64_t t = 0; t < T; ++t) {
+      const std::set<std::int64_t> want =
+          host_group_limited(std::vector<double>(s.begin() + t * E, s.begin() + (t + 1) * E), G, M, k, summed);
+      std::set<std::int64_t> got_set;
+      for (std::int64_t j = 0; j < k; ++j) got_set.insert(got[t * k + j]);
+      INFO(rule, " token ", t);
+      CHECK(got_set == want);
+      picks[rule].push_back(got_set);
+    }
+  }
+  int differ = 0;
+  for (std::int64_t t = 0; t < T; ++t) differ += picks["top2"][t] != picks["k-per-group"][t];
+  CHECK(differ > 0);  // the two rules are not the same rule here
+  Generator g(1);
+  CHECK_THROWS_WITH_AS(make(config(d, 8, 2, {{"groups", "4"}, {"topk_groups", "4"}, {"group_score", "median"}}), g),
+                       doctest::Contains("group_score"), Error);
+  // k / M = 0: nothing to sum.
+  CHECK_THROWS_WITH_AS(make(config(d, 8, 1, {{"groups", "4"}, {"topk_groups", "2"}, {"group_score", "k-per-group"}}), g),
+                       doctest::Contains("k-per-group"), Error);
+}
 
 TEST_CASE("deepseek-v3: group-limited top-k picks k experts inside each token's best groups") {
   Generator gen(5);

@@ -452,6 +452,7 @@ TEST_CASE("router contract: top-p, aux-free, balanced, and shared experts beside
   // DeepSeek-V3's router in full: 2 groups of 4, one group per token, scaled gates, seq_aux.
   check_contract(contract("aux-free", 2, {{"groups", "2"}, {"topk_groups", "1"}, {"scale", "2.5"}, {"seq_aux", "0.01"}},
                           8));
+  check_contract(contract("aux-free", 2, {{"groups", "2"}, {"topk_groups", "1"}, {"group_score", "k-per-group"}}, 8));
   check_contract(contract("balanced", 1));
   check_contract(contract("balanced", 2, {{"balance_eval", "true"}}));
   check_contract(contract("balanced", 2, {{"assignment", "exact"}}));

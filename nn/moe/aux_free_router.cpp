@@ -18,8 +18,9 @@ constexpr const char* kScheme = "AuxFreeRouter";
 }  // namespace
 
 AuxFreeOptions parse_aux_free_options(const RouterConfig& config) {
-  check_router_options(config, {"score", "renorm", "update_rate", "bias", "groups", "topk_groups", "scale", "seq_aux"},
-                       kScheme);
+  check_router_options(
+      config, {"score", "renorm", "update_rate", "bias", "groups", "topk_groups", "group_score", "scale", "seq_aux"},
+      kScheme);
   AuxFreeOptions o;
   o.sigmoid = router_option_choice(config, "score", "sigmoid", {"sigmoid", "softmax"}, kScheme) == "sigmoid";
   o.renorm = router_option_bool(config, "renorm", true, kScheme);
@@ -27,6 +28,7 @@ AuxFreeOptions parse_aux_free_options(const RouterConfig& config) {
   o.bias = router_option_bool(config, "bias", false, kScheme);
   o.groups = router_option_int(config, "groups", 1, kScheme);
   o.topk_groups = router_option_int(config, "topk_groups", 0, kScheme);
+  o.group_score_top2 = router_option_choice(config, "group_score", "top2", {"top2", "k-per-group"}, kScheme) == "top2";
   o.scale = router_option_double(config, "scale", 1.0, kScheme);
   o.seq_aux = router_option_double(config, "seq_aux", 0.0, kScheme);
   return o;
@@ -44,8 +46,13 @@ AuxFreeRouter::AuxFreeRouter(std::int64_t d, std::int64_t experts, std::int64_t 
   if (options_.topk_groups == 0) options_.topk_groups = G;
   const std::int64_t M = options_.topk_groups;
   MOELAB_CHECK(M >= 1 && M <= G, kScheme, "topk_groups must be in [1, groups = ", G, "], got ", M);
-  MOELAB_CHECK(G == 1 || experts / G >= 2, kScheme, "a group's score sums its two best experts: groups of ",
-               experts / G, " expert(s) are too small (", experts, " experts in ", G, " groups)");
+  if (options_.group_score_top2)
+    MOELAB_CHECK(G == 1 || experts / G >= 2, kScheme, "a group's score sums its two best experts: groups of ",
+                 experts / G, " expert(s) are too small (", experts, " experts in ", G, " groups)");
+  else
+    MOELAB_CHECK(M == G || (k / M >= 1 && k / M <= experts / G), kScheme,
+                 "group_score = k-per-group sums each group's k / topk_groups = ", k, " / ", M, " best experts: it must "
+                 "be in [1, ", experts / G, "] (the experts of a group)");
   MOELAB_CHECK(k <= M * (experts / G), kScheme, "k = ", k, " experts do not fit in ", M, " groups of ", experts / G);
   MOELAB_CHECK(options.scale > 0.0 && std::isfinite(options.scale), kScheme,
                "scale must be a finite number > 0, got ", options.scale);
@@ -62,9 +69,11 @@ Tensor AuxFreeRouter::choose(const Tensor& biased) const {
   const std::int64_t G = options_.groups, M = options_.topk_groups;
   if (M == G) return kernels::topk(biased, k).indices;  // [T, k]: no group limit
   const std::int64_t T = biased.size(0), E = experts(), per = E / G;
-  // A group's score: the sum of its two best biased scores (DeepSeek-V3, with the bias).
-  const Tensor best2 = kernels::topk(biased.reshape({T * G, per}), 2).values;            // [T G, 2]
-  const Tensor group_score = kernels::sum(best2, 1).reshape({T, G});                     // [T, G]
+  // A group's score: the sum of its two best biased scores (DeepSeek-V3, with the bias), or of
+  // its k / M best (Megatron-LM's group_limited_topk).
+  const int summed = options_.group_score_top2 ? 2 : static_cast<int>(k / M);
+  const Tensor best = kernels::topk(biased.reshape({T * G, per}), summed).values;        // [T G, summed]
+  const Tensor group_score = kernels::sum(best, 1).reshape({T, G});                      // [T, G]
   const Tensor picked = kernels::topk(group_score, static_cast<int>(M)).indices;          // int32 [T, M]
   // in_group[t, g] = 1 when g is among t's M groups: compare the picks with 0..G-1 and add.
   const Tensor groups = arange(0.0, static_cast<double>(G), 1.0, biased.dtype(), biased.device());  // [G]

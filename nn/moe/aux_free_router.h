@@ -28,8 +28,13 @@
 // DeepSeek-V3's router in full (its inference/model.py Gate, and section 2.1.2 of the report),
 // three more options, all off by default:
 //   groups = G, topk_groups = M   group-limited (node-limited) routing: the E experts form G
-//            groups of E / G; a group's score is the sum of its two largest s + b; each token
-//            picks its M best groups and its k experts among theirs only (V3: G = 8, M = 4)
+//            groups of E / G; each token picks its M best groups by their scores and its k
+//            experts among theirs only (V3: G = 8, M = 4). A group's score (group_score):
+//              top2        the sum of its two largest s + b: DeepSeek-V3's inference/model.py
+//                          Gate (the default)
+//              k-per-group the sum of its floor(k / M) largest s + b: Megatron-LM's
+//                          group_limited_topk (the same as top2 at V3's k = 8, M = 4; at k = 8
+//                          of 32 experts in 4 groups with M = 1 it sums 8, and picks differ)
 //   scale = c      the routed scaling factor: every gate is multiplied by c after the
 //                  renormalisation (V3: 2.5), so the gates sum to c
 //   seq_aux = a    the complementary sequence-wise balance loss, beside the bias (V3: a tiny a,
@@ -43,7 +48,7 @@
 //
 // Options: score ("sigmoid" | "softmax"), renorm (default true), update_rate u >= 0 (0 freezes the
 // bias), bias ("true": a trainable logit bias as well, distinct from the selection bias), groups,
-// topk_groups, scale, seq_aux (above).
+// topk_groups, group_score, scale, seq_aux (above).
 // Metrics: the toolkit's, and expert_bias_range = max_e b - min_e b.
 #pragma once
 
@@ -61,6 +66,7 @@ struct AuxFreeOptions {
   bool bias = false;
   std::int64_t groups = 1;       // G: expert groups (1: no group limit)
   std::int64_t topk_groups = 0;  // M: groups each token may use (0: all G)
+  bool group_score_top2 = true;  // a group's score: its 2 best (DeepSeek-V3), else its k / M best (Megatron)
   double scale = 1.0;            // the routed scaling factor
   double seq_aux = 0.0;          // the sequence-wise balance loss's coefficient (0: none)
 };
