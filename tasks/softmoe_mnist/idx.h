@@ -70,14 +70,19 @@ std::vector<std::int64_t> read_idx_dims(const std::string& path);
 // not 1 to 4 sizes >= 1 whose product is data.size(), or when the file cannot be written.
 void write_idx(const std::string& path, const IdxArray& array, bool gzip);
 
-// A labelled set of 1-channel images: image n is images[n*rows*cols, (n+1)*rows*cols), pixels
-// 0..255, row-major; labels[n] in 0..9.
+// A labelled set of images: image n is images[n*P, (n+1)*P) with P = channels*rows*cols, pixels
+// 0..255, channel after channel (planar, as CIFAR stores them), each row-major; labels[n] in
+// 0..classes-1. MNIST and Fashion-MNIST: 1 channel, 10 classes; CIFAR (tasks/softmoe_vit/cifar.h):
+// 3 channels (red, green, blue), 10 or 100 classes (20 for CIFAR-100's coarse labels).
 struct ImageDataset {
   std::string name;  // e.g. "mnist train"
   std::int64_t rows = 0, cols = 0;
-  std::vector<std::uint8_t> images;  // [N, rows*cols]
+  std::int64_t channels = 1;
+  std::int64_t classes = 10;
+  std::vector<std::uint8_t> images;  // [N, channels*rows*cols]
   std::vector<std::uint8_t> labels;  // [N]
   std::int64_t size() const { return static_cast<std::int64_t>(labels.size()); }
+  std::int64_t pixels() const { return channels * rows * cols; }  // bytes per image
 };
 
 constexpr int kImageClasses = 10;
