@@ -41,8 +41,8 @@
   /* shapes (ops_shape) and masking (ops_mask) */                                                 \
   X(concat) X(split) X(narrow) X(reshape) X(transpose) X(permute)                                 \
   X(causal_mask)                                                                                  \
-  /* fused causal attention (ops_attention) */                                                    \
-  X(causal_attention)                                                                             \
+  /* fused attention (ops_attention) */                                                           \
+  X(causal_attention) X(bidirectional_attention)                                                  \
   /* normalisation (ops_norm) */                                                                  \
   X(rmsnorm) X(layernorm)                                                                         \
   /* rotary position embedding (ops_rope) */                                                      \

@@ -1,4 +1,4 @@
-// autograd/ops_attention.cpp — fused causal attention and its gradient.
+// autograd/ops_attention.cpp — fused attention, causal and bidirectional, and its gradient.
 //
 // The forward kernel returns the output y and the attention weights p = softmax(masked, scaled
 // scores); the grad_fn keeps p (as softmax's grad_fn keeps its output) and q, k, v (as matmul's
@@ -11,16 +11,29 @@
 
 namespace moelab {
 
-// q: [B, T, H, hd], k, v: [B, S, H, hd] -> [B, T, H, hd]
-Variable causal_attention(const Variable& q, const Variable& k, const Variable& v, double scale) {
-  kernels::AttentionResult r = kernels::causal_attention(q.data(), k.data(), v.data(), scale);
+namespace {
+
+// q: [B, T, H, hd], k, v: [B, S, H, hd] -> [B, T, H, hd], recorded as `name`.
+Variable fused_attention(const char* name, const Variable& q, const Variable& k, const Variable& v, double scale,
+                         bool causal) {
+  kernels::AttentionResult r = kernels::attention(q.data(), k.data(), v.data(), scale, causal);
   Tensor p = r.p;
-  return record("causal_attention", std::move(r.y), {q, k, v},
-                [p, scale](const std::vector<Variable>& in, const Tensor& g) {
+  return record(name, std::move(r.y), {q, k, v},
+                [p, scale, causal](const std::vector<Variable>& in, const Tensor& g) {
                   kernels::AttentionGrads d =
-                      kernels::causal_attention_backward(in[0].data(), in[1].data(), in[2].data(), scale, p, g);
+                      kernels::attention_backward(in[0].data(), in[1].data(), in[2].data(), scale, causal, p, g);
                   return std::vector<Tensor>{d.dq, d.dk, d.dv};
                 });
+}
+
+}  // namespace
+
+Variable causal_attention(const Variable& q, const Variable& k, const Variable& v, double scale) {
+  return fused_attention("causal_attention", q, k, v, scale, /*causal=*/true);
+}
+
+Variable bidirectional_attention(const Variable& q, const Variable& k, const Variable& v, double scale) {
+  return fused_attention("bidirectional_attention", q, k, v, scale, /*causal=*/false);
 }
 
 }  // namespace moelab

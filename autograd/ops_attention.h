@@ -1,4 +1,5 @@
-// autograd/ops_attention.h — differentiable fused causal attention (the core of nn/attention.cpp).
+// autograd/ops_attention.h — differentiable fused attention: causal (the core of nn/attention.cpp,
+// the decoder's) and bidirectional (an encoder's: every query sees every key).
 #pragma once
 
 #include "autograd/variable.h"
@@ -11,5 +12,9 @@ namespace moelab {
 // in one kernel without the copies or the masked half (core/kernels.h causal_attention); gradients
 // for q, k and v.
 Variable causal_attention(const Variable& q, const Variable& k, const Variable& v, double scale);
+
+// The same without the mask: q: [B, T, H, hd], k, v: [B, S, H, hd], any S >= 1 -> [B, T, H, hd],
+// head h being softmax(scale * q_h @ k_h^T) @ v_h (core/kernels.h attention with causal = false).
+Variable bidirectional_attention(const Variable& q, const Variable& k, const Variable& v, double scale);
 
 }  // namespace moelab

@@ -109,11 +109,12 @@ class Backend {
                           std::int64_t len, Tensor& out, std::int64_t out_n, std::int64_t out_start) = 0;
   virtual void permute(const Tensor& x, const std::vector<int>& order, Tensor& out) = 0;
   virtual void causal_mask(const Tensor& scores, double fill, Tensor& out) = 0;
-  // q: [B, T, H, hd], k, v: [B, S, H, hd], S >= T -> y: [B, T, H, hd], p: [B, H, T, S] (core/kernels.h).
-  virtual void causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, Tensor& y,
-                                Tensor& p) = 0;
-  virtual void causal_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
-                                         const Tensor& p, const Tensor& dy, Tensor& dq, Tensor& dk, Tensor& dv) = 0;
+  // q: [B, T, H, hd], k, v: [B, S, H, hd] (S >= T when causal) -> y: [B, T, H, hd], p: [B, H, T, S]
+  // (core/kernels.h attention); causal: query t sees keys 0 .. t + S - T, else every key.
+  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal, Tensor& y,
+                         Tensor& p) = 0;
+  virtual void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal,
+                                  const Tensor& p, const Tensor& dy, Tensor& dq, Tensor& dk, Tensor& dv) = 0;
   virtual void rmsnorm(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) = 0;
   virtual void rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& dy, Tensor& dx,
                                 Tensor& dw) = 0;

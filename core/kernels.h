@@ -279,6 +279,11 @@ struct AttentionGrads {
 AttentionResult causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale);
 AttentionGrads causal_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
                                          const Tensor& p, const Tensor& dy);
+// The same with `causal` chosen: false lets every query see every key (an encoder's bidirectional
+// attention: p = softmax(scale * q_h @ k_h^T), no mask, any S >= 1); true is causal_attention.
+AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal);
+AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal,
+                                  const Tensor& p, const Tensor& dy);
 
 // ---------------------------------------------------------------- normalisation (fused)
 // rmsnorm:   y = x * rstd * w,             rstd = 1 / sqrt(mean(x^2) + eps)

@@ -1,4 +1,4 @@
-// cuda/attention.cu — fused causal attention on the GPU (mirrors core/cpu/attention.cpp).
+// cuda/attention.cu — fused attention on the GPU, causal or not (mirrors core/cpu/attention.cpp).
 //
 //   q: [B, T, H, hd], k, v: [B, S, H, hd], S >= T -> per head, p = softmax(causal_mask(scale *
 //   q_h @ k_h^T, -inf)): [B, H, T, S], y_h = p @ v_h: y [B, T, H, hd];  backward: dp = g_h @ v_h^T,
@@ -37,16 +37,17 @@ void heads_back(CudaBackend& be, const Tensor& h, std::int64_t batch, Tensor& ou
 
 }  // namespace
 
-void CudaBackend::causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, Tensor& y,
-                                   Tensor& p) {
+void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal, Tensor& y,
+                            Tensor& p) {
   const std::int64_t batch = q.size(0);
   const Tensor qh = heads_first(*this, q), kh = heads_first(*this, k), vh = heads_first(*this, v);
   Tensor scores = Tensor::empty({qh.size(0), qh.size(1), kh.size(1)}, q.dtype(), q.device());
   matmul(qh, kh, false, true, scores);                                    // [B*H, T, hd] @ [B*H, S, hd]^T
   Tensor weights = p.reshape(scores.shape());
-  if (!cuda::fused_attention_softmax(scores, scale, weights)) {  // S > 1024, or MOELAB_CUDA_GENERIC=1
+  // Without the mask: the separate scale and softmax kernels (the fused one masks).
+  if (!causal || !cuda::fused_attention_softmax(scores, scale, weights)) {  // S > 1024, or MOELAB_CUDA_GENERIC=1
     binary_scalar(kernels::BinaryOp::Mul, scores, scale, false, scores);  // elementwise: in place is safe
-    causal_mask(scores, -std::numeric_limits<double>::infinity(), scores);
+    if (causal) causal_mask(scores, -std::numeric_limits<double>::infinity(), scores);
     const std::int64_t keys = scores.size(2);
     softmax(scores, scores.numel() / keys, keys, 1, weights);  // over the last axis: rows of S keys
   }
@@ -55,8 +56,9 @@ void CudaBackend::causal_attention(const Tensor& q, const Tensor& k, const Tenso
   heads_back(*this, yh, batch, y);
 }
 
-void CudaBackend::causal_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
-                                            const Tensor& p, const Tensor& dy, Tensor& dq, Tensor& dk, Tensor& dv) {
+void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool /*causal*/,
+                                     const Tensor& p, const Tensor& dy, Tensor& dq, Tensor& dk, Tensor& dv) {
+  // The mask lives in p (its masked entries are exactly 0), so the backward is the same for both.
   const std::int64_t batch = q.size(0);
   const Tensor qh = heads_first(*this, q), kh = heads_first(*this, k), vh = heads_first(*this, v);
   const Tensor gh = heads_first(*this, dy);

@@ -71,10 +71,10 @@ class CudaBackend final : public Backend {
                   std::int64_t len, Tensor& out, std::int64_t out_n, std::int64_t out_start) override;
   void permute(const Tensor& x, const std::vector<int>& order, Tensor& out) override;
   void causal_mask(const Tensor& scores, double fill, Tensor& out) override;
-  void causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, Tensor& y,
-                        Tensor& p) override;  // attention
-  void causal_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, const Tensor& p,
-                                 const Tensor& dy, Tensor& dq, Tensor& dk, Tensor& dv) override;
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal, Tensor& y,
+                 Tensor& p) override;
+  void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal,
+                          const Tensor& p, const Tensor& dy, Tensor& dq, Tensor& dk, Tensor& dv) override;
   void rmsnorm(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) override;
   void rmsnorm_backward(const Tensor& x, const Tensor& w, const Tensor& rstd, const Tensor& dy, Tensor& dx,
                         Tensor& dw) override;

@@ -151,13 +151,13 @@ class CountingBackend : public Backend {
   }
   void permute(const Tensor& x, const std::vector<int>& order, Tensor& out) override { inner_.permute(x, order, out); }
   void causal_mask(const Tensor& scores, double fill, Tensor& out) override { inner_.causal_mask(scores, fill, out); }
-  void causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, Tensor& y,
-                        Tensor& p) override {
-    inner_.causal_attention(q, k, v, scale, y, p);
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal, Tensor& y,
+                 Tensor& p) override {
+    inner_.attention(q, k, v, scale, causal, y, p);
   }
-  void causal_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, const Tensor& p,
-                                 const Tensor& dy, Tensor& dq, Tensor& dk, Tensor& dv) override {
-    inner_.causal_attention_backward(q, k, v, scale, p, dy, dq, dk, dv);
+  void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal,
+                          const Tensor& p, const Tensor& dy, Tensor& dq, Tensor& dk, Tensor& dv) override {
+    inner_.attention_backward(q, k, v, scale, causal, p, dy, dq, dk, dv);
   }
   void rmsnorm(const Tensor& x, const Tensor& w, double eps, Tensor& y, Tensor& rstd) override {
     inner_.rmsnorm(x, w, eps, y, rstd);

@@ -7,6 +7,7 @@
 // Also: masked weights exactly 0, results independent of the thread count, and the argument checks.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -35,12 +36,13 @@ Tensor unheads(const Tensor& x, std::int64_t batch) {
   return k::permute(x.reshape({batch, x.size(0) / batch, x.size(1), x.size(2)}), {0, 2, 1, 3});
 }
 
-Composed composed(const Tensor& q4, const Tensor& key4, const Tensor& v4, double scale, const Tensor& dy4) {
+Composed composed(const Tensor& q4, const Tensor& key4, const Tensor& v4, double scale, const Tensor& dy4,
+                  bool causal = true) {
   const std::int64_t b = q4.size(0);
   const Tensor q = heads(q4), key = heads(key4), v = heads(v4), dy = heads(dy4);
   Composed c;
-  c.p = k::softmax(k::causal_mask(k::mul(k::matmul(q, key, false, true), scale),
-                                  -std::numeric_limits<double>::infinity()));
+  const Tensor scores = k::mul(k::matmul(q, key, false, true), scale);
+  c.p = k::softmax(causal ? k::causal_mask(scores, -std::numeric_limits<double>::infinity()) : scores);
   c.y = unheads(k::matmul(c.p, v), b);
   const Tensor ds = k::mul(k::softmax_backward(c.p, k::matmul(dy, v, false, true)), scale);
   c.dq = unheads(k::matmul(ds, key), b);
@@ -120,6 +122,49 @@ TEST_CASE("causal_attention gives the same bits on 1 and 2 threads") {
   const std::vector<Tensor> one = run(1), two = run(2);
   set_num_threads(before);
   for (std::size_t i = 0; i < one.size(); ++i) CHECK(same_bits(one[i], two[i]));
+}
+
+TEST_CASE("attention without the mask (bidirectional) equals softmax(scale q k^T) v and its composed backward") {
+  Generator gen(6);
+  // [B, T, S, H, hd]: T == S over one and several blocks, S > T, and S < T (allowed without the mask).
+  const std::vector<std::array<std::int64_t, 5>> shapes = {
+      {3, 5, 5, 1, 4}, {2, 30, 30, 2, 8}, {2, 7, 31, 3, 6}, {1, 50, 3, 2, 3}, {1, 1, 1, 1, 2}, {1, 64, 64, 2, 32}};
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const double tol = dtype == DType::Float32 ? 2e-6 : 1e-13;
+    for (const auto& [b, t, s, h, hd] : shapes) {
+      INFO(dtype, " B ", b, " T ", t, " S ", s, " H ", h, " hd ", hd);
+      const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+      const Tensor q = normal({b, t, h, hd}, 0, 1, gen, dtype), key = normal({b, s, h, hd}, 0, 1, gen, dtype);
+      const Tensor v = normal({b, s, h, hd}, 0, 1, gen, dtype), dy = normal({b, t, h, hd}, 0, 1, gen, dtype);
+      const k::AttentionResult r = k::attention(q, key, v, scale, /*causal=*/false);
+      const k::AttentionGrads g = k::attention_backward(q, key, v, scale, false, r.p, dy);
+      const Composed c = composed(q, key, v, scale, dy, /*causal=*/false);
+      CHECK(error(r.p, c.p) < tol);
+      CHECK(error(r.y, c.y) < tol);
+      CHECK(error(g.dq, c.dq) < tol);
+      CHECK(error(g.dk, c.dk) < tol);
+      CHECK(error(g.dv, c.dv) < tol);
+      // Every weight is positive: nothing is masked.
+      const auto p = r.p.to(DType::Float64).to_vector<double>();
+      CHECK(std::all_of(p.begin(), p.end(), [](double w) { return w > 0.0; }));
+    }
+  }
+  // The same bits on 1 and 2 threads, and the causal kernel is unchanged by the flag's default.
+  const Tensor q = normal({4, 40, 2, 16}, 0, 1, gen), key = normal({4, 40, 2, 16}, 0, 1, gen);
+  const Tensor v = normal({4, 40, 2, 16}, 0, 1, gen), dy = normal({4, 40, 2, 16}, 0, 1, gen);
+  const int before = num_threads();
+  auto run = [&](int threads) {
+    set_num_threads(threads);
+    const k::AttentionResult r = k::attention(q, key, v, 0.25, false);
+    const k::AttentionGrads g = k::attention_backward(q, key, v, 0.25, false, r.p, dy);
+    return std::vector<Tensor>{r.y, r.p, g.dq, g.dk, g.dv};
+  };
+  const std::vector<Tensor> one = run(1), two = run(2);
+  set_num_threads(before);
+  for (std::size_t i = 0; i < one.size(); ++i) CHECK(same_bits(one[i], two[i]));
+  CHECK(same_bits(k::attention(q, key, v, 0.25, true).y, k::causal_attention(q, key, v, 0.25).y));
+  CHECK_THROWS_AS(k::attention(q, normal({4, 0, 2, 16}, 0, 1, gen), normal({4, 0, 2, 16}, 0, 1, gen), 0.25, false),
+                  Error);  // S = 0
 }
 
 TEST_CASE("causal_attention rejects S < T, mismatched shapes, dtypes and a bad scale") {

@@ -234,6 +234,21 @@ TEST_CASE("cuda parity: causal_attention, forward and backward, T == S and S > T
   }
 }
 
+TEST_CASE("cuda parity: bidirectional attention (no mask), forward and backward, S == T, S > T, S < T") {
+  Generator gen(28);
+  for (const auto& [b, t, s, h, hd] :
+       std::vector<std::array<std::int64_t, 5>>{{3, 5, 5, 1, 4}, {2, 30, 30, 2, 8}, {2, 7, 31, 3, 6}, {1, 20, 3, 2, 4}}) {
+    INFO("B ", b, " T ", t, " S ", s, " H ", h, " hd ", hd);
+    const Tensors inputs = {randn({b, t, h, hd}, gen), randn({b, s, h, hd}, gen), randn({b, s, h, hd}, gen),
+                            randn({b, t, h, hd}, gen)};
+    check_parity_both([](const Tensors& in) {
+      k::AttentionResult r = k::attention(in[0], in[1], in[2], 0.4, /*causal=*/false);
+      k::AttentionGrads g = k::attention_backward(in[0], in[1], in[2], 0.4, false, r.p, in[3]);
+      return Tensors{r.y, r.p, g.dq, g.dk, g.dv};
+    }, inputs, kTolGemm32);
+  }
+}
+
 #ifdef MOELAB_HAVE_CUDA
 TEST_CASE("cuda: the attention's fused softmax kernels give the separate kernels' bits") {
   // p = softmax(causal_mask(scale * scores, -inf)) and ds = scale * softmax_backward(p, dp), fused

@@ -274,6 +274,12 @@ Table build_table() {
   t["causal_attention"].push_back({"[1, 26, 2, 2] with S = 29, several blocks",
                                    {randn({1, 26, 2, 2}, gen), randn({1, 29, 2, 2}, gen), randn({1, 29, 2, 2}, gen)},
                                    [](const V& v) { return causal_attention(v[0], v[1], v[2], 0.7); }});
+  t["bidirectional_attention"].push_back({"[2, 4, 2, 3], T == S, scale 0.5",
+                                          {randn({2, 4, 2, 3}, gen), randn({2, 4, 2, 3}, gen), randn({2, 4, 2, 3}, gen)},
+                                          [](const V& v) { return bidirectional_attention(v[0], v[1], v[2], 0.5); }});
+  t["bidirectional_attention"].push_back({"[1, 26, 2, 2] with S = 3 < T, several blocks",
+                                          {randn({1, 26, 2, 2}, gen), randn({1, 3, 2, 2}, gen), randn({1, 3, 2, 2}, gen)},
+                                          [](const V& v) { return bidirectional_attention(v[0], v[1], v[2], 0.7); }});
 
   // ---- norms, with their weights (and bias)
   t["rmsnorm"].push_back({"[4, 5], w [5]", {randn({4, 5}, gen), randn({5}, gen)},

@@ -1,4 +1,6 @@
-// core/cpu/attention.cpp — causal attention's core in one kernel on the host, forward and backward.
+// core/cpu/attention.cpp — attention's core in one kernel on the host, forward and backward, causal
+// (what follows) or, with causal = false, every query seeing every key (the same code with no row cut
+// short: an encoder's bidirectional attention).
 //
 //   q: [B, T, H, hd], k, v: [B, S, H, hd], S >= T (query t sits at key position t + S - T and sees
 //   keys 0 .. t + S - T), per head h (one (sequence, head) pair n = b * H + h):
@@ -96,9 +98,12 @@ void for_each_pair(std::int64_t pairs, std::int64_t work, const Body& body) {
 
 }  // namespace
 
-void CpuBackend::causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, Tensor& y,
-                                  Tensor& p) {
-  const std::int64_t batch = q.size(0), t = q.size(1), heads = q.size(2), hd = q.size(3), s = k.size(1), off = s - t;
+void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal, Tensor& y,
+                           Tensor& p) {
+  // Query r sees keys 0 .. min(S, r + off + 1) - 1: off = S - T when causal; without the mask
+  // off = S, so every row sees all S keys (and the blocks below run the full products).
+  const std::int64_t batch = q.size(0), t = q.size(1), heads = q.size(2), hd = q.size(3), s = k.size(1);
+  const std::int64_t off = causal ? s - t : s;
   const std::int64_t ld = heads * hd;  // row stride of one head's [T, hd] (or [S, hd]) inside [B, T, H, hd]
   dispatch_float(q.dtype(), [&]<class T>() {
     const T* pq = q.data<T>();
@@ -115,10 +120,10 @@ void CpuBackend::causal_attention(const Tensor& q, const Tensor& k, const Tensor
       T* yn = py + b * t * ld + h * hd;
       T* pn = pp + n * t * s;
       for (std::int64_t r0 = 0; r0 < t; r0 += kRows) {
-        const std::int64_t r1 = std::min(t, r0 + kRows), keys = r1 + off;  // keys the block's last row sees
+        const std::int64_t r1 = std::min(t, r0 + kRows), keys = std::min(s, r1 + off);  // keys the last row sees
         block_gemm(qn + r0 * ld, ld, kn, ld, pn + r0 * s, s, r1 - r0, hd, keys, false, true);  // q @ k^T
         for (std::int64_t r = r0; r < r1; ++r) {
-          const std::int64_t seen = r + off + 1;
+          const std::int64_t seen = std::min(s, r + off + 1);
           Row<T> row(pn + r * s, seen);
           row *= sc;
           const T m = row.maxCoeff();
@@ -132,9 +137,10 @@ void CpuBackend::causal_attention(const Tensor& q, const Tensor& k, const Tensor
   });
 }
 
-void CpuBackend::causal_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
-                                           const Tensor& p, const Tensor& dy, Tensor& dq, Tensor& dk, Tensor& dv) {
-  const std::int64_t batch = q.size(0), t = q.size(1), heads = q.size(2), hd = q.size(3), s = k.size(1), off = s - t;
+void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal,
+                                    const Tensor& p, const Tensor& dy, Tensor& dq, Tensor& dk, Tensor& dv) {
+  const std::int64_t batch = q.size(0), t = q.size(1), heads = q.size(2), hd = q.size(3), s = k.size(1);
+  const std::int64_t off = causal ? s - t : s;  // as in the forward
   const std::int64_t ld = heads * hd;
   dispatch_float(q.dtype(), [&]<class T>() {
     const T* pq = q.data<T>();
@@ -154,10 +160,10 @@ void CpuBackend::causal_attention_backward(const Tensor& q, const Tensor& k, con
       const std::int64_t q_at = b * t * ld + h * hd, k_at = b * s * ld + h * hd;  // this head's [T, hd], [S, hd]
       const T* pn = pp + n * t * s;
       for (std::int64_t r0 = 0; r0 < t; r0 += kRows) {
-        const std::int64_t r1 = std::min(t, r0 + kRows), keys = r1 + off;
+        const std::int64_t r1 = std::min(t, r0 + kRows), keys = std::min(s, r1 + off);
         block_gemm(pg + q_at + r0 * ld, ld, pv + k_at, ld, ds + r0 * s, s, r1 - r0, hd, keys, false, true);  // dp = g @ v^T
         for (std::int64_t r = r0; r < r1; ++r) {  // ds = scale * p * (dp - sum(dp * p)) on the visible keys, 0 after
-          const std::int64_t seen = r + off + 1;
+          const std::int64_t seen = std::min(s, r + off + 1);
           T* dsr = ds + r * s;
           const T* pr = pn + r * s;
           const T dot = static_cast<T>(row_sum<T>(dsr, pr, seen));

@@ -1,10 +1,11 @@
-// core/kernels/attention.cpp — checks and dispatch for fused causal attention.
+// core/kernels/attention.cpp — checks and dispatch for fused attention, causal or bidirectional.
 //
-//   causal_attention(q, k, v, scale)               q: [B, T, H, hd], k, v: [B, S, H, hd]
+//   attention(q, k, v, scale, causal)              q: [B, T, H, hd], k, v: [B, S, H, hd]
 //                                                  -> y: [B, T, H, hd], p: [B, H, T, S]
-//   causal_attention_backward(q, k, v, scale, p, dy) -> dq: [B, T, H, hd], dk, dv: [B, S, H, hd]
-// Query t sees keys 0 .. t + S - T (core/kernels/mask.cpp's convention), so S >= T: every query
-// sees at least one key and every softmax row is defined. T, H, hd >= 1; scale finite and > 0;
+//   attention_backward(q, k, v, scale, causal, p, dy) -> dq: [B, T, H, hd], dk, dv: [B, S, H, hd]
+//   causal_attention(...), causal_attention_backward(...): the same with causal = true
+// Causal: query t sees keys 0 .. t + S - T (core/kernels/mask.cpp's convention), so S >= T: every
+// query sees at least one key and every softmax row is defined. Bidirectional: every key, S >= 1. T, H, hd >= 1; scale finite and > 0;
 // float32 or float64, one dtype and one device for all. The maths is in core/cpu/attention.cpp.
 #include <cmath>
 
@@ -14,7 +15,7 @@
 namespace moelab::kernels {
 namespace {
 
-void check_qkv(const Tensor& q, const Tensor& k, const Tensor& v, double scale, const char* op) {
+void check_qkv(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal, const char* op) {
   check_floating(q, op, "q");
   check_floating(k, op, "k");
   check_floating(v, op, "v");
@@ -26,8 +27,10 @@ void check_qkv(const Tensor& q, const Tensor& k, const Tensor& v, double scale, 
                    k.size(2) == q.size(2) && k.size(3) == q.size(3),
                op, "needs q: [B, T, H, hd], k, v: [B, S, H, hd], got q ", q.shape(), ", k ", k.shape(), ", v ",
                v.shape());
-  MOELAB_CHECK(q.size(1) >= 1 && q.size(2) >= 1 && q.size(3) >= 1 && k.size(1) >= q.size(1), op,
-               "needs T, H, hd >= 1 and S >= T (every query sees a key), got q ", q.shape(), ", k ", k.shape());
+  MOELAB_CHECK(q.size(1) >= 1 && q.size(2) >= 1 && q.size(3) >= 1 && k.size(1) >= (causal ? q.size(1) : 1), op,
+               causal ? "needs T, H, hd >= 1 and S >= T (every query sees a key), got q "
+                      : "needs T, H, hd, S >= 1, got q ",
+               q.shape(), ", k ", k.shape());
   MOELAB_CHECK(std::isfinite(scale) && scale > 0.0, op, "scale must be finite and > 0, got ", scale);
 }
 
@@ -35,18 +38,18 @@ Shape weights_shape(const Tensor& q, const Tensor& k) { return {q.size(0), q.siz
 
 }  // namespace
 
-AttentionResult causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
-  check_qkv(q, k, v, scale, "causal_attention");
+AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal) {
+  check_qkv(q, k, v, scale, causal, causal ? "causal_attention" : "attention");
   AttentionResult r{Tensor::empty(q.shape(), q.dtype(), q.device()),
                     Tensor::empty(weights_shape(q, k), q.dtype(), q.device())};
-  if (q.size(0) > 0) backend(q.device()).causal_attention(q, k, v, scale, r.y, r.p);
+  if (q.size(0) > 0) backend(q.device()).attention(q, k, v, scale, causal, r.y, r.p);
   return r;
 }
 
-AttentionGrads causal_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
-                                         const Tensor& p, const Tensor& dy) {
-  const char* op = "causal_attention_backward";
-  check_qkv(q, k, v, scale, op);
+AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal,
+                                  const Tensor& p, const Tensor& dy) {
+  const char* op = causal ? "causal_attention_backward" : "attention_backward";
+  check_qkv(q, k, v, scale, causal, op);
   check_floating(p, op, "p");
   check_floating(dy, op, "dy");
   check_same_device(q, p, op);
@@ -58,8 +61,17 @@ AttentionGrads causal_attention_backward(const Tensor& q, const Tensor& k, const
                p.shape(), ", dy ", dy.shape());
   AttentionGrads g{Tensor::empty(q.shape(), q.dtype(), q.device()), Tensor::empty(k.shape(), k.dtype(), k.device()),
                    Tensor::empty(v.shape(), v.dtype(), v.device())};
-  if (q.size(0) > 0) backend(q.device()).causal_attention_backward(q, k, v, scale, p, dy, g.dq, g.dk, g.dv);
+  if (q.size(0) > 0) backend(q.device()).attention_backward(q, k, v, scale, causal, p, dy, g.dq, g.dk, g.dv);
   return g;
+}
+
+AttentionResult causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
+  return attention(q, k, v, scale, /*causal=*/true);
+}
+
+AttentionGrads causal_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                                         const Tensor& p, const Tensor& dy) {
+  return attention_backward(q, k, v, scale, /*causal=*/true, p, dy);
 }
 
 }  // namespace moelab::kernels
