@@ -1,5 +1,5 @@
 // tests/test_cuda_reference.cpp — the PyTorch reference fixtures (tests/test_reference.cpp,
-// tests/test_reference_moe.cpp) with the model on the GPU.
+// tests/test_reference_moe.cpp, tests/test_vit_reference.cpp) with the model on the GPU.
 //
 // The same dense and MoE decoders load the same PyTorch weights on the host, move to
 // Device::cuda(), and must meet the CPU tests' tolerances (tests/reference_fixture.h): logits and
@@ -21,6 +21,7 @@
 #include "nn/io/safetensors.h"
 #include "nn/moe/moe_decoder.h"
 #include "reference_fixture.h"
+#include "vit_reference.h"
 
 using namespace moelab;
 
@@ -128,4 +129,13 @@ TEST_CASE("cuda: a router's random stream stays on the host; jitter on the GPU d
   REQUIRE(states.size() == 2);
   CHECK(states[0] == states[1]);
   CHECK(states[0][2] != 0);  // the counter moved: noise was drawn
+}
+
+TEST_CASE("cuda: the ViT with a Soft MoE block agrees with PyTorch's, Algorithm 1 included") {
+  const SafetensorsFile weights = read_safetensors(kReferenceDir + "vit_weights.safetensors");
+  const SafetensorsFile expected = read_safetensors(kReferenceDir + "vit_expected.safetensors");
+  Generator gen(0);
+  Vit model(testing::vit_fixture_config(weights), gen);
+  load_parameters(weights, model);
+  if (move_to_cuda(model)) CHECK(testing::check_vit_against_fixture(model, weights, expected, Device::cuda()) == 40);
 }
