@@ -135,11 +135,26 @@ TEST_CASE("dense and Soft MoE encoder blocks: input and parameter gradients") {
   mc.hidden = 4;
   mc.dtype = DType::Float64;
   EncoderBlock moe(8, 2, mc, 1e-6, gen);
+  EncoderBlock bare(8, 2, mc, 1e-6, gen, /*moe_residual=*/false);
   CHECK_FALSE(dense.is_moe());
   CHECK(moe.is_moe());
   CHECK_THROWS_WITH(dense.moe(), doctest::Contains("dense"));
+  {  // Without the residual the block's output lacks h = x + attn(attn_norm(x)): built from the same
+     // seed, the two blocks differ by exactly h (the norms are at their initial ones and zeros).
+    Generator g1(9), g2(9);
+    EncoderBlock with(8, 2, mc, 1e-6, g1, true), without(8, 2, mc, 1e-6, g2, false);
+    const Tensor x0 = randn({2, 5, 8}, gen);
+    LayerNorm fresh(8, 1e-6, DType::Float64);
+    const std::vector<double> h =
+        (Variable(x0) + with.attn().forward(fresh.forward(Variable(x0)))).data().to_vector<double>();
+    const std::vector<double> a = with.forward(Variable(x0)).data().to_vector<double>(),
+                              b = without.forward(Variable(x0)).data().to_vector<double>();
+    double worst = 0;
+    for (std::size_t i = 0; i < h.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i] - h[i]));
+    CHECK(worst < 1e-12);
+  }
   const Tensor x = randn({2, 5, 8}, gen);
-  for (EncoderBlock* b : {&dense, &moe}) {
+  for (EncoderBlock* b : {&dense, &moe, &bare}) {
     check_input([&](const V& v) { return b->forward(v[0]); }, x);
     check_module(*b, [&] { return b->forward(Variable(x)); });
   }

@@ -20,7 +20,8 @@ EncoderBlock::EncoderBlock(std::int64_t dim, std::int64_t heads, std::int64_t hi
 }
 
 EncoderBlock::EncoderBlock(std::int64_t dim, std::int64_t heads, const SoftMoEConfig& moe, double norm_eps,
-                           Generator& gen) {
+                           Generator& gen, bool moe_residual)
+    : moe_residual_(moe_residual) {
   MOELAB_CHECK(moe.d == dim, "EncoderBlock", "the Soft MoE layer's width ", moe.d, " is not the block's ", dim);
   build_attention(dim, heads, norm_eps, gen, moe.dtype);
   moe_ = register_module("moe", std::make_shared<SoftMoE>(moe, gen));
@@ -36,7 +37,8 @@ Variable EncoderBlock::forward(const Variable& x, const ExpertSubset* subset) {
   Variable h = x + attn_->forward(attn_norm_->forward(x));
   Variable normed = ffn_norm_->forward(h);
   if (mlp_) return h + mlp_->forward(normed);
-  return h + (subset ? moe_->forward(normed, *subset) : moe_->forward(normed));
+  Variable y = subset ? moe_->forward(normed, *subset) : moe_->forward(normed);
+  return moe_residual_ ? h + y : y;
 }
 
 }  // namespace moelab

@@ -5,6 +5,11 @@
 //   x = x + attn(attn_norm(x))     unmasked multi-head self-attention (nn/vit/encoder_attention.h)
 //   x = x + ffn(ffn_norm(x))       a ReLU MLP d -> f -> d with biases (nn/mlp.h), or a Soft MoE
 //                                  layer over the block's T tokens (nn/moe/soft_moe.h)
+//   x = moe(ffn_norm(x))           a Soft MoE block built with moe_residual = false: no residual
+//                                  around the Soft MoE layer. The implicit-bias paper's Astroformer
+//                                  (its Appendix E.2) drops that residual because with it the
+//                                  network learned to ignore the experts' outputs, and then
+//                                  keeping k of n experts tells nothing; the ViT keeps it.
 // Both norms are LayerNorms (the ViT's; the decoder uses RMSNorm). The Soft MoE layer mixes the
 // T tokens of one image into its slots, so every token, the class token included, is a token it
 // dispatches; a subset of its experts (ExpertSubset: Algorithm 1, random, a mask) can be kept for
@@ -30,8 +35,9 @@ class EncoderBlock : public Module {
   // A dense block: MLP(dim, hidden) with biases.
   EncoderBlock(std::int64_t dim, std::int64_t heads, std::int64_t hidden, double norm_eps, Generator& gen,
                DType dtype = DType::Float32);
-  // A Soft MoE block: moe.d must equal dim.
-  EncoderBlock(std::int64_t dim, std::int64_t heads, const SoftMoEConfig& moe, double norm_eps, Generator& gen);
+  // A Soft MoE block: moe.d must equal dim; moe_residual as above.
+  EncoderBlock(std::int64_t dim, std::int64_t heads, const SoftMoEConfig& moe, double norm_eps, Generator& gen,
+               bool moe_residual = true);
 
   // x: [B, T, d] -> [B, T, d]; a Soft MoE block keeps `subset`'s experts (nullptr: all of them; a
   // dense block ignores it).
@@ -47,6 +53,7 @@ class EncoderBlock : public Module {
   std::shared_ptr<EncoderAttention> attn_;
   std::shared_ptr<MLP> mlp_;
   std::shared_ptr<SoftMoE> moe_;
+  bool moe_residual_ = true;
 };
 
 }  // namespace moelab

@@ -68,7 +68,7 @@ Vit::Vit(const VitConfig& c, Generator& gen) : config_(c) {
   layers_ = register_module("layers", std::make_shared<ModuleList<EncoderBlock>>());
   for (std::int64_t l = 0; l < c.depth; ++l) {
     if (c.is_moe_block(l))
-      layers_->push_back(std::make_shared<EncoderBlock>(c.dim, c.heads, c.soft_moe(), c.norm_eps, gen));
+      layers_->push_back(std::make_shared<EncoderBlock>(c.dim, c.heads, c.soft_moe(), c.norm_eps, gen, c.moe_residual));
     else
       layers_->push_back(std::make_shared<EncoderBlock>(c.dim, c.heads, c.mlp_hidden, c.norm_eps, gen, c.dtype));
   }

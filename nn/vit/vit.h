@@ -25,6 +25,8 @@
 // - Initial values: Linear layers as PyTorch's nn.Linear; the class token and the positions normal
 //   with std 0.02 (timm's ViT uses a truncated normal of that std; we do not truncate).
 // - LayerNorm eps 1e-6, the ViT's.
+// - moe_residual: the residual around each Soft MoE layer, on by default (the ViT's); the
+//   implicit-bias paper removed it in its Astroformer (nn/vit/encoder_block.h says why).
 // Every Soft MoE layer can keep a subset of its experts for one forward (forward(images, subset)):
 // the same rule in every layer, each layer choosing per image from its own routing weights
 // (Algorithm 1), or each drawing its own random experts from the one generator, layer after layer.
@@ -66,6 +68,8 @@ struct VitConfig {
   std::int64_t slots_per_expert = 1;     // p
   std::int64_t expert_hidden = 0;        // 0: floor(mlp_hidden / experts)
   bool moe_normalize = true;             // the Soft MoE layers' l2-normalised logits (nn/moe/soft_moe.h)
+  bool moe_residual = true;              // x + moe(norm(x)) (the ViT's); false: moe(norm(x)) (the paper's
+                                         // Astroformer, nn/vit/encoder_block.h)
 
   std::int64_t patches() const { return (height / patch) * (width / patch); }
   std::int64_t tokens() const { return patches() + (pool == VitPooling::Cls ? 1 : 0); }  // T
