@@ -87,7 +87,7 @@ check routers routers --set schemes=topk,balanced --set d=16 --set heads=2 --set
   --set path_d=16 --set path_steps=30 --set path_batch=8 --set path_test_examples=30 --set seeds=0,1
 
 # Every experiment documents the modes in its --help.
-for e in phonebook shortest-path teacher-student softmoe-mnist softmoe-l2norm routers; do
+for e in phonebook shortest-path teacher-student softmoe-mnist softmoe-vit softmoe-l2norm routers; do
   "$moelab" $e --help | grep -q 'mode = all .*list: print a command per' || fail "$e --help does not document the modes"
 done
 

@@ -40,6 +40,7 @@
 #include "tasks/routers/routers_experiment.h"
 #include "tasks/softmoe_l2norm/l2norm_experiment.h"
 #include "tasks/softmoe_mnist/softmoe_mnist_experiment.h"
+#include "tasks/softmoe_vit/softmoe_vit_experiment.h"
 #include "tasks/teacher_student/teacher_student_experiment.h"
 
 namespace moelab {
@@ -47,7 +48,7 @@ namespace moelab {
 namespace {
 
 std::vector<Experiment> experiments() {
-  return {phonebook_experiment(), shortest_path_experiment(), teacher_student_experiment(), softmoe_mnist_experiment(),
+  return {phonebook_experiment(), shortest_path_experiment(), teacher_student_experiment(), softmoe_mnist_experiment(), softmoe_vit_experiment(),
           softmoe_l2norm_experiment(), routers_experiment(), pretrain_experiment()};
 }
 
