@@ -28,6 +28,7 @@
 #include "nn/moe/router_toolkit.h"
 #include "nn/moe/top_k_router.h"
 #include "nn/moe/top_p_router.h"
+#include "tasks/routers/router_schemes.h"
 #include "tests/temp_dir.h"
 
 using namespace moelab;
@@ -240,6 +241,52 @@ TEST_CASE("shared experts: one MLP beside the routed experts, counted as active"
   Generator g2(0);
   Decoder plain(dc, g2, moe_feed_forward(none));
   CHECK(moe_parameter_counts(model).active - moe_parameter_counts(plain).active == 2 * 8 * 12);
+}
+
+TEST_CASE("gated shared experts (Qwen2-MoE): y = routed + sigmoid(x . w_s) * shared(x), gradients to w_s") {
+  Generator gen(4);
+  MoEConfig c;
+  c.d = 5, c.experts = 4, c.k = 2, c.ffn = 3, c.shared_experts = 1, c.shared_gate = true, c.dtype = DType::Float64;
+  MoELayer gated(c, gen);
+  REQUIRE(gated.shared_gate() != nullptr);
+  CHECK(gated.shared_gate()->weight().shape() == Shape({1, 5}));
+  CHECK(gated.shared_gate()->bias().defined() == false);
+  // The same layer without the gate: the routed part and the shared MLP from the same draws.
+  Generator same(4);
+  MoEConfig plain_c = c;
+  plain_c.shared_gate = false;
+  MoELayer plain(plain_c, same);
+  const Tensor x = normal({6, 5}, 0.0, 1.0, gen, DType::Float64);
+  const std::vector<double> yg = gated.forward(Variable(x)).data().to_vector<double>();
+  const std::vector<double> yp = plain.forward(Variable(x)).data().to_vector<double>();
+  const std::vector<double> sh = gated.shared()->forward(Variable(x)).data().to_vector<double>();
+  const std::vector<double> xv = x.to_vector<double>(), w = gated.shared_gate()->weight().data().to_vector<double>();
+  double worst = 0;
+  for (int t = 0; t < 6; ++t) {
+    double z = 0;
+    for (int i = 0; i < 5; ++i) z += xv[t * 5 + i] * w[i];
+    const double gate = 1.0 / (1.0 + std::exp(-z));
+    for (int i = 0; i < 5; ++i)  // plain = routed + shared, so routed = plain - shared
+      worst = std::max(worst, std::abs(yg[t * 5 + i] - (yp[t * 5 + i] - sh[t * 5 + i] + gate * sh[t * 5 + i])));
+  }
+  CHECK(worst < 1e-12);
+  // The gate learns: a loss through the layer reaches w_s.
+  gated.zero_grad();
+  const Variable y = gated.forward(Variable(x));
+  sum(y * y).backward();
+  const std::vector<double> gw = gated.shared_gate()->weight().grad().to_vector<double>();
+  CHECK(std::any_of(gw.begin(), gw.end(), [](double v) { return std::abs(v) > 1e-8; }));
+  // Without shared experts there is nothing to gate.
+  MoEConfig bad = c;
+  bad.shared_experts = 0;
+  Generator g3(1);
+  CHECK_THROWS_WITH(MoELayer(bad, g3), doctest::Contains("needs shared_experts"));
+  // As a custom scheme of `moelab routers`.
+  const std::vector<RouterScheme> schemes = parse_custom_schemes("qwen:topk:shared=1:shared_gate=1");
+  REQUIRE(schemes.size() == 1u);
+  CHECK(schemes[0].shared_gate);
+  CHECK_THROWS_WITH(parse_custom_schemes("q:topk:shared_gate=1"), doctest::Contains("needs shared experts"));
+  CHECK_THROWS_WITH(parse_custom_schemes("q:topk:shared=1:shared_gate=yes"), doctest::Contains("0 or 1"));
 }
 
 TEST_CASE("topk balance_scope: the Switch loss over the whole batch or per sequence") {

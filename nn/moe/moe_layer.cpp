@@ -6,6 +6,7 @@
 #include <string>
 
 #include "autograd/ops.h"
+#include "autograd/ops_unary.h"
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "nn/moe/router_toolkit.h"
@@ -27,6 +28,11 @@ MoELayer::MoELayer(const MoEConfig& config, Generator& gen) : config_(config) {
   if (config.shared_experts > 0)
     shared_ = register_module("shared",
                               std::make_shared<MLP>(config.d, config.shared_width(), gen, config.bias, config.dtype));
+  MOELAB_CHECK(!config.shared_gate || config.shared_experts > 0, "MoELayer",
+               "shared_gate scales the shared experts' output: it needs shared_experts >= 1");
+  if (config.shared_gate)
+    shared_gate_ = register_module("shared_gate",
+                                   std::make_shared<Linear>(config.d, 1, gen, /*bias=*/false, config.dtype));
   // The router's after_optimizer_step runs after every optimizer step that updates this layer
   // (nn/optim/step_hooks.h), so no training loop has to call it: the hook hangs on the router's
   // first trainable parameter, or the layer's when the router has none.
@@ -98,7 +104,10 @@ Variable MoELayer::forward_with_aux(const Variable& x, AuxLosses& aux) {
                  plan.direct_output.shape(), ", not x's ", xf.shape());
     y = y + plan.direct_output;
   }
-  if (shared_) y = y + shared_->forward(xf);                                   // DeepSeekMoE's shared experts
+  if (shared_gate_)  // Qwen2-MoE: sigmoid(x w_s) [T, 1] scales each token's shared output [T, d]
+    y = y + sigmoid(shared_gate_->forward(xf)) * shared_->forward(xf);
+  else if (shared_)
+    y = y + shared_->forward(xf);  // DeepSeekMoE's shared experts
   return x.rank() == 2 ? y : reshape(y, x.shape());
 }
 

@@ -44,6 +44,12 @@
 // which experts a token uses and how much each counts, while shared experts bypass routing and
 // own parameters; as an option they combine with every routing scheme (topk, top-p, aux-free...).
 // They count fully in the active parameters (nn/moe/moe_decoder.h).
+// With shared_gate (Qwen2-MoE's shared_expert_gate, Qwen1.5-MoE and Qwen2's released modeling
+// code) the shared output is scaled per token by a learned sigmoid gate, one d-vector w_s:
+//   y_t = sigmoid(x_t . w_s) * shared(x_t) + sum_j g_tj * expert_{e_tj}(x_t)
+// "shared_gate" is a bias-free Linear(d, 1) child registered after "shared" (weight [1, d],
+// PyTorch's initialisation), so a token can turn the shared experts down where the routed ones
+// suffice.
 //
 //   MoEConfig c{.d = 64, .experts = 8, .k = 2, .ffn = 256, .router_options = {{"load_balance", "0.01"}}};
 //   MoELayer moe(c, gen);
@@ -61,6 +67,7 @@
 
 #include "core/random.h"
 #include "nn/feed_forward.h"
+#include "nn/linear.h"
 #include "nn/mlp.h"
 #include "nn/moe/expert_bank.h"
 #include "nn/moe/router.h"
@@ -79,6 +86,7 @@ struct MoEConfig {
   DType dtype = DType::Float32;
   std::int64_t shared_experts = 0;  // DeepSeekMoE's always-active experts (0: none), see above
   std::int64_t shared_ffn = 0;      // hidden width of each shared expert (0: ffn_width())
+  bool shared_gate = false;         // Qwen2-MoE's sigmoid gate on the shared output (needs shared_experts)
 
   std::int64_t ffn_width() const { return ffn > 0 ? ffn : d; }
   std::int64_t shared_width() const { return shared_experts * (shared_ffn > 0 ? shared_ffn : ffn_width()); }
@@ -101,6 +109,7 @@ class MoELayer : public FeedForward {
   Router& router() const { return *router_; }
   ExpertBank& experts() const { return *experts_; }
   MLP* shared() const { return shared_.get(); }  // null without shared experts
+  Linear* shared_gate() const { return shared_gate_.get(); }  // null without shared_gate
 
   // Of the last forward (empty / undefined before the first):
   // The router's metrics for the last forward, computed now (this reads the device).
@@ -115,6 +124,7 @@ class MoELayer : public FeedForward {
   std::shared_ptr<Router> router_;
   std::shared_ptr<ExpertBank> experts_;
   std::shared_ptr<MLP> shared_;
+  std::shared_ptr<Linear> shared_gate_;
   RouterMetrics metrics_;
   Tensor tokens_per_expert_, last_experts_;
   StepHook step_hook_;  // runs router_->after_optimizer_step() after every optimizer step

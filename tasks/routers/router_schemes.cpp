@@ -134,7 +134,10 @@ std::vector<RouterScheme> parse_custom_schemes(const std::string& text) {
       const std::size_t eq = parts[i].find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == parts[i].size()) refuse(entry, "'" + parts[i] + "' is not KEY=VALUE");
       const std::string key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
-      if (key == "k" || key == "shared") {
+      if (key == "shared_gate") {
+        if (value != "0" && value != "1") refuse(entry, "shared_gate is 0 or 1, got '" + value + "'");
+        r.shared_gate = value == "1";
+      } else if (key == "k" || key == "shared") {
         char* end = nullptr;
         const long long v = std::strtoll(value.c_str(), &end, 10);
         if (end != value.c_str() + value.size() || v < (key == "k" ? 1 : 0) || v > 4096)
@@ -151,11 +154,13 @@ std::vector<RouterScheme> parse_custom_schemes(const std::string& text) {
       const auto it = r.options.find(key);
       return it != r.options.end() && it->second != "0";
     };
+    if (r.shared_gate && r.shared_experts == 0) refuse(entry, "shared_gate=1 needs shared experts (shared=N)");
     r.variable_k = r.router == "top-p" || positive("null_experts") || positive("copy_experts") ||
                    positive("constant_experts");
     r.batch_dependent = r.router == "balanced";
     r.description = "custom: " + r.router + ", k " + std::to_string(r.k) +
                     (r.shared_experts > 0 ? ", " + std::to_string(r.shared_experts) + " shared" : "") +
+                    (r.shared_gate ? " (gated)" : "") +
                     (options.empty() ? "" : "," + options);
     out.push_back(std::move(r));
   }
@@ -190,6 +195,7 @@ std::unique_ptr<Decoder> build_scheme_decoder(const RouterScheme& scheme, const 
   moe.experts = spec.experts, moe.k = spec.k, moe.ffn = spec.ffn;
   moe.router = spec.router, moe.router_options = spec.router_options;
   moe.shared_experts = scheme.shared_experts;  // each of width ffn_width(), as a routed expert
+  moe.shared_gate = scheme.shared_gate;
   return std::make_unique<Decoder>(config, gen, moe_feed_forward(moe));
 }
 

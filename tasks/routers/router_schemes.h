@@ -73,6 +73,7 @@ struct RouterScheme {
   std::map<std::string, std::string> options;
   std::int64_t k = 2;               // slots per token (top-p: its cap)
   std::int64_t shared_experts = 0;  // always-active experts (taken from the E experts)
+  bool shared_gate = false;         // Qwen2-MoE's sigmoid gate on their output (MoEConfig::shared_gate)
   bool variable_k = false;          // active parameters vary per token (top-p; null/copy/constant experts)
   bool batch_dependent = false;     // training routing looks at the whole batch (balanced)
 };
@@ -90,7 +91,7 @@ std::vector<std::string> parse_scheme_list(const std::string& text, const Scheme
 // Schemes as data: "NAME:ROUTER[:KEY=VALUE]...", several separated by ';', e.g.
 //   dsv3:aux-free:groups=2:topk_groups=1:scale=2.5:seq_aux=0.0001;top1:topk:k=1:gates=softmax-topk
 // KEY k sets the slots per token (default 2), KEY shared the always-active experts taken from the
-// E (default 0); every other KEY=VALUE is a router option, checked by the router's factory when
+// E (default 0), KEY shared_gate=1 scales their output by Qwen2-MoE's sigmoid gate; every other KEY=VALUE is a router option, checked by the router's factory when
 // the experiment validates its grid. NAME: letters, digits, '-' and '_', not a built-in scheme's.
 // ROUTER: a registered router but expert-choice (not causal: see above). UsageError naming the
 // entry for anything else. An empty text gives no scheme.
