@@ -36,6 +36,14 @@ double read_value(const Tensor& t) { return t.to(Device::cpu()).to(DType::Float6
        parts.str(), " (try a smaller learning rate)");
 }
 
+// Whether the main loss and every aux term read back finite (only on the way to an error).
+bool all_parts_finite(const StepLoss& s) {
+  if (!std::isfinite(read_value(s.loss.data()))) return false;
+  for (const auto& [name, term] : s.aux.terms)
+    if (!std::isfinite(read_value(term.data()))) return false;
+  return true;
+}
+
 }  // namespace
 
 LoopState train_loop(Module& model, Optimizer& opt, const LoopOptions& o, const LoopHooks& hooks) {
@@ -44,6 +52,7 @@ LoopState train_loop(Module& model, Optimizer& opt, const LoopOptions& o, const 
   MOELAB_CHECK(o.clip >= 0 && std::isfinite(o.clip), "train_loop", "clip must be finite and >= 0 (0: none), got ",
                o.clip);
   MOELAB_CHECK(o.eval_every >= 0, "train_loop", "eval_every must be >= 0, got ", o.eval_every);
+  MOELAB_CHECK(o.accumulate >= 1, "train_loop", "accumulate must be >= 1, got ", o.accumulate);
   MOELAB_CHECK(static_cast<bool>(hooks.batch_loss), "train_loop", "no batch_loss function");
   using Clock = std::chrono::steady_clock;
   const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
@@ -56,24 +65,40 @@ LoopState train_loop(Module& model, Optimizer& opt, const LoopOptions& o, const 
   for (std::int64_t step = 1; step <= o.steps; ++step) {
     const auto t0 = Clock::now();
     if (o.schedule) opt.set_lr_factor(o.schedule->factor((step - 1) / o.schedule_period));
-    const StepLoss s = hooks.batch_loss(step);
-    MOELAB_CHECK(s.loss.defined() && s.loss.numel() == 1, "train_loop", "batch_loss must return a 0-d loss, got ",
-                 s.loss.defined() ? s.loss.data().str() : std::string("an undefined Variable"));
-    if (!progress && !o.label.empty()) progress = std::make_unique<Progress>(o.label, o.steps, s.items);
-    Variable total = s.loss;
-    Tensor probe = s.loss.data();  // the value read back: loss itself, or loss + 0 * total
-    if (const Variable aux = s.aux.total(); aux.defined()) {
-      total = s.loss + aux;
-      probe = kernels::add(s.loss.data(), kernels::mul(total.data(), 0.0));
-    }
     opt.zero_grad();
-    total.backward();
+    std::vector<StepLoss> micro;  // kept for the error message only (their graphs are freed)
+    Tensor probe;                 // the value read back: the main loss (mean over micro-batches)
+    std::int64_t items = 0;
+    for (std::int64_t m = 0; m < o.accumulate; ++m) {
+      StepLoss s = hooks.batch_loss(step);
+      MOELAB_CHECK(s.loss.defined() && s.loss.numel() == 1, "train_loop", "batch_loss must return a 0-d loss, got ",
+                   s.loss.defined() ? s.loss.data().str() : std::string("an undefined Variable"));
+      if (!progress && !o.label.empty()) progress = std::make_unique<Progress>(o.label, o.steps, s.items * o.accumulate);
+      Variable total = s.loss;
+      Tensor part = s.loss.data();  // loss itself, or loss + 0 * total (NaN when total is not finite)
+      if (const Variable aux = s.aux.total(); aux.defined()) {
+        total = s.loss + aux;
+        part = kernels::add(s.loss.data(), kernels::mul(total.data(), 0.0));
+      }
+      if (o.accumulate > 1) {  // each micro-batch counts 1/A: the mean over the A micro-batches
+        total = total * (1.0 / static_cast<double>(o.accumulate));
+        part = kernels::mul(part, 1.0 / static_cast<double>(o.accumulate));
+      }
+      total.backward();  // accumulates into the parameters' gradients
+      probe = probe.defined() ? kernels::add(probe, part) : part;
+      items += s.items;
+      micro.push_back(std::move(s));
+    }
     if (o.clip > 0) clip_grad_norm_tensor(params, o.clip);  // stays on the device
     opt.step();
     const double value = read_value(probe);  // the step's one device->host read
-    if (!std::isfinite(value) && !o.allow_non_finite) fail_not_finite(o, step, s, value);
+    if (!std::isfinite(value) && !o.allow_non_finite) {
+      for (const StepLoss& s : micro)  // name the first micro-batch with a non-finite part
+        if (!all_parts_finite(s)) fail_not_finite(o, step, s, value);
+      fail_not_finite(o, step, micro.back(), value);  // every part finite, their sum not
+    }
     state.step = step;
-    state.items += s.items;
+    state.items += items;
     state.train_seconds += since(t0);
 
     if (progress) progress->update(step, value);

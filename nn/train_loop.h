@@ -7,11 +7,12 @@
 // One step s (1-based), in this order:
 //
 //   opt.set_lr_factor(schedule.factor((s - 1) / schedule_period))   if a schedule is given
+//   opt.zero_grad()
 //   {loss, aux} = batch_loss(s)            loss: the main loss, 0-d (cross-entropy, MSE, ...)
 //                                          aux:  the MoE routers' aux losses of that forward
 //                                                (Decoder::forward(ids, aux), forward_with_aux)
 //   total = loss + aux.total()             what is differentiated (= loss when aux is empty)
-//   opt.zero_grad(); total.backward()
+//   total.backward()
 //   clip_grad_norm_tensor(model.parameters(), clip)                  if clip > 0
 //   opt.step()
 //   value = loss, read back                the step's ONE device->host read (see below)
@@ -31,6 +32,20 @@
 //      cross-entropy = 2.3012, aux load_balance = inf (try a smaller learning rate)"
 // The read comes after opt.step() so that on a GPU the whole step is queued before the host waits
 // for it; a non-finite step has then already updated the parameters, but the run stops there.
+//
+// Gradient accumulation (accumulate = A > 1): one optimizer step sums the gradients of A
+// micro-batches, each drawn by its own batch_loss call (A calls per step, the same step number):
+//
+//   opt.zero_grad()
+//   for m in 1..A: {loss_m, aux_m} = batch_loss(s); ((loss_m + aux_m.total()) / A).backward()
+//   clip, opt.step(), value = mean of the A main losses (still ONE read: summed on the device)
+//
+// Each micro-batch's graph is freed by its backward before the next forward, so memory is that of
+// one micro-batch. When every micro-batch loss is a mean over equally many items, the summed
+// gradient is the mean over the A*b items: the same update as one batch of A*b, to round-off
+// (tests/test_train_loop.cpp). An aux loss that is not a mean of per-item terms (the Switch
+// balance loss multiplies a batch's f by its P) is the mean of the micro-batches' losses, not the
+// large batch's loss. A = 1 is the loop above, bit for bit.
 //
 // The order of operations is that of every loop it replaced (zeroing the gradients before or
 // after the forward, or reading the loss before or after the update, changes no bit), so the
@@ -84,6 +99,7 @@ struct LoopOptions {
   const Schedule* schedule = nullptr;  // nullptr: the optimizer's learning rates as built
   std::int64_t schedule_period = 1;    // the schedule advances every this many steps (an epoch's)
   double clip = 0;                     // max global gradient norm (nn/optim/clip.h); 0: none
+  std::int64_t accumulate = 1;         // micro-batches per optimizer step (>= 1), see above
   std::int64_t eval_every = 0;         // evaluate every this many steps and after the last; 0: last only
   std::string label{};                 // the progress line's label and errors' prefix; empty: no line
   std::string loss_name = "loss";      // the main loss's name in errors ("cross-entropy", "mse")
@@ -93,7 +109,8 @@ struct LoopOptions {
 };
 
 struct LoopHooks {
-  // Required: draws step s's batch (s 1-based), runs the forward, returns the loss.
+  // Required: draws step s's batch (s 1-based), runs the forward, returns the loss. With
+  // accumulate = A it is called A times per step, each call drawing the next micro-batch.
   std::function<StepLoss(std::int64_t step)> batch_loss;
   // After every step, with the main loss read back.
   std::function<void(const LoopState& state, double loss)> on_step;

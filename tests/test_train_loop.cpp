@@ -187,6 +187,60 @@ TEST_CASE("train_loop stops on a non-finite total loss, naming the step and the 
   CHECK((seen.size() == 2 && !std::isfinite(seen[0]) && !std::isfinite(seen[1])));
 }
 
+TEST_CASE("train_loop with accumulate = A: A micro-batches give one large batch's update, to round-off") {
+  // float64 regression on 8 rows: one step on all 8 against A = 2 and 4 micro-batches of 8 / A rows
+  // each (the MSE of each a mean over its rows), with SGD and a schedule (SGD, not Adam: Adam's
+  // update hardly changes when every gradient is scaled, so it would hide a missing 1/A), then
+  // once more with clipping active.
+  Generator gen(9);
+  const Tensor x = normal({8, 4}, 0.0, 1.0, gen, DType::Float64), y = normal({8, 2}, 0.0, 3.0, gen, DType::Float64);
+  auto train = [&](std::int64_t A, double clip) {
+    Generator init(3);
+    Linear model(4, 2, init, true, DType::Float64);
+    SGD opt(model.parameters(), 0.05);
+    const auto schedule = make_schedule("cosine", 3);
+    std::int64_t calls = 0;
+    std::vector<double> values;
+    LoopHooks h;
+    h.batch_loss = [&](std::int64_t) {
+      const std::int64_t rows = 8 / A, start = (calls++ % A) * rows;
+      StepLoss s;
+      s.loss = nn::mse_loss(model.forward(narrow(Variable(x), 0, start, rows)), narrow(Variable(y), 0, start, rows));
+      s.items = rows;
+      return s;
+    };
+    h.on_step = [&](const LoopState& st, double v) {
+      values.push_back(v);
+      CHECK(st.items == 8 * st.step);  // every micro-batch's items counted
+    };
+    train_loop(model, opt, {.steps = 3, .schedule = schedule.get(), .clip = clip, .accumulate = A}, h);
+    CHECK(calls == 3 * A);
+    std::vector<double> w = model.weight().data().to_vector<double>(), b = model.bias().data().to_vector<double>();
+    w.insert(w.end(), b.begin(), b.end());
+    return std::make_pair(w, values);
+  };
+  for (const auto& [A, clip] : std::vector<std::pair<std::int64_t, double>>{{2, 0.0}, {4, 0.0}, {2, 0.5}, {4, 0.5}}) {
+    INFO("A = ", A, ", clip ", clip);
+    const auto [one, one_values] = train(1, clip);
+    const auto [acc, acc_values] = train(A, clip);
+    double worst = 0;
+    for (std::size_t i = 0; i < one.size(); ++i) worst = std::max(worst, std::abs(acc[i] - one[i]));
+    CHECK(worst < 1e-13);
+    for (std::size_t i = 0; i < one_values.size(); ++i)  // the value read: the mean of the micro losses
+      CHECK(acc_values[i] == doctest::Approx(one_values[i]).epsilon(1e-12));
+  }
+  Generator init(3);
+  Linear model(4, 2, init, true, DType::Float64);
+  Adam opt(model.parameters(), AdamOptions{.lr = 1e-2});
+  LoopHooks h;
+  h.batch_loss = [&](std::int64_t) {
+    StepLoss s;
+    s.loss = nn::mse_loss(model.forward(Variable(x)), Variable(y));
+    return s;
+  };
+  CHECK_THROWS_WITH(train_loop(model, opt, {.steps = 1, .accumulate = 0}, h), doctest::Contains("accumulate"));
+}
+
 TEST_CASE("train_loop reads back one value per step, aux losses and clipping included") {
   CountingBackend counting(cpu_backend());
   ScopedBackendOverride stand_in(DeviceType::CUDA, counting);
