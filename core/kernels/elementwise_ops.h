@@ -19,7 +19,8 @@
 //   - the CUDA functors and dispatch (cuda/elementwise.cu): the same, on the device;
 //   - the autograd registry: every unary op is a differentiable op moelab::name(x) (autograd/
 //     op_list.cpp), gradchecked on its domain (tests/test_gradcheck.cpp);
-//   - the tests' op lists (tests/test_elementwise.cpp, tests/test_cuda_parity.cpp walk the tables).
+//   - the tests' op lists (tests/test_elementwise.cpp, tests/test_cuda_parity.cpp walk the tables;
+//     the reference values are in tests/unary_reference.h).
 // A switch that names the ops by hand (the tests' reference values) is compiled with
 // -Werror=switch (CMakeLists.txt), so a missing case there is an error as well.
 //
@@ -29,7 +30,7 @@
 //   3. cuda/elementwise.cu              its math on the device (a CUDA build fails without it)
 //   4. autograd/ops_unary.h             Variable softplus(const Variable& x);
 //   5. autograd/ops_elementwise.cpp     its derivative (dx = g * sigmoid(x))
-//   6. tests/test_elementwise.cpp       its reference value in double precision (unary_ref)
+//   6. tests/unary_reference.h         its reference value in double precision (unary_ref)
 // Each missing piece is a compile error (2, 3, 6: -Werror=switch; 4, 5: the generated gradcheck
 // calls moelab::softplus), never a silent default. The gradcheck, the CPU value test and the
 // CPU/CUDA parity test then cover it with no further line. Only the files that include this list
