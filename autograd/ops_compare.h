@@ -38,8 +38,12 @@ Tensor le(const Variable& a, double s);
 Tensor gt(const Variable& a, double s);
 Tensor ge(const Variable& a, double s);
 
-// cond, a, b: one shape (moelab::Error otherwise; a and b of one dtype and device; cond any dtype,
-// nonzero meaning "take a") -> that shape.
+// cond, a, b broadcast the NumPy way to one shape (moelab::Error otherwise; a and b of one dtype
+// and device; cond any dtype, nonzero meaning "take a") -> that shape. A broadcast operand's
+// gradient is summed back over the axes it was repeated along. Either branch may be a number
+// (a constant, no gradient): where(mask, x, 0.0), where(mask, -1e9, scores).
 Variable where(const Tensor& cond, const Variable& a, const Variable& b);
+Variable where(const Tensor& cond, const Variable& a, double b);
+Variable where(const Tensor& cond, double a, const Variable& b);
 
 }  // namespace moelab

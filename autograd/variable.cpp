@@ -7,6 +7,7 @@
 #include "autograd/engine.h"
 #include "autograd/node.h"
 #include "core/kernels.h"
+#include "core/tensor_print.h"
 
 namespace moelab {
 
@@ -78,6 +79,16 @@ Variable make_recorded(Tensor data, std::shared_ptr<Node> node) {
   Variable out(std::move(data));
   out.node_ = std::move(node);
   return out;
+}
+
+std::ostream& operator<<(std::ostream& out, const Variable& v) {
+  if (!v.defined()) return out << "variable(undefined)";
+  std::string text = format_tensor(v.data());
+  if (v.requires_grad()) {  // before the closing parenthesis, as PyTorch places it
+    text.pop_back();
+    text += v.is_leaf() ? ", requires_grad=True)" : ", grad_fn=<" + v.op_name() + ">)";
+  }
+  return out << text;
 }
 
 }  // namespace moelab

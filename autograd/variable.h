@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 
 #include "autograd/grad_hooks.h"
@@ -94,5 +95,12 @@ class Variable {
 
 // Internal: wraps an op's output and its freshly built Node (used by autograd/record.cpp).
 Variable make_recorded(Tensor data, std::shared_ptr<Node> node);
+
+// Prints like PyTorch: the values (core/tensor_print.h), then ", requires_grad=True" for a leaf
+// that requires a gradient or ", grad_fn=<op>" for an op's output that records one:
+//   std::cout << w;   // tensor([[ 0.1000, -0.2000]], requires_grad=True)
+//   std::cout << y;   // tensor([0.3000], grad_fn=<matmul>)
+// "variable(undefined)" for an undefined Variable. A GPU Variable is copied to the host to be read.
+std::ostream& operator<<(std::ostream& out, const Variable& v);
 
 }  // namespace moelab

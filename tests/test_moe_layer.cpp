@@ -84,6 +84,20 @@ MoEConfig f64_config(std::int64_t d, std::int64_t E, std::int64_t k, std::int64_
 
 }  // namespace
 
+TEST_CASE("MoEConfig with only d and experts set builds a layer whose router learns (every default works)") {
+  Generator gen(3);
+  MoEConfig c;
+  c.d = 6, c.experts = 4, c.dtype = DType::Float64;  // k = 1, topk, its default gates
+  MoELayer moe(c, gen);
+  const Variable x(normal({5, 6}, 0.0, 1.0, gen, DType::Float64));
+  const Variable y = moe.forward(x);
+  sum(y * y).backward();
+  double norm = 0;
+  for (const Variable& p : moe.router().parameters())
+    for (double g : p.grad().to_vector<double>()) norm += g * g;
+  CHECK(norm > 0.0);  // the default top-1 gate is p itself, not p/p = 1
+}
+
 TEST_CASE("MoE layer with E = 1, k = 1 equals the dense MLP with the same weights") {
   for (bool bias : {false, true}) {
     INFO("bias ", bias);

@@ -168,7 +168,7 @@ TEST_CASE("topk router: capacity is respected and drops happen in token order") 
   const std::vector<double> w = {5, 0, 1, 0, 0, 0, -1, 0};
   SUBCASE("k = 1: C = ceil(1.0 * 8 / 4) = 2, tokens 0 and 1 keep expert 0") {
     Generator gen(0);
-    auto r = std::dynamic_pointer_cast<TopKRouter>(make_router("topk", config(2, E, 1, {{"capacity_factor", "1"}, {"allow_constant_gates", "true"}}), gen));
+    auto r = std::dynamic_pointer_cast<TopKRouter>(make_router("topk", config(2, E, 1, {{"capacity_factor", "1"}, {"gates", "softmax-topk-renorm"}, {"allow_constant_gates", "true"}}), gen));
     set_weight(*r, from_vector(w, {E, 2}));
     RoutingPlan plan = r->route(x);
     CHECK(plan.experts.to_vector<std::int32_t>() == std::vector<std::int32_t>{0, 0, -1, -1, -1, -1, -1, -1});
@@ -277,10 +277,13 @@ TEST_CASE("topk router: k = 1 with gates that are always 1 is refused unless ask
           }).empty());
     CHECK(error_of([&] { make_router("topk", config(4, 4, 2, {{"gates", gates}}), gen); }).empty());
   }
-  CHECK(!error_of([&] { make_router("topk", config(4, 4, 1), gen); }).empty());  // the default gates
   CHECK(error_of([&] { make_router("topk", config(4, 4, 1, {{"gates", "softmax-topk"}}), gen); }).empty());
-  // Switch's gate p_t,e gives the router a gradient at k = 1.
-  auto r = make_router("topk", config(4, 4, 1, {{"gates", "softmax-topk"}}), gen);
+  // Every default builds: at k = 1 the default gates are Switch's p_t,e (softmax-topk), which
+  // gives the router a gradient; at k = 2 Mixtral's renormalised ones.
+  auto r = make_router("topk", config(4, 4, 1), gen);
+  CHECK(std::dynamic_pointer_cast<TopKRouter>(r)->options().gates == GateMode::SoftmaxTopk);
+  CHECK(std::dynamic_pointer_cast<TopKRouter>(make_router("topk", config(4, 4, 2), gen))->options().gates ==
+        GateMode::SoftmaxTopkRenorm);
   const Variable x(normal({5, 4}, 0, 1, gen, DType::Float64));
   sum(r->route(x).gates * Variable(normal({5, 1}, 0, 1, gen, DType::Float64))).backward();
   double norm = 0;

@@ -228,7 +228,7 @@ TEST_CASE("router contract: each new clause rejects a router broken for it, and 
 TEST_CASE("router contract: a router that never learns is caught (the k = 1 trap)") {
   // top-1 with renormalised gates: every gate is p/p = 1, so the router's gradient is exactly 0.
   // Gradcheck agrees with itself (0 = 0); the learning clause does not.
-  RouterContract trap = contract("topk", 1, {{"allow_constant_gates", "true"}});
+  RouterContract trap = contract("topk", 1, {{"gates", "softmax-topk-renorm"}, {"allow_constant_gates", "true"}});
   const std::string failures = router_contract_failures(trap);
   CHECK(failures.find("learns:") != std::string::npos);
   CHECK(failures.find("every kept gate is exactly 1 (k = 1 with renormalised gates") != std::string::npos);

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "autograd/ops.h"
 #include "core/factories.h"
 #include "core/tensor_print.h"
 
@@ -62,4 +63,19 @@ TEST_CASE("format_tensor: a long row wraps at line_width, aligned under its firs
         "tensor([7, 7, 7, 7, 7, 7, 7,\n"
         "        7, 7, 7, 7, 7], dtype=int32)");
   CHECK_THROWS_AS(format_tensor(from_vector(v, {12}), {.precision = -1}), Error);
+}
+
+TEST_CASE("a Variable prints as PyTorch's: values, then requires_grad or grad_fn") {
+  const Variable w(from_vector(std::vector<float>{0.1f, -0.2f}, {1, 2}), true);
+  const Variable c(from_vector(std::vector<float>{1.5f}, {1}));
+  std::ostringstream leaf, constant, op, none;
+  leaf << w;
+  constant << c;
+  op << sum(w * 2.0);
+  none << Variable();
+  CHECK(leaf.str() == "tensor([[ 0.1000, -0.2000]], requires_grad=True)");
+  CHECK(constant.str() == "tensor([1.5000])");
+  CHECK(op.str().rfind("tensor(-0.2000, grad_fn=<", 0) == 0);
+  CHECK(op.str().back() == ')');
+  CHECK(none.str() == "variable(undefined)");
 }

@@ -40,8 +40,11 @@ TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
                                 "null_experts", "copy_experts", "constant_experts"},
                        kScheme);
   TopKRouterOptions o;
+  // The default gates: Mixtral's renormalised ones, but Switch's p itself at k = 1, where the
+  // renormalised gate is p/p = 1 and the router would never learn (the k = 1 trap, the header), so
+  // that a config with every default builds a router that learns.
   const std::string gates = router_option_choice(
-      config, "gates", "softmax-topk-renorm", {"softmax-topk-renorm", "softmax-topk", "topk-softmax", "equal"}, kScheme);
+      config, "gates", config.k == 1 ? "softmax-topk" : "softmax-topk-renorm", {"softmax-topk-renorm", "softmax-topk", "topk-softmax", "equal"}, kScheme);
   for (GateMode m : {GateMode::SoftmaxTopkRenorm, GateMode::SoftmaxTopk, GateMode::TopkSoftmax, GateMode::Equal})
     if (gates == gate_mode_name(m)) o.gates = m;
   o.bias = router_option_bool(config, "bias", false, kScheme);

@@ -6,9 +6,9 @@
 //   S_t    = the k experts with the largest logits          [T, k] (ties: the lower expert id first)
 //
 // Gate modes (option "gates"):
-//   "softmax-topk-renorm" (default)  g_tj = p_t,S_tj / sum_i p_t,S_ti          Mixtral (Jiang et al. 2024);
+//   "softmax-topk-renorm" (k >= 2's default) g_tj = p_t,S_tj / sum_i p_t,S_ti          Mixtral (Jiang et al. 2024);
 //                                                                             GShard's top-2 (Algorithm 1)
-//   "softmax-topk"                   g_tj = p_t,S_tj (no renormalisation)      Switch (k = 1), V-MoE
+//   "softmax-topk" (k = 1's default) g_tj = p_t,S_tj (no renormalisation)     Switch (k = 1), V-MoE
 //   "topk-softmax"                   g_t  = softmax(logits_t,S_t)              the granularity paper's code
 //   "equal"                          g_tj = 1 / k (constant)                   the granularity paper's theory;
 //                                    the router then gets no gradient through the gates (a warning says so)
@@ -19,7 +19,9 @@
 // an aux loss or weight decay moves it). A router built that way is refused (moelab::Error, and
 // exit 2 on the command line) unless option allow_constant_gates = "true" says it is meant (a
 // teacher that never trains, a study of fixed routing). Top-1 routers that learn use
-// "softmax-topk": Switch's gate p_t,e, DeepSeekMoE's un-renormalised softmax gate. (The granularity paper is Boix-Adsera and
+// "softmax-topk": Switch's gate p_t,e, DeepSeekMoE's un-renormalised softmax gate; it is the
+// default at k = 1, so a router built with every default learns (a renormalised mode at k = 1 must
+// be asked for, and is then refused as above). (The granularity paper is Boix-Adsera and
 // Rigollet, "The power of fine-grained experts", 2025; every paper named here: docs/REFERENCES.md.)
 //
 // Options (RouterConfig::options; unknown keys and bad values are errors):

@@ -80,7 +80,8 @@ std::vector<Preset> softmoe_vit_presets() {
       {"paper",
        "CIFAR shapes (--set dataset=cifar10 or cifar100 --set data_dir=DIR): 32x32x3 images in 4x4 patches (64 "
        "tokens), d 256, 8 blocks of 8 heads, the last 4 Soft MoE, n = 2..128, 3 seeds, 40,000 steps of 128 (about "
-       "100 epochs); tens of GPU-hours (not measured: no GPU run of this preset exists yet)",
+       "100 epochs); estimated 3-6 GPU-hours for the 21 networks from FLOPs (0.63 GFLOP a forward image, "
+       "docs/EXPERIMENTS.md) at 10-20 TFLOP/s; not run",
        {{"dataset", "cifar10"}, {"patch", "4"}, {"dim", "256"}, {"depth", "8"}, {"heads", "8"}, {"mlp_hidden", "1024"},
         {"moe_layers", "4"}, {"experts", "2,4,8,16,32,64,128"}, {"steps", "40000"}, {"eval_every", "2000"}}},
   };
