@@ -119,6 +119,13 @@ std::vector<Preset> pretrain_presets() {
        "below 100, dense d 32/48/64, MoE d 32 with 4/8/16/32 experts, 8000 steps of 16 windows of 128 tokens, seeds "
        "0, 1, 2 (21 points of 3-7 minutes on one core: about an hour as jobs, two at a time)",
        {{"perplexity_every", "400"}}},
+      {"cpu-load",
+       "issue 42's capacity-bound load sweep, the v2 record's grid: 800 and 1,600 people, the steps of 100 readings "
+       "of each load's knowledge text (26,279 and 52,558 steps of 16 windows of 128 tokens), dense d 32/64 and MoE d "
+       "32 with 16 experts, six seeds (the paired sign-flip test then reaches p = 0.03); 36 points, about 17.5 "
+       "core-hours by the calibration's measured rates (docs/EXPERIMENTS.md): a night as jobs, two at a time",
+       {{"perplexity_every", "2000"}, {"people", "800,1600"}, {"passes", "100"}, {"dense_widths", "32,64"},
+        {"experts", "16"}, {"seeds", "0,1,2,3,4,5"}}},
       {"paper",
        "a GPU-scale grid in the spirit of the paper's Section 5 (its 63B tokens are out of reach): 5,000 people, "
        "50,000 problems, 8 layers, dense d 256/384/512/768, MoE d 256/384 with 4/8/16/32 experts, 30,000 steps of "
