@@ -14,8 +14,11 @@
 #include "core/error.h"
 #include "tasks/softmoe_vit/cifar.h"
 #include "temp_dir.h"
+#include "test_util.h"
 
 using namespace moelab;
+
+using moelab::testing::error_of;
 
 namespace {
 
@@ -31,15 +34,6 @@ std::vector<std::uint8_t> record(std::vector<std::uint8_t> labels, int seed) {
 void write_bytes(const std::filesystem::path& p, const std::vector<std::vector<std::uint8_t>>& records) {
   std::ofstream out(p, std::ios::binary);
   for (const auto& r : records) out.write(reinterpret_cast<const char*>(r.data()), static_cast<std::streamsize>(r.size()));
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

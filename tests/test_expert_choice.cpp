@@ -31,6 +31,7 @@ using namespace moelab;
 using moelab::testing::check_parameters;
 using moelab::testing::max_error;
 using moelab::testing::to_doubles;
+using moelab::testing::error_of;
 using V = std::vector<Variable>;
 
 namespace {
@@ -42,15 +43,6 @@ RouterConfig config(std::int64_t d, std::int64_t E, std::int64_t k, std::map<std
 }
 
 void set_values(Variable p, const Tensor& v) { kernels::copy(p.data(), v); }
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Host scores S = softmax(x W^T + b) over the experts, float64: [T, E] row-major.
 std::vector<double> host_scores(const Tensor& x, const Tensor& w, const Tensor& b = Tensor()) {

@@ -21,6 +21,7 @@
 
 using namespace moelab;
 using moelab::testing::to_doubles;
+using moelab::testing::error_of;
 
 namespace {
 
@@ -54,15 +55,6 @@ RouterConfig config(std::int64_t d, std::int64_t E, std::int64_t k, std::map<std
 void set_weight(const TopKRouter& r, const Tensor& values) {
   Variable w = r.weight();
   kernels::copy(w.data(), values);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // A tiny scheme registered from the test file: token t goes to expert t mod E with gate 1.

@@ -1,15 +1,28 @@
-// tests/test_util.h — comparison helpers shared by the kernel tests.
+// tests/test_util.h — helpers shared by the tests: comparisons of values, and the message a call throws.
 #pragma once
 
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/tensor.h"
 
 namespace moelab::testing {
+
+// The message of the moelab::Error that f throws; "" when it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // Any float tensor's values as doubles (float32 -> float64 is exact).
 inline std::vector<double> to_doubles(const Tensor& t) { return t.to(DType::Float64).to_vector<double>(); }

@@ -60,6 +60,12 @@ bool point_done(const RunDir& dir, const std::string& name) {
   return std::filesystem::exists(dir.file(point_file(name)));
 }
 
+void redo_point_without(const RunDir& dir, const std::string& name, const std::string& needed_file) {
+  if (!point_done(dir, name) || std::filesystem::exists(dir.file(needed_file))) return;
+  std::printf("%s: its %s is gone; it will run again\n", name.c_str(), needed_file.c_str());
+  std::filesystem::remove(dir.file(point_file(name)));
+}
+
 void write_point(const RunDir& dir, const std::string& name, const nlohmann::ordered_json& result) {
   dir.subfolder("points");
   dir.write_json(point_file(name), result);

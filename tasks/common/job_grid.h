@@ -78,6 +78,9 @@ std::uint64_t replicate_seed(std::uint64_t run_seed, std::int64_t seed);
 std::string point_file(const std::string& name);
 std::string point_curve_file(const std::string& name);
 bool point_done(const RunDir& dir, const std::string& name);
+// For experiments whose points save a file the report needs (a checkpoint): a finished point whose
+// file (relative to the run folder) is gone is marked not done, so that it runs again, and says so.
+void redo_point_without(const RunDir& dir, const std::string& name, const std::string& needed_file);
 // The result of a point, written whole and renamed (last: it marks the point done).
 void write_point(const RunDir& dir, const std::string& name, const nlohmann::ordered_json& result);
 // The result of a finished point; nothing when it is not done; moelab::Error naming the file

@@ -249,11 +249,7 @@ int run_softmoe_mnist(const RunContext& ctx) {
   validate_softmoe_mnist(ctx.settings);
   const std::vector<Point> points = grid_of(ctx.settings);
   // A network whose checkpoint is gone is not trained: its result file goes, so it trains again.
-  for (const Point& p : points)
-    if (point_done(ctx.dir, p.name) && !std::filesystem::exists(checkpoint_path(ctx.dir, p.experts, p.seed))) {
-      std::printf("%s: its checkpoint is gone; it will be trained again\n", p.name.c_str());
-      std::filesystem::remove(ctx.dir.file(point_file(p.name)));
-    }
+  for (const Point& p : points) redo_point_without(ctx.dir, p.name, checkpoint_name(p.experts, p.seed));
   // The data, read once and only when a network trains or the report is written (mode=list
   // prints command lines only).
   std::optional<MnistSplit> data;

@@ -226,11 +226,7 @@ void report(const RunContext& ctx, const sv::ImageSplit& data, const std::vector
 int run_softmoe_vit(const RunContext& ctx) {
   validate_softmoe_vit(ctx.settings);
   const std::vector<Point> points = grid_of(ctx.settings);
-  for (const Point& p : points)  // a network whose checkpoint is gone trains again
-    if (point_done(ctx.dir, p.name) && !std::filesystem::exists(ctx.dir.file(checkpoint_name(p)))) {
-      std::printf("%s: its checkpoint is gone; it will be trained again\n", p.name.c_str());
-      std::filesystem::remove(ctx.dir.file(point_file(p.name)));
-    }
+  for (const Point& p : points) redo_point_without(ctx.dir, p.name, checkpoint_name(p));  // trains again
   std::optional<sv::ImageSplit> data;
   auto loaded = [&]() -> const sv::ImageSplit& {
     if (!data) {

@@ -11,6 +11,7 @@
 #include "nn/progress.h"
 #include "nn/train_loop.h"
 #include "tasks/common/report.h"
+#include "tasks/softmoe_mnist/mnist_model.h"
 #include "tasks/softmoe_vit/cifar.h"
 
 namespace moelab::softmoe_vit {
@@ -34,26 +35,6 @@ bool cut(ImageDataset& d, std::int64_t limit) {
   d.labels.resize(static_cast<std::size_t>(limit));
   d.images.resize(static_cast<std::size_t>(limit * d.pixels()));
   return true;
-}
-
-std::vector<std::int64_t> index_range(std::int64_t start, std::int64_t count, std::int64_t n) {
-  std::vector<std::int64_t> v;
-  for (std::int64_t i = start; i < std::min(start + count, n); ++i) v.push_back(i);
-  return v;
-}
-
-std::vector<int> predictions(const Tensor& logits) {
-  const Tensor host = logits.to(Device::cpu());
-  const std::int64_t b = host.shape()[0], classes = host.shape()[1];
-  const float* p = host.data<float>();
-  std::vector<int> out(static_cast<std::size_t>(b));
-  for (std::int64_t i = 0; i < b; ++i) {
-    int best = 0;  // the first maximum, as torch.argmax
-    for (int c = 1; c < classes; ++c)
-      if (p[i * classes + c] > p[i * classes + best]) best = c;
-    out[static_cast<std::size_t>(i)] = best;
-  }
-  return out;
 }
 
 }  // namespace
@@ -106,9 +87,10 @@ double accuracy(Vit& model, const ImageDataset& data, const ExpertSubset* subset
   model.eval();
   std::int64_t correct = 0;
   for (std::int64_t start = 0; start < data.size(); start += batch) {
-    const std::vector<std::int64_t> idx = index_range(start, batch, data.size());
+    const std::vector<std::int64_t> idx = softmoe_mnist::index_range(start, batch, data.size());
     const Variable x(image_batch(data, idx).to(model.device()));
-    const std::vector<int> pred = predictions((subset ? model.forward(x, *subset) : model.forward(x)).data());
+    const std::vector<int> pred =
+        softmoe_mnist::predictions((subset ? model.forward(x, *subset) : model.forward(x)).data());
     for (std::size_t i = 0; i < idx.size(); ++i) correct += pred[i] == data.labels[static_cast<std::size_t>(idx[i])];
   }
   model.train();
