@@ -9,6 +9,7 @@
 // N, a column [N, 1] on [N, d] over d, a 0-d scalar over everything).
 // Unary derivatives use the saved input x or the saved output y, whichever is cheaper:
 //   exp y   log 1/x   sqrt 1/(2y)   square 2x   sigmoid y(1-y)   tanh 1-y^2   reciprocal -y^2
+//   erf 2/sqrt(pi) exp(-x^2)
 //   relu, abs: kernels::relu_backward masks g by x > 0 (abs: g where x > 0, -g where x < 0).
 #include "autograd/ops_elementwise.h"
 #include "autograd/ops_unary.h"
@@ -220,6 +221,15 @@ Variable tanh(const Variable& x) {
     return Grads{mul_t(g, kernels::scalar_binary(BinaryOp::Sub, 1.0, kernels::unary(UnaryOp::Square, y)))};
   });
 }
+
+Variable erf(const Variable& x) {  // d erf = 2/sqrt(pi) exp(-x^2)
+  return record("erf", kernels::unary(UnaryOp::Erf, x.data()), {x}, [](const Inputs& in, const Tensor& g) {
+    const Tensor bell = kernels::unary(UnaryOp::Exp, neg_t(kernels::unary(UnaryOp::Square, in[0].data())));
+    return Grads{scale_t(mul_t(g, bell), 1.1283791670955126)};  // 2 / sqrt(pi)
+  });
+}
+
+Variable gelu(const Variable& x) { return 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); }  // 1 / sqrt(2)
 
 Variable sin(const Variable& x) {
   return record("sin", kernels::unary(UnaryOp::Sin, x.data()), {x}, [](const Inputs& in, const Tensor& g) {

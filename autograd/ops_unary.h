@@ -22,6 +22,10 @@ Variable square(const Variable& x);
 Variable relu(const Variable& x);        // gradient 0 at x == 0
 Variable sigmoid(const Variable& x);
 Variable tanh(const Variable& x);
+Variable erf(const Variable& x);         // the error function, 2/sqrt(pi) int_0^x exp(-t^2) dt
+// GELU, exact (PyTorch's nn.GELU() default): 0.5 x (1 + erf(x / sqrt 2)), composed of the ops above
+// (so its gradient is theirs); the ViT's activation (nn/mlp.h activation = gelu).
+Variable gelu(const Variable& x);
 Variable sin(const Variable& x);
 Variable cos(const Variable& x);
 Variable reciprocal(const Variable& x);  // 1 / x

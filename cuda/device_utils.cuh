@@ -35,6 +35,7 @@ struct DeviceMath<float> {
   static __device__ float sqrt(float x) { return ::sqrtf(x); }
   static __device__ float abs(float x) { return ::fabsf(x); }
   static __device__ float tanh(float x) { return ::tanhf(x); }
+  static __device__ float erf(float x) { return ::erff(x); }
   static __device__ float sin(float x) { return ::sinf(x); }
   static __device__ float cos(float x) { return ::cosf(x); }
   static __device__ float pow(float x, float y) { return ::powf(x, y); }
@@ -51,6 +52,7 @@ struct DeviceMath<double> {
   static __device__ double sqrt(double x) { return ::sqrt(x); }
   static __device__ double abs(double x) { return ::fabs(x); }
   static __device__ double tanh(double x) { return ::tanh(x); }
+  static __device__ double erf(double x) { return ::erf(x); }
   static __device__ double sin(double x) { return ::sin(x); }
   static __device__ double cos(double x) { return ::cos(x); }
   static __device__ double pow(double x, double y) { return ::pow(x, y); }

@@ -45,6 +45,7 @@ template <class T> __device__ T square(T x) { return x * x; }
 template <class T> __device__ T relu(T x) { return x < T(0) ? T(0) : x; }  // NaN < 0 is false: NaN stays
 template <class T> __device__ T sigmoid(T x) { return T(1) / (T(1) + cuda::DeviceMath<T>::exp(-x)); }
 template <class T> __device__ T tanh(T x) { return cuda::DeviceMath<T>::tanh(x); }
+template <class T> __device__ T erf(T x) { return cuda::DeviceMath<T>::erf(x); }
 template <class T> __device__ T sin(T x) { return cuda::DeviceMath<T>::sin(x); }
 template <class T> __device__ T cos(T x) { return cuda::DeviceMath<T>::cos(x); }
 template <class T> __device__ T reciprocal(T x) { return T(1) / x; }

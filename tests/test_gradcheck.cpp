@@ -369,3 +369,16 @@ TEST_CASE("gradcheck accepts only float64 CPU inputs") {
   const Tensor x32 = ones({2});
   CHECK_THROWS_WITH_AS(gradcheck([](const V& v) { return v[0]; }, {x32}), doctest::Contains("gradcheck"), Error);
 }
+
+TEST_CASE("gelu: PyTorch's exact GELU values and a float64 gradcheck through its erf") {
+  // torch.nn.functional.gelu (approximate='none') at -3, -1, 0, 0.5, 1, 3.
+  const Variable x(from_vector(std::vector<double>{-3, -1, 0, 0.5, 1, 3}, {6}));
+  const std::vector<double> want = {-0.00404969409489031, -0.15865525393145702, 0.0, 0.34573123063700656,
+                                    0.841344746068543, 2.99595030590511};
+  const std::vector<double> got = gelu(x).data().to_vector<double>();
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(std::abs(got[i] - want[i]) <= 1e-15);
+  Generator gen(8);
+  const GradcheckResult r =
+      gradcheck([](const std::vector<Variable>& v) { return gelu(v[0]); }, {normal({3, 5}, 0.0, 2.0, gen, DType::Float64)});
+  CHECK_MESSAGE(r.ok, r.report);
+}

@@ -173,6 +173,14 @@ TEST_CASE("whole ViTs, mean or class-token pooling, dense or Soft MoE: every par
       check_input([&](const V& v) { return vit.forward(v[0]); }, images);
       check_module(vit, [&] { return vit.forward(Variable(images)); });
     }
+  // The ViT's own activation in the dense blocks (the PyTorch fixture uses it too).
+  VitConfig c = tiny_config(VitPooling::Mean, true);
+  c.mlp_activation = Activation::Gelu;
+  Generator gen(6);
+  Vit vit(c, gen);
+  const Tensor images = randn({2, 2, 4, 6}, gen);
+  check_module(vit, [&] { return vit.forward(Variable(images)); });
+  CHECK_THROWS_WITH(parse_activation("swish"), doctest::Contains("relu or gelu"));
 }
 
 TEST_CASE("ViT parameters: names, the class token only with cls pooling, constant expert parameters") {

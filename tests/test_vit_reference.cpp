@@ -1,7 +1,7 @@
 // tests/test_vit_reference.cpp — moelab's ViT with a Soft MoE block against PyTorch.
 //
 // tests/reference/make_vit_fixture.py builds the same model from PyTorch's own Conv2d,
-// MultiheadAttention and LayerNorm (and a Soft MoE layer written from the paper), and commits its
+// MultiheadAttention, LayerNorm and GELU (and a Soft MoE layer written from the paper), and commits its
 // weights, a batch of images, the logits, the loss, every parameter's gradient, and the logits
 // and kept experts of Algorithm 1 with k = 2 in the Soft MoE block. moelab loads the weights and
 // must agree (tolerances in tests/vit_reference.h); tests/test_cuda_reference.cpp does the same on

@@ -30,6 +30,7 @@ T unary_reference(kernels::UnaryOp op, T x) {
     case UnaryOp::Relu: return x < T(0) ? T(0) : x;  // NaN < 0 is false: NaN in, NaN out; relu(-0) = -0
     case UnaryOp::Sigmoid: return T(1) / (T(1) + std::exp(-x));
     case UnaryOp::Tanh: return std::tanh(x);
+    case UnaryOp::Erf: return std::erf(x);
     case UnaryOp::Sin: return std::sin(x);
     case UnaryOp::Cos: return std::cos(x);
     case UnaryOp::Reciprocal: return T(1) / x;

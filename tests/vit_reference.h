@@ -33,6 +33,7 @@ inline VitConfig vit_fixture_config(const SafetensorsFile& w) {
   c.heads = meta_int(w, "heads");
   c.depth = meta_int(w, "depth");
   c.mlp_hidden = meta_int(w, "mlp_hidden");
+  c.mlp_activation = parse_activation(meta_string(w, "mlp_activation"));
   c.classes = meta_int(w, "classes");
   c.pool = parse_vit_pooling(meta_string(w, "pool"));
   REQUIRE(w.metadata.at("moe_blocks") == "[1]");

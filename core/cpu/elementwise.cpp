@@ -82,6 +82,12 @@ template <class X, class Y> void sigmoid(const X& x, Y& y) {
   y = (T(1) + cpu::exact_exp(-x)).inverse();
 }
 template <class X, class Y> void tanh(const X& x, Y& y) { y = x.tanh(); }
+// std::erf element by element (the C library's, the same bits on every x86 CPU), not Eigen's
+// vectorised approximation.
+template <class X, class Y> void erf(const X& x, Y& y) {
+  using T = typename X::Scalar;
+  y = x.unaryExpr([](T v) { return std::erf(v); });
+}
 template <class X, class Y> void sin(const X& x, Y& y) { y = x.sin(); }
 template <class X, class Y> void cos(const X& x, Y& y) { y = x.cos(); }
 template <class X, class Y> void reciprocal(const X& x, Y& y) { y = x.inverse(); }

@@ -56,6 +56,7 @@ namespace moelab::kernels {
   X(Relu,       relu,       NonZero)         \
   X(Sigmoid,    sigmoid,    Real)            \
   X(Tanh,       tanh,       Real)            \
+  X(Erf,        erf,        Real)            \
   X(Sin,        sin,        Real)            \
   X(Cos,        cos,        Real)            \
   X(Reciprocal, reciprocal, NonZero)

@@ -13,10 +13,10 @@ void EncoderBlock::build_attention(std::int64_t dim, std::int64_t heads, double 
 }
 
 EncoderBlock::EncoderBlock(std::int64_t dim, std::int64_t heads, std::int64_t hidden, double norm_eps,
-                           Generator& gen, DType dtype) {
+                           Generator& gen, DType dtype, Activation activation) {
   MOELAB_CHECK(hidden >= 1, "EncoderBlock", "the MLP's hidden width must be >= 1, got ", hidden);
   build_attention(dim, heads, norm_eps, gen, dtype);
-  mlp_ = register_module("mlp", std::make_shared<MLP>(dim, hidden, gen, /*bias=*/true, dtype));
+  mlp_ = register_module("mlp", std::make_shared<MLP>(dim, hidden, gen, /*bias=*/true, dtype, activation));
 }
 
 EncoderBlock::EncoderBlock(std::int64_t dim, std::int64_t heads, const SoftMoEConfig& moe, double norm_eps,

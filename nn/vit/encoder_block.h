@@ -3,7 +3,7 @@
 //
 //   x: [B, T, d] -> [B, T, d]
 //   x = x + attn(attn_norm(x))     unmasked multi-head self-attention (nn/vit/encoder_attention.h)
-//   x = x + ffn(ffn_norm(x))       a ReLU MLP d -> f -> d with biases (nn/mlp.h), or a Soft MoE
+//   x = x + ffn(ffn_norm(x))       an MLP d -> f -> d with biases, ReLU or GELU (nn/mlp.h), or a Soft MoE
 //                                  layer over the block's T tokens (nn/moe/soft_moe.h)
 //   x = moe(ffn_norm(x))           a Soft MoE block built with moe_residual = false: no residual
 //                                  around the Soft MoE layer. The implicit-bias paper's Astroformer
@@ -32,9 +32,9 @@ namespace moelab {
 
 class EncoderBlock : public Module {
  public:
-  // A dense block: MLP(dim, hidden) with biases.
+  // A dense block: MLP(dim, hidden) with biases and the given activation.
   EncoderBlock(std::int64_t dim, std::int64_t heads, std::int64_t hidden, double norm_eps, Generator& gen,
-               DType dtype = DType::Float32);
+               DType dtype = DType::Float32, Activation activation = Activation::Relu);
   // A Soft MoE block: moe.d must equal dim; moe_residual as above.
   EncoderBlock(std::int64_t dim, std::int64_t heads, const SoftMoEConfig& moe, double norm_eps, Generator& gen,
                bool moe_residual = true);

@@ -70,7 +70,8 @@ Vit::Vit(const VitConfig& c, Generator& gen) : config_(c) {
     if (c.is_moe_block(l))
       layers_->push_back(std::make_shared<EncoderBlock>(c.dim, c.heads, c.soft_moe(), c.norm_eps, gen, c.moe_residual));
     else
-      layers_->push_back(std::make_shared<EncoderBlock>(c.dim, c.heads, c.mlp_hidden, c.norm_eps, gen, c.dtype));
+      layers_->push_back(
+          std::make_shared<EncoderBlock>(c.dim, c.heads, c.mlp_hidden, c.norm_eps, gen, c.dtype, c.mlp_activation));
   }
   norm_ = register_module("norm", std::make_shared<LayerNorm>(c.dim, c.norm_eps, c.dtype));
   head_ = register_module("head", std::make_shared<Linear>(c.dim, c.classes, gen, /*bias=*/true, c.dtype));

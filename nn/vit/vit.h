@@ -20,8 +20,8 @@
 // - Expert width: the experts' hidden width defaults to floor(mlp_hidden / experts), so that all n
 //   experts together hold the parameters of one dense MLP whatever n is: the implicit-bias paper's
 //   "constant total expert parameters" (its MNIST network does the same with floor(784 / n)).
-// - The MLP and the experts are ReLU MLPs. The ViT uses GELU; the engine has no GELU yet, and the
-//   implicit-bias paper's claims are about which experts a datapoint needs, not the activation.
+// - The dense blocks' MLPs are ReLU by default, GELU with mlp_activation = gelu (the ViT's). The
+//   Soft MoE experts are ReLU MLPs (nn/moe/expert_bank.h) either way.
 // - Initial values: Linear layers as PyTorch's nn.Linear; the class token and the positions normal
 //   with std 0.02 (timm's ViT uses a truncated normal of that std; we do not truncate).
 // - LayerNorm eps 1e-6, the ViT's.
@@ -58,6 +58,7 @@ struct VitConfig {
   std::int64_t depth = 4;         // blocks
   std::int64_t heads = 4;         // d % heads == 0
   std::int64_t mlp_hidden = 256;  // the dense blocks' MLP width f
+  Activation mlp_activation = Activation::Relu;  // the dense blocks' MLPs: relu, or gelu (the ViT's)
   std::int64_t classes = 10;
   VitPooling pool = VitPooling::Mean;
   double norm_eps = 1e-6;

@@ -6,7 +6,7 @@ Builds the model independently from PyTorch's own layers where it has them:
   class token       a [1, 1, d] parameter in front of the patches; learned positions [1, T, d]
   blocks            pre-norm: x = x + attn(LN(x)); x = x + ffn(LN(x)); LayerNorm eps 1e-6
   attention         torch.nn.MultiheadAttention(d, heads, batch_first=True, bias=True), no mask
-  dense ffn         Linear(d, f) -> ReLU -> Linear(f, d), with biases
+  dense ffn         Linear(d, f) -> GELU (torch.nn.functional.gelu, exact) -> Linear(f, d), with biases
   Soft MoE ffn      written from Puigcerver et al. (2023) with the implicit-bias paper's
                     normalisation: X_hat = X / (||X|| + 1e-6) per token, phi_hat = phi / (||phi_col|| + 1e-6)
                     per slot, logits L = X_hat @ (scale * phi_hat), D = softmax over tokens,
@@ -34,7 +34,7 @@ import torch
 from make_fixtures import write_safetensors
 
 CONFIG = {"channels": 3, "height": 8, "width": 8, "patch": 4, "dim": 16, "heads": 2, "depth": 2,
-          "mlp_hidden": 32, "classes": 5, "pool": "cls", "moe_blocks": [1], "experts": 4,
+          "mlp_hidden": 32, "mlp_activation": "gelu", "classes": 5, "pool": "cls", "moe_blocks": [1], "experts": 4,
           "slots_per_expert": 2, "expert_hidden": 8, "norm_eps": 1e-6, "batch": 3, "top_k": 2, "seed": 3}
 
 
@@ -86,7 +86,7 @@ class Block(torch.nn.Module):
         a = self.attn_norm(x)
         x = x + self.attn(a, a, a, need_weights=False)[0]
         f = self.ffn_norm(x)
-        return x + (self.moe(f) if hasattr(self, "moe") else self.down(torch.relu(self.up(f))))
+        return x + (self.moe(f) if hasattr(self, "moe") else self.down(torch.nn.functional.gelu(self.up(f))))
 
 
 class Vit(torch.nn.Module):
