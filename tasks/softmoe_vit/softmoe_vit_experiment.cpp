@@ -2,6 +2,7 @@
 // `moelab softmoe-vit` (see the header); the evaluation is in softmoe_vit_report.cpp.
 #include "tasks/softmoe_vit/softmoe_vit_experiment.h"
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <optional>

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "autograd/no_grad.h"
 #include "core/factories.h"
