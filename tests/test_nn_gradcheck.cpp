@@ -23,9 +23,11 @@
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "nn/nn.h"
-#include "tests/parameter_gradcheck.h"
+#include "tests/module_gradcheck.h"
 
 using namespace moelab;
+using moelab::testing::check_input;
+using moelab::testing::check_module;
 using moelab::testing::check_parameters;
 using V = std::vector<Variable>;
 
@@ -35,18 +37,6 @@ Tensor randn(const Shape& shape, Generator& gen) { return normal(shape, 0.0, 1.0
 
 // Overwrites a parameter's values in place (its storage is shared with the module).
 void set_values(Variable p, const Tensor& values) { kernels::copy(p.data(), values); }
-
-void check_module(Module& m, const std::function<Variable()>& f) {
-  std::int64_t checked = 0;
-  const std::string report = check_parameters(m, f, checked);
-  CHECK_MESSAGE(report.empty(), report);
-  CHECK(checked == m.num_parameters());
-}
-
-void check_input(const GradcheckFunction& f, const Tensor& x) {
-  const GradcheckResult r = gradcheck(f, {x});
-  CHECK_MESSAGE(r.ok, r.report);
-}
 
 }  // namespace
 

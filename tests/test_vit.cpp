@@ -15,9 +15,11 @@
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "nn/vit/vit.h"
-#include "tests/parameter_gradcheck.h"
+#include "tests/module_gradcheck.h"
 
 using namespace moelab;
+using moelab::testing::check_input;
+using moelab::testing::check_module;
 using moelab::testing::check_parameters;
 using V = std::vector<Variable>;
 
@@ -25,18 +27,6 @@ namespace {
 
 Tensor randn(const Shape& shape, Generator& gen, DType dtype = DType::Float64) {
   return normal(shape, 0.0, 1.0, gen, dtype);
-}
-
-void check_module(Module& m, const std::function<Variable()>& f) {
-  std::int64_t checked = 0;
-  const std::string report = check_parameters(m, f, checked);
-  CHECK_MESSAGE(report.empty(), report);
-  CHECK(checked == m.num_parameters());
-}
-
-void check_input(const GradcheckFunction& f, const Tensor& x) {
-  const GradcheckResult r = gradcheck(f, {x});
-  CHECK_MESSAGE(r.ok, r.report);
 }
 
 // A small ViT: 2 channels of 4x6 images in 2x2 patches (6 tokens), d 8, 2 heads, 2 blocks.
