@@ -12,7 +12,8 @@
 //   layers.{i}.ffn_norm.weight,  layers.{i}.ffn.{up,down}.weight      (for the default MLP FFN)
 //   norm.weight, head.weight
 // Counting: total = 2 V d + L (4 d^2 + 2 d f + 2 d) + d; the non-embedding count the papers use
-// leaves out embed.weight and head.weight: L (4 d^2 + 2 d f + 2 d) + d.
+// leaves out embed.weight and head.weight: L (4 d^2 + 2 d f + 2 d) + d (3 d f in place of 2 d f
+// with ffn_activation = swiglu).
 //
 // With a KVCache (nn/kv_cache.h, made by make_cache()) forward continues a sequence: ids are the
 // next T tokens at positions cache.length() .. cache.length() + T - 1, and their keys and values are

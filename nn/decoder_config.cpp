@@ -24,7 +24,7 @@ void DecoderConfig::validate() const {
 
 FeedForwardFactory dense_feed_forward() {
   return [](const DecoderConfig& c, std::int64_t, Generator& gen) -> std::shared_ptr<FeedForward> {
-    return std::make_shared<MLP>(c.d, c.ffn_width(), gen, /*bias=*/false, c.dtype);
+    return std::make_shared<MLP>(c.d, c.ffn_width(), gen, /*bias=*/false, c.dtype, c.ffn_activation);
   };
 }
 

@@ -14,6 +14,7 @@
 
 #include "core/dtype.h"
 #include "core/random.h"
+#include "nn/activation.h"
 #include "nn/feed_forward.h"
 
 namespace moelab {
@@ -28,6 +29,10 @@ struct DecoderConfig {
   double norm_eps = 1e-5;
   std::int64_t max_seq = 2048;
   DType dtype = DType::Float32;
+  // The dense FFN's hidden activation (dense_feed_forward): relu as the papers, gelu or swiglu
+  // (LLaMA's; its up-projection is 2f wide, nn/activation.h). A MoE layer's experts have their own
+  // (MoEConfig::expert_activation).
+  Activation ffn_activation = Activation::Relu;
 
   std::int64_t ffn_width() const { return ffn > 0 ? ffn : d; }
   std::int64_t head_dim() const { return heads > 0 ? d / heads : 0; }
@@ -39,7 +44,7 @@ struct DecoderConfig {
 using FeedForwardFactory =
     std::function<std::shared_ptr<FeedForward>(const DecoderConfig& config, std::int64_t layer, Generator& gen)>;
 
-// The default: MLP(d, ffn_width(), no bias) (nn/mlp.h), children "up" and "down".
+// The default: MLP(d, ffn_width(), no bias, ffn_activation) (nn/mlp.h), children "up" and "down".
 FeedForwardFactory dense_feed_forward();
 
 }  // namespace moelab

@@ -1,27 +1,24 @@
 // nn/mlp.h — the dense feed-forward sublayer: d -> f -> d, ReLU by default.
 //
-//   x: [..., d] -> h = act(x @ W_up^T (+ b_up)): [..., f] -> y = h @ W_down^T (+ b_down): [..., d]
-//   act: relu (the papers' decoders), or gelu (exact, 0.5 x (1 + erf(x / sqrt 2)): the ViT's and
-//   PyTorch's nn.GELU() default; autograd/ops_unary.h)
-//   up.weight: [f, d], down.weight: [d, f] (Linear's [out, in] layout); biases optional, off by
-//   default (the papers' decoders have none).
+//   x: [..., d] -> u = x @ W_up^T (+ b_up): [..., F] -> h = act(u): [..., f]
+//               -> y = h @ W_down^T (+ b_down): [..., d]
+//   act: relu (the papers' decoders), gelu (exact: the ViT's and PyTorch's nn.GELU() default) or
+//   swiglu (silu(gate) * linear, F = 2f: LLaMA's and Mixtral's FFN); nn/activation.h.
+//   up.weight: [F, d] (for swiglu the gate's f rows, then the linear one's), down.weight: [d, f]
+//   (Linear's [out, in] layout); biases optional, off by default (the papers' decoders have none).
 // Children are registered as "up" then "down", so parameters are named up.weight, down.weight
 // (and up.bias, down.bias with biases), and "up" draws its initial values first.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <string>
 
 #include "core/random.h"
+#include "nn/activation.h"
 #include "nn/feed_forward.h"
 #include "nn/linear.h"
 
 namespace moelab {
-
-enum class Activation { Relu, Gelu };
-// "relu" or "gelu" -> Activation; anything else throws moelab::Error.
-Activation parse_activation(const std::string& name);
 
 class MLP : public FeedForward {
  public:

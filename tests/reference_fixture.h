@@ -71,6 +71,19 @@ inline double max_rel_diff(const Tensor& a, const Tensor& b) {
   return worst / scale;
 }
 
+// max |a - b| / max |b| in float64 (for the float64 fixtures, e.g. expert_bank_expected).
+inline double max_rel_diff64(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  const std::vector<double> x = a.to(DType::Float64).to_vector<double>(), y = b.to(DType::Float64).to_vector<double>();
+  double scale = 0, worst = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    scale = std::max(scale, std::abs(y[i]));
+    worst = std::max(worst, std::abs(x[i] - y[i]));
+  }
+  REQUIRE(scale > 0);
+  return worst / scale;
+}
+
 // The forward on the fixture's tokens: logits within 1e-5, the loss within 1e-5, every parameter's
 // gradient within 1e-4 relative (max_rel_diff). Returns how many gradients were compared.
 inline int check_forward_and_gradients(Decoder& model, const SafetensorsFile& expected) {

@@ -1,5 +1,6 @@
 // tests/test_cuda_reference.cpp — the PyTorch reference fixtures (tests/test_reference.cpp,
-// tests/test_reference_moe.cpp, tests/test_vit_reference.cpp) with the model on the GPU.
+// tests/test_reference_moe.cpp, tests/test_vit_reference.cpp, tests/test_expert_activation.cpp)
+// with the model on the GPU.
 //
 // The same dense and MoE decoders load the same PyTorch weights on the host, move to
 // Device::cuda(), and must meet the CPU tests' tolerances (tests/reference_fixture.h): logits and
@@ -16,9 +17,11 @@
 
 #include "core/backend.h"
 #include "core/factories.h"
+#include "core/kernels.h"
 #include "nn/decoder.h"
 #include "nn/io/checkpoint.h"
 #include "nn/io/safetensors.h"
+#include "nn/moe/expert_bank.h"
 #include "nn/moe/moe_decoder.h"
 #include "reference_fixture.h"
 #include "vit_reference.h"
@@ -138,4 +141,31 @@ TEST_CASE("cuda: the ViT with a Soft MoE block agrees with PyTorch's, Algorithm 
   Vit model(testing::vit_fixture_config(weights), gen);
   load_parameters(weights, model);
   if (move_to_cuda(model)) CHECK(testing::check_vit_against_fixture(model, weights, expected, Device::cuda()) == 40);
+}
+
+TEST_CASE("cuda: relu, gelu and swiglu experts agree with PyTorch's per-expert Linears (float64)") {
+  // tests/test_expert_activation.cpp's fixture with the bank, the rows and the offsets on the GPU.
+  const SafetensorsFile f = read_safetensors(kReferenceDir + "expert_bank_expected.safetensors");
+  const Tensor offsets = f.at("offsets").to(Device::cuda());
+  for (const char* act : {"relu", "gelu", "swiglu"})
+    for (bool bias : {false, true}) {
+      const std::string key = std::string(act) + "_bias" + (bias ? "1" : "0") + ".";
+      INFO(key);
+      Generator gen(0);
+      ExpertBank bank(3, 5, 4, gen, bias, DType::Float64, parse_activation(act));
+      for (const auto& [name, p] : bank.named_parameters()) {
+        Variable param = p;  // a handle: copying into its data sets the bank's parameter
+        kernels::copy(param.data(), f.at(key + name));
+      }
+      if (!move_to_cuda(bank)) return;
+      Variable x(f.at("x").to(Device::cuda()), /*requires_grad=*/true);
+      const Variable y = bank.forward(x, offsets);
+      y.backward(f.at("r").to(Device::cuda()));
+      CHECK(testing::max_rel_diff64(y.data().to(Device::cpu()), f.at(key + "y")) <= 1e-12);
+      CHECK(testing::max_rel_diff64(x.grad().to(Device::cpu()), f.at(key + "grad.x")) <= 1e-12);
+      for (const auto& [name, p] : bank.named_parameters()) {
+        INFO("parameter ", name);
+        CHECK(testing::max_rel_diff64(p.grad().to(Device::cpu()), f.at(key + "grad." + name)) <= 1e-12);
+      }
+    }
 }

@@ -87,11 +87,15 @@ TEST_CASE("RMSNorm and LayerNorm: input and parameter gradients") {
   check_module(ln, [&] { return ln.forward(Variable(x)); });
 }
 
-TEST_CASE("MLP with and without bias, ReLU or GELU: input and parameter gradients") {
+TEST_CASE("MLP with and without bias, ReLU, GELU or SwiGLU: input and parameter gradients") {
   Generator gen(4);
-  for (const auto& [act, bias] : std::vector<std::pair<Activation, bool>>{
-           {Activation::Relu, false}, {Activation::Relu, true}, {Activation::Gelu, false}, {Activation::Gelu, true}}) {
-    INFO("bias ", bias, ", gelu ", act == Activation::Gelu);
+  for (const auto& [act, bias] : std::vector<std::pair<Activation, bool>>{{Activation::Relu, false},
+                                                                          {Activation::Relu, true},
+                                                                          {Activation::Gelu, false},
+                                                                          {Activation::Gelu, true},
+                                                                          {Activation::Swiglu, false},
+                                                                          {Activation::Swiglu, true}}) {
+    INFO("bias ", bias, ", ", activation_name(act));
     MLP mlp(4, 6, gen, bias, DType::Float64, act);
     const Tensor x = randn({3, 4}, gen);
     check_input([&](const V& v) { return mlp.forward(v[0]); }, x);

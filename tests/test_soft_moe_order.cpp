@@ -5,7 +5,8 @@
 // on the tokens before the dispatch mix, the second after the combine mix; no [B, S, d] tensor).
 //   - forward outputs and the gradients of x and of every parameter agree to 1e-12 in float64:
 //     normalize off, on with the slots mixing X_hat (the default) or X, p = 1 and p = 2,
-//     expert biases, more tokens than Auto would send to token order (m = 9 > 4p)
+//     expert biases, more tokens than Auto would send to token order (m = 9 > 4p), and gelu and
+//     swiglu experts (swiglu activates the mixed [B, 2f, E, p] along its feature axis)
 //   - float64 gradcheck of x and every parameter with expert_order = Tokens
 //   - a proper subset (a mask dropping experts) gives the same output whatever the order (it
 //     always runs in slot order); a full mask equals forward(x) bitwise in token order too
@@ -48,6 +49,7 @@ struct Case {
   std::int64_t d, n, p, h, m;
   bool normalize, bias;
   SlotInputs slots;
+  Activation act = Activation::Relu;
 };
 
 SoftMoEConfig config_of(const Case& c, ExpertOrder order) {
@@ -56,6 +58,7 @@ SoftMoEConfig config_of(const Case& c, ExpertOrder order) {
   s.normalize = c.normalize, s.bias = c.bias, s.slot_inputs = c.slots;
   s.dtype = DType::Float64;
   s.expert_order = order;
+  s.activation = c.act;
   return s;
 }
 
@@ -79,6 +82,11 @@ const std::vector<Case> kCases = {
     {"normalize, slots mix X (raw), p = 1", 6, 5, 1, 3, 4, true, false, SlotInputs::Raw},
     {"no normalize, p = 2, biases", 5, 3, 2, 4, 3, false, true, SlotInputs::Normalized},
     {"normalize, p = 2, biases, m = 9 > 4p", 7, 4, 2, 5, 9, true, true, SlotInputs::Normalized},
+    {"normalize, p = 2, biases, gelu experts", 6, 3, 2, 4, 3, true, true, SlotInputs::Normalized, Activation::Gelu},
+    {"normalize, p = 2, biases, swiglu experts", 6, 3, 2, 4, 3, true, true, SlotInputs::Normalized,
+     Activation::Swiglu},
+    {"no normalize, p = 1, swiglu experts, m = 9", 5, 4, 1, 3, 9, false, false, SlotInputs::Normalized,
+     Activation::Swiglu},
 };
 
 }  // namespace

@@ -170,7 +170,7 @@ TEST_CASE("whole ViTs, mean or class-token pooling, dense or Soft MoE: every par
   Vit vit(c, gen);
   const Tensor images = randn({2, 2, 4, 6}, gen);
   check_module(vit, [&] { return vit.forward(Variable(images)); });
-  CHECK_THROWS_WITH(parse_activation("swish"), doctest::Contains("relu or gelu"));
+  CHECK_THROWS_WITH(parse_activation("swish"), doctest::Contains("relu, gelu or swiglu"));
 }
 
 TEST_CASE("ViT parameters: names, the class token only with cls pooling, constant expert parameters") {

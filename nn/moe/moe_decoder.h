@@ -10,6 +10,7 @@
 // Parameter counts as the Mixture of Parrots paper counts them (embed.weight and head.weight left out):
 //   non_embedding  = L (4 d^2 + 2 d + d E + E 2 d f) + d          (no biases, topk router)
 //   active         = non_embedding - L (E - k) 2 d f               (attention + norms + router + k experts)
+// (3 d f in place of 2 d f with expert_activation = swiglu).
 // moe_parameter_counts walks the layers, so it also holds for expert biases or a router bias.
 //
 // The routers' aux losses come back from the forward itself: model.forward(ids, aux) appends

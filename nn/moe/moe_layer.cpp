@@ -22,12 +22,13 @@ MoELayer::MoELayer(const MoEConfig& config, Generator& gen) : config_(config) {
   router_ = register_module("router", make_router(config.router, rc, gen));
   experts_ = register_module(
       "experts", std::make_shared<ExpertBank>(config.experts, config.d, config.ffn_width(), gen, config.bias,
-                                              config.dtype));
+                                              config.dtype, config.expert_activation));
   MOELAB_CHECK(config.shared_experts >= 0 && config.shared_ffn >= 0, "MoELayer",
                "shared_experts and shared_ffn must be >= 0, got ", config.shared_experts, " and ", config.shared_ffn);
   if (config.shared_experts > 0)
     shared_ = register_module("shared",
-                              std::make_shared<MLP>(config.d, config.shared_width(), gen, config.bias, config.dtype));
+                              std::make_shared<MLP>(config.d, config.shared_width(), gen, config.bias, config.dtype,
+                                                    config.expert_activation));
   MOELAB_CHECK(!config.shared_gate || config.shared_experts > 0, "MoELayer",
                "shared_gate scales the shared experts' output: it needs shared_experts >= 1");
   if (config.shared_gate)

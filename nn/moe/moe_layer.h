@@ -35,8 +35,8 @@
 // Mixture-of-Experts Language Models", arXiv 2401.06066). With shared_experts = N_s > 0 the layer
 // adds N_s experts that every token uses, beside the routed ones:
 //   y_t = shared(x_t) + sum_j g_tj * expert_{e_tj}(x_t)
-// N_s ReLU MLPs of width f_s summed are one ReLU MLP of width N_s * f_s (their hidden units
-// concatenated), so "shared" is one MLP child (nn/mlp.h: shared.up.weight [N_s f_s, d],
+// N_s MLPs of width f_s summed are one MLP of width N_s * f_s (their hidden units
+// concatenated), so "shared" is one MLP child (nn/mlp.h: shared.up.weight [N_s f_s, d], twice the rows with swiglu,
 // shared.down.weight [d, N_s f_s]), registered after the experts so that existing layers draw
 // their initial values as before. DeepSeekMoE's other half, fine-grained experts, is a choice of
 // sizes: m times more experts (experts = m E), each m times narrower (ffn = f / m), with m times
@@ -87,6 +87,9 @@ struct MoEConfig {
   std::int64_t shared_experts = 0;  // DeepSeekMoE's always-active experts (0: none), see above
   std::int64_t shared_ffn = 0;      // hidden width of each shared expert (0: ffn_width())
   bool shared_gate = false;         // Qwen2-MoE's sigmoid gate on the shared output (needs shared_experts)
+  // The hidden activation of every routed and shared expert: relu (the papers'), gelu, or swiglu
+  // (Mixtral, DeepSeek, Qwen, OLMoE: 3 d f parameters an expert instead of 2 d f; nn/activation.h).
+  Activation expert_activation = Activation::Relu;
 
   std::int64_t ffn_width() const { return ffn > 0 ? ffn : d; }
   std::int64_t shared_width() const { return shared_experts * (shared_ffn > 0 ? shared_ffn : ffn_width()); }

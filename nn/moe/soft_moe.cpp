@@ -47,7 +47,7 @@ SoftMoE::SoftMoE(const SoftMoEConfig& config, Generator& gen) : config_(config) 
                                                 config.dtype));
   if (config.normalize) scale_ = register_parameter("scale", ones({1}, config.dtype));
   experts_ = register_module("experts", std::make_shared<ExpertBank>(n, d, config.hidden_width(), gen,
-                                                                      config.bias, config.dtype));
+                                                                      config.bias, config.dtype, config.activation));
 }
 
 namespace {

@@ -152,6 +152,7 @@ struct SoftMoEConfig {
   SlotInputs slot_inputs = SlotInputs::Normalized;  // with normalize: Xs = D^T X_hat, or D^T X (Raw)
   PhiInit phi_init = PhiInit::Uniform;
   bool bias = false;                  // expert biases b_in, b_out
+  Activation activation = Activation::Relu;  // the experts' hidden activation (nn/activation.h)
   ExpertOrder expert_order = ExpertOrder::Auto;  // how forward(x) sums (not what it computes)
   DType dtype = DType::Float32;
 

@@ -31,6 +31,7 @@ SoftMoEConfig VitConfig::soft_moe() const {
   c.slots_per_expert = slots_per_expert;
   c.hidden = expert_width();
   c.normalize = moe_normalize;
+  c.activation = expert_activation;
   c.dtype = dtype;
   return c;
 }

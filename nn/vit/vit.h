@@ -20,8 +20,8 @@
 // - Expert width: the experts' hidden width defaults to floor(mlp_hidden / experts), so that all n
 //   experts together hold the parameters of one dense MLP whatever n is: the implicit-bias paper's
 //   "constant total expert parameters" (its MNIST network does the same with floor(784 / n)).
-// - The dense blocks' MLPs are ReLU by default, GELU with mlp_activation = gelu (the ViT's). The
-//   Soft MoE experts are ReLU MLPs (nn/moe/expert_bank.h) either way.
+// - The dense blocks' MLPs are ReLU by default, GELU with mlp_activation = gelu (the ViT's); the
+//   Soft MoE experts have their own, expert_activation (relu by default; nn/activation.h).
 // - Initial values: Linear layers as PyTorch's nn.Linear; the class token and the positions normal
 //   with std 0.02 (timm's ViT uses a truncated normal of that std; we do not truncate).
 // - LayerNorm eps 1e-6, the ViT's.
@@ -58,7 +58,7 @@ struct VitConfig {
   std::int64_t depth = 4;         // blocks
   std::int64_t heads = 4;         // d % heads == 0
   std::int64_t mlp_hidden = 256;  // the dense blocks' MLP width f
-  Activation mlp_activation = Activation::Relu;  // the dense blocks' MLPs: relu, or gelu (the ViT's)
+  Activation mlp_activation = Activation::Relu;  // the dense blocks' MLPs: relu, gelu (the ViT's) or swiglu
   std::int64_t classes = 10;
   VitPooling pool = VitPooling::Mean;
   double norm_eps = 1e-6;
@@ -68,6 +68,7 @@ struct VitConfig {
   std::int64_t experts = 4;              // n in each Soft MoE block
   std::int64_t slots_per_expert = 1;     // p
   std::int64_t expert_hidden = 0;        // 0: floor(mlp_hidden / experts)
+  Activation expert_activation = Activation::Relu;  // the Soft MoE experts' hidden activation
   bool moe_normalize = true;             // the Soft MoE layers' l2-normalised logits (nn/moe/soft_moe.h)
   bool moe_residual = true;              // x + moe(norm(x)) (the ViT's); false: moe(norm(x)) (the paper's
                                          // Astroformer, nn/vit/encoder_block.h)

@@ -28,12 +28,14 @@ std::unique_ptr<Decoder> build_decoder(const ModelSpec& spec, std::int64_t vocab
   DecoderConfig config;
   config.vocab = vocab, config.d = spec.d, config.layers = spec.layers, config.heads = spec.heads;
   config.ffn = spec.ffn, config.max_seq = max_seq;
+  config.ffn_activation = spec.activation;
   config.validate();
   if (!spec.moe()) return std::make_unique<Decoder>(config, gen);
   MoEConfig moe;
   moe.experts = spec.experts, moe.k = spec.k, moe.ffn = spec.ffn;
   moe.router = spec.router;  // by default "topk" without options: Mixtral gates, no capacity
   moe.router_options = spec.router_options;
+  moe.expert_activation = spec.activation;
   MOELAB_CHECK(spec.k >= 1 && spec.k <= spec.experts, "build_decoder", "k must be in [1, experts = ", spec.experts,
                "], got ", spec.k);
   return std::make_unique<Decoder>(config, gen, moe_feed_forward(moe));
@@ -53,7 +55,8 @@ namespace {
 void check_fits_in_memory(const ModelSpec& m) {
   const double d = static_cast<double>(m.d), f = static_cast<double>(m.ffn > 0 ? m.ffn : m.d);
   const double experts = m.moe() ? static_cast<double>(m.experts) : 1.0;
-  const double per_layer = 4.0 * d * d + experts * 2.0 * d * f + (m.moe() ? experts * d : 0.0);
+  const double ffn_matrices = is_gated(m.activation) ? 3.0 : 2.0;  // swiglu: gate, linear and down
+  const double per_layer = 4.0 * d * d + experts * ffn_matrices * d * f + (m.moe() ? experts * d : 0.0);
   const double parameters = static_cast<double>(m.layers) * per_layer;
   const double bytes = 16.0 * parameters;
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
@@ -83,6 +86,19 @@ void check_model_grid(const std::vector<ModelSpec>& models) {
     if (m.moe()) check_router(m.router, m.router_options, m.d, m.experts, m.k);
     check_fits_in_memory(m);
   }
+}
+
+void add_activation_setting(Settings& s) {
+  s.add_text("activation", "relu",
+             "hidden activation of every FFN, the dense models' MLP and the MoE models' experts alike: relu (the "
+             "papers'), gelu (exact), or swiglu (silu(gate) * linear, as Mixtral's, DeepSeek's, Qwen's and OLMoE's "
+             "experts: 3 d f parameters an FFN instead of 2 d f; nn/activation.h)",
+             {"relu", "gelu", "swiglu"});
+}
+
+void apply_activation_setting(const Settings& s, std::vector<ModelSpec>& models) {
+  const Activation activation = parse_activation(s.text("activation"));
+  for (ModelSpec& m : models) m.activation = activation;
 }
 
 std::vector<ModelSpec> model_grid(const std::vector<std::int64_t>& dense_widths,

@@ -14,6 +14,10 @@
 // Parameters are counted as the paper counts them (nn/moe/moe_decoder.h): non-embedding (the
 // token embedding and the LM head left out) and active (what one token uses: attention, norms,
 // router and k experts). For a dense model active = total non-embedding.
+//
+// Every FFN's hidden activation, dense or expert, is `activation` (the setting of the same name,
+// add_activation_setting): relu as in the papers unless a run asks for gelu or swiglu
+// (nn/activation.h). It is not in the model's name: the run's settings record it.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +28,7 @@
 
 #include "core/random.h"
 #include "nn/decoder.h"
+#include "tasks/common/settings.h"
 
 namespace moelab {
 
@@ -36,6 +41,7 @@ struct ModelSpec {
   std::int64_t ffn = 0;      // FFN (expert) width; 0 means d
   std::string router = "topk";                          // registered router name (nn/moe/router.h)
   std::map<std::string, std::string> router_options{};  // passed to the router's factory
+  Activation activation = Activation::Relu;              // every FFN's: the dense MLP's or the experts'
 
   bool moe() const { return experts > 0; }
   // "dense-d64" or "moe-d64-8e" (with "-top1"... when k != 2, "-f128" when ffn != d, "-top-p" when
@@ -59,6 +65,12 @@ ModelSize model_size(const Decoder& model);
 // multiple of heads with an even head width (rotary embeddings), k > experts, a router (or router
 // options) its registry or factory refuses (tasks/common/router_settings.h), or no model at all.
 void check_model_grid(const std::vector<ModelSpec>& models);
+
+// Declares `activation` (relu | gelu | swiglu, default relu): the hidden activation of every model's
+// FFN, the dense MLP and the routed and shared experts alike.
+void add_activation_setting(Settings& s);
+// Every model of `models` gets the setting's activation.
+void apply_activation_setting(const Settings& s, std::vector<ModelSpec>& models);
 
 // The sweep's models: one dense model per (dense width, FFN factor), FFN width factor * d (factor
 // k gives a dense model the active parameters of a top-k MoE of the same width, less the router),

@@ -31,6 +31,7 @@ Settings phonebook_settings() {
   s.add_int_list("experts", {4, 8, 16}, "expert counts E of the MoE models", 1, 4096);
   s.add_int("k", 2, "experts per token (router topk: Mixtral gates, no dropping)", 1, 4096);
   add_router_settings(s, "every MoE model");
+  add_activation_setting(s);
   s.add_int_list("book_sizes", {250, 500, 1000, 1500, 2000, 3000, 4000}, "phone-book sizes N to try, ascending", 1,
                  1e8);
   s.add_int("steps", 1200, "optimizer steps per training run (when epochs = 0)", 1, 1e9);
@@ -91,6 +92,7 @@ std::vector<ModelSpec> phonebook_models(const Settings& s) {
                                              s.integer("k"), s.integer("layers"), s.integer("heads"),
                                              s.ints("dense_ffn_factors"));
   apply_router_settings(s, models);
+  apply_activation_setting(s, models);
   return models;
 }
 

@@ -78,6 +78,7 @@ Settings pretrain_settings() {
   s.add_int_list("experts", {4, 8, 16, 32}, "expert counts E of the MoE models", 1, 4096);
   s.add_int("k", 2, "experts per token (router topk: Mixtral gates, no dropping)", 1, 4096);
   add_router_settings(s, "every MoE model");
+  add_activation_setting(s);
   // Training.
   s.add_int("seq", 128, "tokens per training window (documents run across windows)", 2, 1 << 16);
   s.add_int("steps", 8000, "optimizer steps per model (unless passes is set)", 1, 1e9);
@@ -165,6 +166,7 @@ std::vector<ModelSpec> pretrain_models(const Settings& s) {
                                              s.integer("k"), s.integer("layers"), s.integer("heads"),
                                              s.ints("dense_ffn_factors"));
   apply_router_settings(s, models);
+  apply_activation_setting(s, models);
   return models;
 }
 

@@ -38,6 +38,7 @@ Settings shortest_path_settings() {
   s.add_int_list("experts", {4, 8, 16}, "expert counts E of the MoE models", 1, 4096);
   s.add_int("k", 2, "experts per token (router topk: Mixtral gates, no dropping)", 1, 4096);
   add_router_settings(s, "every MoE model");
+  add_activation_setting(s);
   s.add_int("steps", 2000, "optimizer steps per training run (fresh graphs every step)", 1, 1e9);
   s.add_int("batch", 64, "graphs per optimizer step", 1, 1 << 20);
   s.add_real("lr", 3e-3, "peak learning rate", 1e-9, 10);
@@ -82,6 +83,7 @@ std::vector<ModelSpec> shortest_path_models(const Settings& s) {
   std::vector<ModelSpec> models = model_grid(s.ints("dense_widths"), s.ints("moe_widths"), s.ints("experts"),
                                              s.integer("k"), s.integer("layers"), s.integer("heads"));
   apply_router_settings(s, models);
+  apply_activation_setting(s, models);
   return models;
 }
 

@@ -45,6 +45,10 @@ Settings softmoe_vit_settings() {
   s.add_int("depth", 4, "encoder blocks", 1, 64);
   s.add_int("heads", 4, "attention heads (divides dim)", 1, 1024);
   s.add_int("mlp_hidden", 256, "the dense blocks' MLP width; each of n experts gets floor(mlp_hidden / n)", 1, 1 << 20);
+  s.add_text("activation", "relu",
+             "hidden activation of the dense MLPs and the Soft MoE experts alike: relu (the recorded runs'), gelu "
+             "(the ViT's, exact) or swiglu (3 d f parameters an MLP instead of 2 d f; nn/activation.h)",
+             {"relu", "gelu", "swiglu"});
   s.add_int("slots_per_expert", 1, "Soft MoE slots per expert (p)", 1, 1024);
   s.add_text("pool", "mean", "mean (global average pooling) or cls (a class token)", {"mean", "cls"});
   s.add_flag("moe_residual", false, "keep the residual around each Soft MoE layer (the ViT's); off (default): "

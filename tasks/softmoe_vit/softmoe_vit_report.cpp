@@ -105,6 +105,7 @@ VitConfig vit_config(const Settings& s, const ImageDataset& data, std::int64_t e
   c.channels = data.channels, c.height = data.rows, c.width = data.cols, c.classes = data.classes;
   c.patch = s.integer("patch"), c.dim = s.integer("dim"), c.depth = s.integer("depth"), c.heads = s.integer("heads");
   c.mlp_hidden = s.integer("mlp_hidden"), c.pool = parse_vit_pooling(s.text("pool"));
+  c.mlp_activation = c.expert_activation = parse_activation(s.text("activation"));
   for (std::int64_t l = c.depth - moe_layers; l < c.depth; ++l) c.moe_blocks.push_back(l);
   c.experts = experts, c.slots_per_expert = s.integer("slots_per_expert");
   c.moe_residual = s.flag("moe_residual");
@@ -226,7 +227,9 @@ void evaluate_and_report(const RunContext& ctx, const ImageSplit& data, const st
      << c.patches() << " patches of " << c.patch << "x" << c.patch << (c.pool == VitPooling::Cls ? " and a class token" : "")
      << ", " << (c.pool == VitPooling::Cls ? "class-token" : "mean") << " pooling; its last L blocks carry a Soft MoE "
      << "layer of n experts, " << c.slots_per_expert << " slot(s) each, hidden width floor(" << c.mlp_hidden
-     << " / n), " << (c.moe_residual ? "with" : "without (the paper's Astroformer variant)")
+     << " / n), "
+     << (c.expert_activation == Activation::Relu ? "" : activation_name(c.expert_activation) + " MLPs and experts, ")
+     << (c.moe_residual ? "with" : "without (the paper's Astroformer variant)")
      << " the residual around it. Training: " << s.integer("steps") << " Adam steps of " << s.integer("batch")
      << " images, lr " << cell(s.real("lr")) << ". Evaluation on the " << test.size() << " test images: Algorithm 1 "
      << "keeps in every Soft MoE block the k experts with the largest column sums of its C for each image; random "

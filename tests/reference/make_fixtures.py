@@ -183,7 +183,7 @@ def loss_fn(logits, targets):
                                              ignore_index=-100)
 
 
-DTYPES = {torch.float32: "F32", torch.int32: "I32"}
+DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.int32: "I32"}
 
 
 def write_safetensors(path, tensors, metadata):
