@@ -45,7 +45,9 @@
 // gradient is the mean over the A*b items: the same update as one batch of A*b, to round-off
 // (tests/test_train_loop.cpp). An aux loss that is not a mean of per-item terms (the Switch
 // balance loss multiplies a batch's f by its P) is the mean of the micro-batches' losses, not the
-// large batch's loss. A = 1 is the loop above, bit for bit.
+// large batch's loss; the top-k router's balance_scope = global counts f over the step's
+// micro-batches so far instead (Megatron-LM's global_aux_loss, nn/moe/top_k_router.h). A = 1 is
+// the loop above, bit for bit.
 //
 // The order of operations is that of every loop it replaced (zeroing the gradients before or
 // after the forward, or reading the loss before or after the update, changes no bit), so the

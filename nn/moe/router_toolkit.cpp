@@ -38,6 +38,26 @@ Variable switch_balance_loss(const Variable& probs, const Tensor& f, double coef
   return mean(sum(P * Variable(f), 1)) * scale;
 }
 
+Tensor BalanceCounts::add(const Tensor& f, std::int64_t decisions) {
+  MOELAB_CHECK(f.rank() == 1 && decisions >= 1, "BalanceCounts", "f must be [E] and decisions >= 1, got ", f.shape(),
+               " and ", decisions);
+  const Tensor counts = kernels::mul(f, static_cast<double>(decisions));  // [E]
+  if (counts_.defined())
+    MOELAB_CHECK(counts_.shape() == f.shape() && counts_.device() == f.device() && counts_.dtype() == f.dtype(),
+                 "BalanceCounts", "f is ", f.dtype(), " ", f.shape(), " on ", f.device(), " but the counts so far are ",
+                 counts_.dtype(), " ", counts_.shape(), " on ", counts_.device());
+  counts_ = counts_.defined() ? kernels::add(counts_, counts) : counts;
+  decisions_ += static_cast<double>(decisions);
+  ++micro_batches_;
+  return kernels::div(counts_, decisions_);
+}
+
+void BalanceCounts::reset() {
+  counts_ = Tensor();
+  decisions_ = 0.0;
+  micro_batches_ = 0;
+}
+
 Tensor choice_shares(const Tensor& chosen, std::int64_t experts, std::int64_t sequences, DType dtype) {
   MOELAB_CHECK(chosen.rank() == 2 && sequences >= 1 && chosen.size(0) % sequences == 0, "choice_shares",
                "chosen must be [T, k] with T divisible by ", sequences, " sequences, got ", chosen.shape());

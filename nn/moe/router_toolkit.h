@@ -74,6 +74,28 @@ Variable renormalize_rows(const Variable& g);
 //   consecutive tokens, each with its own f and P, the loss then averaged over the B sequences
 //   (balance_scope = sequence). -> [] (0-d)
 Variable switch_balance_loss(const Variable& probs, const Tensor& f, double coefficient);
+// The running counts of Megatron-LM's global_aux_loss (its router's global_tokens_per_expert and
+// ga_steps): with gradient accumulation a step's batch comes as several micro-batches, each its own
+// forward and backward, and the balance loss of each would otherwise see only its own f. add(f, n)
+// adds this micro-batch's counts (f_e n, n its routing decisions) to those of the micro-batches
+// before it in the step and returns the shares over all of them, [E]: the first micro-batch's f is
+// its own, the last one's the whole step's. P stays the micro-batch's own (only P carries a
+// gradient). reset() after the optimizer step (TopKRouter::after_optimizer_step). Equal-sized
+// micro-batches give Megatron's global_tokens_per_expert / ga_steps / tokens exactly.
+class BalanceCounts {
+ public:
+  // f: [E] this micro-batch's shares of its `decisions` routing decisions -> [E] the shares over every
+  // micro-batch added since the last reset, this one included (constant; on f's device).
+  Tensor add(const Tensor& f, std::int64_t decisions);
+  void reset();
+  std::int64_t micro_batches() const { return micro_batches_; }
+
+ private:
+  Tensor counts_;          // [E]: sum of f * decisions, f's dtype and device
+  double decisions_ = 0.0;
+  std::int64_t micro_batches_ = 0;
+};
+
 // chosen: int32 [T, k] expert ids -> [B, E] of `dtype`: each expert's share of the k (T / B)
 // choices of each of B sequences of consecutive tokens (constant; ids outside [0, E) count for
 // no expert). B must divide T.

@@ -63,8 +63,9 @@ TopKRouterOptions parse_top_k_options(const RouterConfig& config) {
                "options 'drop_order' and 'renormalize_kept' say what happens when an expert is over its capacity: "
                "they need 'capacity_factor' > 0 (none is set, so nothing is ever dropped)");
   o.allow_constant_gates = router_option_bool(config, "allow_constant_gates", false, kScheme);
-  o.balance_per_sequence =
-      router_option_choice(config, "balance_scope", "batch", {"batch", "sequence"}, kScheme) == "sequence";
+  const std::string scope = router_option_choice(config, "balance_scope", "batch", {"batch", "sequence", "global"}, kScheme);
+  o.balance_per_sequence = scope == "sequence";
+  o.balance_global = scope == "global";
   o.null_experts = router_option_int(config, "null_experts", 0, kScheme);
   o.copy_experts = router_option_int(config, "copy_experts", 0, kScheme);
   o.constant_experts = router_option_int(config, "constant_experts", 0, kScheme);
@@ -88,7 +89,7 @@ bool top_k_gates_constant(GateMode mode, std::int64_t k) {
 RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variable& bias, std::int64_t k,
                         const TopKRouterOptions& o, const Tensor& noise, const Tensor& forced,
                         std::int64_t sequence_length, const Variable& constant_vectors,
-                        const Variable& constant_mix) {
+                        const Variable& constant_mix, BalanceCounts* global_counts) {
   MOELAB_CHECK(x.rank() == 2 && weight.rank() == 2 && x.size(1) == weight.size(1), "top_k_route",
                "x must be [T, d] and weight [E, d], got x ", x.shape(), " and weight ", weight.shape());
   // The weight's rows: E experts, then o.null_experts null ones, o.copy_experts copy ones and
@@ -252,7 +253,9 @@ RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variabl
   const std::int64_t S = sequence_length > 0 ? sequence_length : T;
   MOELAB_CHECK(T % S == 0, "top_k_route", "sequence_length ", S, " must divide the ", T, " tokens");
   if (o.load_balance > 0.0 && (!o.balance_per_sequence || S == T)) {
-    plan.aux_losses.emplace_back("load_balance", switch_balance_loss(probs, f, o.load_balance));
+    // balance_scope = global: f over this step's micro-batches so far, this one included. [E]
+    const Tensor f_loss = global_counts != nullptr ? global_counts->add(f, T * k) : f;
+    plan.aux_losses.emplace_back("load_balance", switch_balance_loss(probs, f_loss, o.load_balance));
   } else if (o.load_balance > 0.0) {
     // Per sequence b of S tokens: f_be = (its assignments to e) / (S k), P_be = mean of its p; the
     // loss averaged over the B sequences. [B, E]
@@ -344,9 +347,13 @@ RoutingPlan TopKRouter::route(const Variable& x) {
   if (forced.defined())
     MOELAB_CHECK(forced.size(0) == x.size(0), kScheme, "replayed experts are for ", forced.size(0),
                  " tokens, this batch has ", x.size(0));
+  // Only training forwards are micro-batches of a step; an evaluation counts only itself.
+  BalanceCounts* global = options_.balance_global && is_training() && grad_enabled() ? &global_counts_ : nullptr;
   return top_k_route(x, weight_, bias_, k(), options_, noise, forced, sequence_length, constant_vectors_,
-                     constant_mix_);
+                     constant_mix_, global);
 }
+
+void TopKRouter::after_optimizer_step() { global_counts_.reset(); }
 
 GateSum TopKRouter::gate_sum() const {
   // A special slot's share stays in the other gates' denominator: they sum to at most 1.

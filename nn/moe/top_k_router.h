@@ -40,11 +40,18 @@
 //                    (1 when perfectly balanced, for every k; HF Mixtral's version is k times this)
 //   balance_scope    where load_balance counts f and P: "batch" (default) over every token of the
 //                    step's batch, the global-batch form (Qiu et al. 2025, "Demons in the Detail",
-//                    Qwen: balance over the global batch, not each micro-batch; one step here is
-//                    one batch, with no gradient accumulation); or "sequence": f and P per sequence
+//                    Qwen: balance over the global batch, not each micro-batch; without gradient
+//                    accumulation a step is one batch); or "sequence": f and P per sequence
 //                    of the batch (the MoE layer's [B, S, d], Router::route_sequences), the loss
 //                    averaged over the sequences: the micro-batch-of-one-sequence form that paper
-//                    compares against. The load_balance_raw metric stays the batch's
+//                    compares against; or "global": f counted over every micro-batch of the
+//                    optimizer step so far (gradient accumulation, nn/train_loop.h's accumulate),
+//                    Megatron-LM's global_aux_loss: each training forward (training mode, gradients
+//                    on) adds its counts to the router's BalanceCounts (nn/moe/router_toolkit.h) and
+//                    the loss uses the shares over all of them with its own P; the counts are reset
+//                    after every optimizer step (after_optimizer_step), so the last micro-batch of
+//                    a step sees the whole step's f. Evaluation forwards count only themselves.
+//                    The load_balance_raw metric stays the batch's
 //   null_experts     N >= 0 zero-computation experts (MoE++, Jin et al. 2024, its "zero experts"):
 //                    the router scores E + N experts (weight [E + N, d]); a slot that picks one
 //                    of the N computes nothing: it becomes an unused slot (kUnusedSlot, its gate 0).
@@ -131,6 +138,7 @@ struct TopKRouterOptions {
   bool forced_balanced = false;
   bool allow_constant_gates = false;
   bool balance_per_sequence = false;  // balance_scope = "sequence"
+  bool balance_global = false;        // balance_scope = "global" (the step's micro-batches so far)
   std::int64_t null_experts = 0;      // zero-computation experts beside the E real ones
   std::int64_t copy_experts = 0;      // identity experts after the null ones
   std::int64_t constant_experts = 0;  // MoE++'s constant experts after the copy ones
@@ -151,11 +159,13 @@ bool top_k_gates_constant(GateMode mode, std::int64_t k);
 // to use instead of the top-k selection (gates, aux losses and capacity as usual), or undefined;
 // sequence_length: the tokens per sequence for balance_scope = sequence (-1: all T, one sequence).
 // constant_vectors [C, d] and constant_mix [2C, d]: the constant experts' parameters (C =
-// options.constant_experts; undefined when C = 0).
+// options.constant_experts; undefined when C = 0). global_counts: with balance_scope = global, the
+// step's counts so far, to which this batch's are added (null: the batch's f alone).
 RoutingPlan top_k_route(const Variable& x, const Variable& weight, const Variable& bias, std::int64_t k,
                         const TopKRouterOptions& options, const Tensor& noise = Tensor(),
                         const Tensor& forced = Tensor(), std::int64_t sequence_length = -1,
-                        const Variable& constant_vectors = Variable(), const Variable& constant_mix = Variable());
+                        const Variable& constant_vectors = Variable(), const Variable& constant_mix = Variable(),
+                        BalanceCounts* global_counts = nullptr);
 
 class TopKRouter : public Router {
  public:
@@ -168,6 +178,10 @@ class TopKRouter : public Router {
   // its S (current_sequence_length; it matters for balance_scope = sequence only). A subclass that
   // overrides it is what the layer calls, and may call TopKRouter::route(x) within.
   RoutingPlan route(const Variable& x) override;
+  // Resets the balance_scope = global counts (the step's micro-batches are done).
+  void after_optimizer_step() override;
+  // The micro-batches counted since the last optimizer step (balance_scope = global; else 0).
+  std::int64_t counted_micro_batches() const { return global_counts_.micro_batches(); }
   // One for the renormalised modes, topk-softmax and equal; AtMostOne for softmax-topk.
   GateSum gate_sum() const override;
 
@@ -194,6 +208,7 @@ class TopKRouter : public Router {
   RandomStream jitter_;  // the "jitter_state" host buffer, with jitter > 0 only (nn/random_stream.h)
   Tensor replay_;        // int32 [T, k] while replaying
   Tensor balanced_ids_;  // forced = balanced: the last batch size's ids, kept on its device
+  BalanceCounts global_counts_;  // balance_scope = global: this step's micro-batches so far
 };
 
 // The registry's factory for "topk".
