@@ -71,6 +71,11 @@ TEST_CASE("routers experiment: balanced is exactly balanced, aux-free beats no b
     CHECK(r.real("tokens_per_second") > 0);
     CHECK(r.integer("steps") == 150);
     CHECK(r.real("total_params") == results[0].real("total_params"));  // the same experts for every scheme
+    // Routing analysis: MaxVio is max/mean - 1 (averaged over the same logs), specialisation a
+    // share, drift a share of the probe's tokens (logged from the second log point on).
+    CHECK(r.real("mean_max_violation") == doctest::Approx(r.real("mean_load_max_over_mean") - 1.0));
+    CHECK((r.real("mean_token_specialisation") > 0 && r.real("mean_token_specialisation") <= 1));
+    CHECK((r.real("mean_routing_drift") >= 0 && r.real("mean_routing_drift") <= 1));
   }
 
   // Balanced assignment: every logged step (15 per seed), exactly.
@@ -87,7 +92,8 @@ TEST_CASE("routers experiment: balanced is exactly balanced, aux-free beats no b
     CHECK(mean_cv["balanced"][seed] == 0.0);
   }
 
-  for (const char* f : {"summary.md", "metrics.csv", "heat_N64_topk.dat", "heat_N64_balanced.gp", "load_cv_N64.dat"})
+  for (const char* f : {"summary.md", "metrics.csv", "heat_N64_topk.dat", "heat_N64_balanced.gp", "load_cv_N64.dat",
+                        "routing_drift_N64.dat"})
     CHECK(std::filesystem::exists(dir.file(f)));
 }
 

@@ -10,6 +10,7 @@
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "nn/moe/router_toolkit.h"
+#include "nn/moe/routing_analysis.h"
 
 namespace moelab {
 
@@ -47,7 +48,16 @@ MoELayer::MoELayer(const MoEConfig& config, Generator& gen) : config_(config) {
 }
 
 std::map<std::string, double> MoELayer::last_metrics() const {
-  return metrics_ ? metrics_() : std::map<std::string, double>{};
+  std::map<std::string, double> m = metrics_ ? metrics_() : std::map<std::string, double>{};
+  // Token-id specialisation, when the forward's token ids are known (a Decoder sets them).
+  const Tensor& ids = router_->token_ids();
+  if (last_experts_.defined() && ids.defined() && ids.numel() == last_experts_.size(0)) {
+    const double s = token_specialisation(ids.to(Device::cpu()).to_vector<std::int32_t>(),
+                                          last_experts_.to(Device::cpu()).to_vector<std::int32_t>(),
+                                          last_experts_.size(1), config_.experts);
+    if (s >= 0) m["token_specialisation"] = s;
+  }
+  return m;
 }
 
 Variable MoELayer::forward(const Variable& x) {

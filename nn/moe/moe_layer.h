@@ -115,7 +115,8 @@ class MoELayer : public FeedForward {
   Linear* shared_gate() const { return shared_gate_.get(); }  // null without shared_gate
 
   // Of the last forward (empty / undefined before the first):
-  // The router's metrics for the last forward, computed now (this reads the device).
+  // The router's metrics for the last forward, computed now (this reads the device), and
+  // token_specialisation (nn/moe/routing_analysis.h) when the router knows the token ids.
   std::map<std::string, double> last_metrics() const;
   const Tensor& last_tokens_per_expert() const { return tokens_per_expert_; }  // int32 [E]
   // int32 [T, k]: the experts of the last forward's plan (-1 dropped, -2 unused), e.g. to replay

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/factories.h"
 #include "core/kernels.h"
+#include "nn/moe/routing_analysis.h"
 
 namespace moelab {
 
@@ -146,7 +147,9 @@ std::map<std::string, double> load_metrics(const std::vector<double>& counts) {
   const double mean = counts.empty() ? 0.0 : total / n;
   double var = 0;
   for (double c : counts) var += (c - mean) * (c - mean) / n;
-  return {{"load_max_over_mean", mean > 0 ? top / mean : 0.0}, {"load_cv", mean > 0 ? std::sqrt(var) / mean : 0.0}};
+  return {{"load_max_over_mean", mean > 0 ? top / mean : 0.0},
+          {"load_cv", mean > 0 ? std::sqrt(var) / mean : 0.0},
+          {"max_violation", max_violation(counts)}};
 }
 
 double mean_entropy(const std::vector<double>& p, std::int64_t T, std::int64_t E) {

@@ -40,6 +40,7 @@
 //   dropped_fraction    kDroppedSlot entries / the slots the scheme used (unused ones excluded)
 //   load_max_over_mean  max_e / mean_e of the kept assignments per expert (1 = perfectly balanced)
 //   load_cv             their coefficient of variation, std / mean (population std; 0 = balanced)
+//   max_violation       DeepSeek's MaxVio, max / mean - 1 (nn/moe/routing_analysis.h)
 //   router_entropy      mean_t of -sum_e p log p in nats, when PlanParts::probs is given
 //   mean_slots          used slots per token, for a variable-k scheme
 //   capacity            the capacity, when one was applied
@@ -148,7 +149,7 @@ Tensor checked_replay_ids(const Tensor& ids, std::int64_t k, std::int64_t expert
 
 // Host helpers for metric closures (they run on demand, never in a training step).
 std::vector<double> host_doubles(const Tensor& t);
-// counts: kept assignments per expert -> {load_max_over_mean, load_cv}.
+// counts: kept assignments per expert -> {load_max_over_mean, load_cv, max_violation}.
 std::map<std::string, double> load_metrics(const std::vector<double>& counts);
 // probs: [T, E] on the host, row-major -> mean_t of -sum_e p log p (nats).
 double mean_entropy(const std::vector<double>& probs, std::int64_t T, std::int64_t E);

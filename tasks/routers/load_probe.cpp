@@ -3,9 +3,11 @@
 
 #include <cstdlib>
 
+#include "autograd/no_grad.h"
 #include "core/error.h"
 #include "nn/moe/moe_layer.h"
 #include "nn/moe/router_toolkit.h"
+#include "nn/moe/routing_analysis.h"
 
 namespace moelab {
 
@@ -62,6 +64,27 @@ bool parse_load_name(const std::string& name, std::int64_t& layer, std::int64_t&
   if (*end != '\0') return false;
   expert = std::strtoll(e.c_str(), &end, 10);
   return *end == '\0' && layer >= 0 && expert >= 0;
+}
+
+double RoutingProbe::drift(Decoder& model) {
+  MOELAB_CHECK(ids.defined(), "RoutingProbe", "no probe batch");
+  {
+    NoGradGuard no_grad;
+    EvalModeGuard eval(model);
+    model.forward(ids.to(model.device()));
+  }
+  std::vector<std::vector<std::int32_t>> now;
+  std::int64_t k = 0;
+  for (const MoELayer* layer : moe_layers(model)) {
+    now.push_back(layer->last_experts().to(Device::cpu()).to_vector<std::int32_t>());
+    k = layer->last_experts().size(1);
+  }
+  double total = 0;
+  const bool first = last.empty();
+  if (!first)
+    for (std::size_t l = 0; l < now.size(); ++l) total += routing_drift(last[l], now[l], k);
+  last = std::move(now);
+  return first || last.empty() ? -1.0 : total / static_cast<double>(last.size());
 }
 
 std::int64_t parameters_per_expert(const Decoder& model) {

@@ -9,8 +9,9 @@
 //
 //   relative load of expert e in layer l   c_le / mean_e c_le      (1 = its fair share; 0 = idle)
 //   load_max_over_mean, load_cv,           each layer's router metrics (nn/moe/router_toolkit.h),
-//   dropped_fraction, router_entropy,      averaged over the layers; a metric is given only when
-//   mean_slots                             every layer reports it (router_entropy needs a softmax
+//   max_violation, token_specialisation,   averaged over the layers; a metric is given only when
+//   dropped_fraction, router_entropy,      every layer reports it (router_entropy needs a softmax
+//   mean_slots
 //                                          over the experts: aux-free's sigmoid scores have none;
 //                                          mean_slots: variable-k schemes only)
 //
@@ -43,6 +44,18 @@ LoadSnapshot read_load(const Decoder& model);
 
 // "load.l0.e3" -> {0, 3}; false for any other name.
 bool parse_load_name(const std::string& name, std::int64_t& layer, std::int64_t& expert);
+
+// Routing drift (nn/moe/routing_analysis.h) over training: the experiment routes one fixed probe
+// batch (its first training batch) at every log point, in evaluation mode without gradients (no
+// router state changes: no jitter, no aux-free counts), and compares each MoE layer's experts with
+// the previous log point's. RoutingProbe keeps the last routing.
+struct RoutingProbe {
+  Tensor ids;                                         // int32 [B, S] the probe batch
+  std::vector<std::vector<std::int32_t>> last;        // [MoE layer][T * k] at the previous log point
+  // Routes ids; returns the mean over the MoE layers of the share of tokens whose experts changed
+  // since the previous call, or -1 at the first call (nothing to compare with).
+  double drift(Decoder& model);
+};
 
 // The routed expert width's parameters of the first MoE layer (one expert; 0 without MoE layers).
 std::int64_t parameters_per_expert(const Decoder& model);

@@ -158,11 +158,21 @@ void run_point(const RunContext& ctx, const RouterScheme& scheme, const RoutersT
   std::map<std::string, std::pair<double, std::int64_t>> sums;  // averaged load figures over the logs
   std::map<std::string, double> last_load, score;
   CsvFile curves = ctx.dir.csv(point_curve_file(p.name), {"job", "step", "metric", "value"});
+  // The routing-drift probe is the first training batch, kept as it is drawn (drawing one more
+  // would move the data stream, and the phone-book's epoch sampler with it).
+  RoutingProbe probe;
+  const BatchSource draw = [&probe, inner = t.next_batch](Generator& g) {
+    TokenBatch b = inner(g);
+    if (!probe.ids.defined()) probe.ids = b.inputs;
+    return b;
+  };
   const TrainReport report = train_decoder(
-      *model, tc, t.next_batch, data_gen,
+      *model, tc, draw, data_gen,
       [&](Decoder& m, std::int64_t) {
         const std::int64_t step = std::min(++calls * log_every, tc.steps);
-        const LoadSnapshot load = read_load(m);
+        LoadSnapshot load = read_load(m);  // the step's training forward: before the probe's
+        const double drift = probe.drift(m);
+        if (drift >= 0) load.mean["routing_drift"] = drift;  // from the second log point on
         last_load = load.mean;
         for (const auto& [name, value] : load.mean) sums[name].first += value, ++sums[name].second;
         std::map<std::string, double> out = load.as_metrics();

@@ -19,7 +19,8 @@ namespace {
 
 // The averaged load figures, in the tables' order.
 const std::vector<std::string> kLoadFigures = {"load_max_over_mean", "load_cv", "dropped_fraction", "router_entropy",
-                                               "mean_slots"};
+                                               "mean_slots", "max_violation", "token_specialisation",
+                                               "routing_drift"};
 
 // One logged step of one point: the averaged figures, and layer 0's relative loads.
 struct LogRow {
@@ -187,6 +188,9 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
     LinePlot cv{.title = "Load imbalance over training: " + task.title,
                 .xlabel = "step", .ylabel = "coefficient of variation of the expert loads (mean over layers, seeds)",
                 .series = {}};
+    LinePlot drift{.title = "Routing drift over training: " + task.title, .xlabel = "step",
+                   .ylabel = "share of the probe batch's tokens whose experts changed since the last log",
+                   .series = {}};
     for (std::size_t r = 0; r < schemes.size(); ++r) {
       auto it = cells.find({t, r});
       if (it == cells.end()) continue;
@@ -209,16 +213,22 @@ int write_routers_report(const RunContext& ctx, const std::vector<RouterScheme>&
       }
       h.show_values = false, h.color_min = 0, h.color_max = top;
       note(plot_heat_map(h, ctx.dir.path(), "heat_" + task.label + "_" + schemes[r].name));
-      // CV at each step: the mean over the seeds that logged it.
-      Series line{.title = schemes[r].name, .x = {}, .y = {}, .y_low = {}, .y_high = {}};
-      std::map<std::int64_t, std::vector<double>> by_step;
-      for (const Done* d : c.seeds)
-        for (const auto& [step, row] : d->logs)
-          if (row.figures.count("load_cv")) by_step[step].push_back(row.figures.at("load_cv"));
-      for (const auto& [step, v] : by_step) line.x.push_back(static_cast<double>(step)), line.y.push_back(mean_of(v));
-      cv.series.push_back(line);
+      // A figure at each step: the mean over the seeds that logged it.
+      auto series_of = [&](const std::string& figure) {
+        Series line{.title = schemes[r].name, .x = {}, .y = {}, .y_low = {}, .y_high = {}};
+        std::map<std::int64_t, std::vector<double>> by_step;
+        for (const Done* d : c.seeds)
+          for (const auto& [step, row] : d->logs)
+            if (row.figures.count(figure)) by_step[step].push_back(row.figures.at(figure));
+        for (const auto& [step, v] : by_step) line.x.push_back(static_cast<double>(step)), line.y.push_back(mean_of(v));
+        return line;
+      };
+      cv.series.push_back(series_of("load_cv"));
+      Series moved = series_of("routing_drift");
+      if (!moved.x.empty()) drift.series.push_back(moved);  // records made before the probe have none
     }
     note(plot_lines(cv, ctx.dir.path(), "load_cv_" + task.label));
+    if (!drift.series.empty()) note(plot_lines(drift, ctx.dir.path(), "routing_drift_" + task.label));
   }
 
   // The tables, one per task: accuracy and load (byte for byte the same whichever way the
