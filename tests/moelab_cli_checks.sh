@@ -52,7 +52,7 @@ expect 2 "sampling" B $moelab phonebook --preset demo --set sampling=shuffle --o
 expect 2 "slot_inputs" B $moelab softmoe-mnist --preset toy --set slot_inputs=normalised --out B
 # Routers (tasks/common/router_settings.h): a name the registry lacks (the list of the registered
 # ones), a malformed options list, and an option the router's factory refuses, before any work.
-expect 2 "'no-such' is not one of aux-free, balanced, expert-choice, token-hash, top-p, topk" B $moelab phonebook --preset demo \
+expect 2 "'no-such' is not one of aux-free, balanced, expert-choice, relu, token-hash, top-p, topk" B $moelab phonebook --preset demo \
   --set router=no-such --out B
 expect 2 "'threshold' is not key:value" B $moelab shortest-path --set router=top-p --set router_options=threshold \
   --out B

@@ -299,6 +299,7 @@ TEST_CASE("router contract: every built-in router has a case (a new one without 
       {"top-p", contract("top-p", 2, {{"threshold", "0.5"}})},
       {"aux-free", contract("aux-free", 2)},
       {"balanced", contract("balanced", 2)},
+      {"relu", contract("relu", 2, {{"l1_init", "0.01"}})},
       {"token-hash", [] {  // routes by token id: the contract gives every layer ids; nothing learns
          RouterContract c = contract("token-hash", 2, {{"buckets", "50"}});
          c.router_learns = false, c.token_ids = true;
@@ -306,7 +307,7 @@ TEST_CASE("router contract: every built-in router has a case (a new one without 
        }()},
   };
   const std::vector<std::string> builtins = builtin_router_names();
-  CHECK(builtins.size() >= 6);
+  CHECK(builtins.size() >= 7);
   for (const std::string& name : builtins) {
     INFO(name);
     const auto it = plain.find(name);

@@ -68,7 +68,7 @@ TEST_CASE("the router setting takes registered names only, and lists them") {
   CHECK(s.text("router_options").empty());
   CHECK_NOTHROW(s.set("router", "top-p"));
   CHECK_NOTHROW(s.set("router_options", ""));  // "" is a value here (no options)
-  CHECK_THROWS_WITH_AS(s.set("router", "hash"), doctest::Contains("aux-free, balanced, expert-choice, token-hash, top-p, topk"),
+  CHECK_THROWS_WITH_AS(s.set("router", "hash"), doctest::Contains("aux-free, balanced, expert-choice, relu, token-hash, top-p, topk"),
                        UsageError);
   // --help says which schemes see the future in a decoder, and what balanced costs.
   const std::string help = s.describe();

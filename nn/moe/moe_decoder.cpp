@@ -2,16 +2,25 @@
 #include "nn/moe/moe_decoder.h"
 
 #include "autograd/ops.h"
+#include "nn/moe/relu_router.h"
 
 namespace moelab {
 
 FeedForwardFactory moe_feed_forward(const MoEConfig& moe) {
-  return [moe](const DecoderConfig& c, std::int64_t, Generator& gen) -> std::shared_ptr<FeedForward> {
+  // ReLU routers (nn/moe/relu_router.h) of one decoder share one L1 controller: a new one at layer
+  // 0, handed to every later layer's router (the cell is shared by the factory's copies).
+  auto relu_control = std::make_shared<std::shared_ptr<ReluRoutingControl>>();
+  return [moe, relu_control](const DecoderConfig& c, std::int64_t layer, Generator& gen) -> std::shared_ptr<FeedForward> {
     MoEConfig m = moe;
     m.d = c.d;
     m.dtype = c.dtype;
     m.ffn = moe.ffn > 0 ? moe.ffn : c.ffn_width();
-    return std::make_shared<MoELayer>(m, gen);
+    auto made = std::make_shared<MoELayer>(m, gen);
+    if (auto* relu = dynamic_cast<ReluRouter*>(&made->router())) {
+      if (layer == 0 || !*relu_control) *relu_control = relu->control();
+      relu->share_control(*relu_control);
+    }
+    return made;
   };
 }
 

@@ -17,6 +17,7 @@
 #include "nn/moe/balanced_router.h"
 #include "nn/moe/expert_choice_router.h"
 #include "nn/moe/token_hash_router.h"
+#include "nn/moe/relu_router.h"
 #include "nn/moe/top_k_router.h"
 #include "nn/moe/top_p_router.h"
 
@@ -35,6 +36,7 @@ Registry builtin_routers() {
   r["aux-free"] = make_aux_free_router;
   r["balanced"] = make_balanced_router;
   r["token-hash"] = make_token_hash_router;
+  r["relu"] = make_relu_router;
   return r;
 }
 
