@@ -27,7 +27,11 @@
 // Adding a unary op, say softplus(x) = log(1 + exp(x)), touches 6 files (10 before this list):
 //   1. here:                            X(Softplus, softplus, Real)
 //   2. core/cpu/elementwise.cpp         its math on the host, an Eigen array expression
-//   3. cuda/elementwise.cu              its math on the device (a CUDA build fails without it)
+//   3. cuda/elementwise.cu              its math on the device (a CUDA build fails without it),
+//      and cuda/device_utils.cuh when that math calls a libm function DeviceMath<T> lacks (log1p,
+//      expm1, ...): one line for float (log1pf) and one for double. A CPU-only build does not
+//      compile either file, so a contributor without nvcc must add both by this recipe; the
+//      CUDA parity test (tests/test_cuda_parity.cpp) checks them on the next GPU machine.
 //   4. autograd/ops_unary.h             Variable softplus(const Variable& x);
 //   5. autograd/ops_elementwise.cpp     its derivative (dx = g * sigmoid(x))
 //   6. tests/unary_reference.h         its reference value in double precision (unary_ref)
