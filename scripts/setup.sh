@@ -1,13 +1,14 @@
 # scripts/setup.sh — sourced by run.sh and test.sh: install what is missing, configure, build.
 #
-# Packages come from Debian (gnuplot-nox draws the experiments' PNG plots). As root, missing ones
+# Packages come from Debian (gnuplot-nox draws the experiments' PNG plots; pkgconf is for the
+# install test, tests/install_check.sh). As root, missing ones
 # are installed with apt-get; otherwise the exact apt-get line is printed and the script stops
 # with status 1. The build goes to ./build
 # (Release; CUDA code too when nvcc is found, see CMakeLists.txt). Set MOELAB_CMAKE_ARGS to pass
 # more options to CMake, e.g. MOELAB_CMAKE_ARGS="-DMOELAB_CUDA=OFF".
 
 MOELAB_PACKAGES=(cmake make g++ libeigen3-dev doctest-dev zlib1g-dev nlohmann-json3-dev libcli11-dev
-                 libopenblas-dev gnuplot-nox dataset-fashion-mnist)
+                 libopenblas-dev gnuplot-nox dataset-fashion-mnist pkgconf)
 
 moelab_install_missing() {
   local missing=()
