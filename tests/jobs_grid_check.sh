@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/jobs_grid_check.sh — a sweep run as jobs gives the report that one process gives
-# (tasks/common/job_grid.h). For each experiment below, at toy size and --threads 1:
+# (runner/job_grid.h). For each experiment below, at toy size and --threads 1:
 #   A: moelab <experiment> ... --set mode=all                         (one process, grid order)
 #   B: moelab <experiment> ... --set mode=list  -> every listed line run as its own process, in a
 #      shuffled order  -> moelab <experiment> ... --set mode=report
@@ -8,7 +8,7 @@
 # first (CSV columns named `seconds` or `tokens_per_second`, rows of the metric tokens_per_second,
 # the summary line "Training time of the jobs" and summary lines that say tokens/s), and
 # config.json (it records the command and the start time), the plots' PNGs, the points/ folder
-# and the lock files (.lock, .config.lock, .locks/: tasks/common/run_lock.h)
+# and the lock files (.lock, .config.lock, .locks/: runner/run_lock.h)
 # are not compared. A second mode=list
 # in B must list nothing. Run by ctest as jobs_grid_matches_all:
 #   sh tests/jobs_grid_check.sh build/moelab

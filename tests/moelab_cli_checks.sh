@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/moelab_cli_checks.sh — `moelab` checks everything it can before it writes anything: the
 # seed, the settings, the inputs and the run folder, and refuses to resume a folder that holds a
-# run with other settings (tasks/common/run_start.h). Each case checks the exit status (2: a bad
+# run with other settings (runner/run_start.h). Each case checks the exit status (2: a bad
 # option or value, 1: missing data), a word of the message, and that no config.json was written
 # (or that the earlier one is unchanged). Run by ctest as moelab_cli_checks_before_writing:
 #   sh tests/moelab_cli_checks.sh build/moelab
@@ -124,7 +124,7 @@ if find . -name 'INJECTED*' | grep -q .; then
   echo "FAIL: a folder name ran a command: $(find . -name 'INJECTED*')"; failures=$((failures + 1))
 fi
 
-# --- One writer per folder (tasks/common/run_lock.h): a held folder refuses a second run at once,
+# --- One writer per folder (runner/run_lock.h): a held folder refuses a second run at once,
 # naming the holder, and writes nothing.
 if command -v flock >/dev/null; then
   mkdir -p L

@@ -1,4 +1,4 @@
-// tests/test_claims.cpp — the verdict scale of tasks/common/claims.h (each word reached, and only
+// tests/test_claims.cpp — the verdict scale of runner/claims.h (each word reached, and only
 // by the counts that should reach it), the summary's Claims section (inserted, replaced, stable),
 // and the experiments' claims functions on small hand-made folders: the same CSV shape gives
 // "holds" when the numbers go the paper's way and "contradicts" when they go the other way, so
@@ -9,8 +9,8 @@
 #include <string>
 
 #include "core/error.h"
-#include "tasks/common/claims.h"
-#include "tasks/common/statistics.h"
+#include "runner/claims.h"
+#include "runner/statistics.h"
 #include "tasks/phonebook/phonebook_claims.h"
 #include "tasks/softmoe_l2norm/l2norm_claims.h"
 #include "tasks/softmoe_mnist/softmoe_mnist_claims.h"

@@ -1,5 +1,5 @@
 // tests/test_job_grid_damaged.cpp — a report that cannot read a point result names the file
-// (tasks/common/job_grid.h, run_job_grid).
+// (runner/job_grid.h, run_job_grid).
 //
 // A point result edited by hand or damaged on disk surfaces inside the report as the JSON
 // library's "type_error.302: type must be number, but is string", naming nothing. run_job_grid
@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tasks/common/job_grid.h"
+#include "runner/job_grid.h"
 #include "temp_dir.h"
 
 using namespace moelab;

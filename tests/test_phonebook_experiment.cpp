@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/parallel.h"
-#include "tasks/common/run_dir.h"
+#include "runner/run_dir.h"
 #include "tasks/phonebook/phonebook_experiment.h"
 #include "tasks/phonebook/phonebook_report.h"
 #include "temp_dir.h"

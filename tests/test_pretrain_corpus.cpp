@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "tasks/common/settings.h"
+#include "runner/settings.h"
 #include "tasks/pretrain/corpus.h"
 #include "tasks/pretrain/tokenizer.h"
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/parallel.h"
-#include "tasks/common/run_dir.h"
-#include "tasks/common/run_start.h"
+#include "runner/run_dir.h"
+#include "runner/run_start.h"
 #include "tasks/pretrain/knowledge.h"
 #include "tasks/pretrain/pretrain_experiment.h"
 #include "temp_dir.h"

@@ -18,8 +18,8 @@
 #include <set>
 
 #include "core/parallel.h"
-#include "tasks/common/run_dir.h"
-#include "tasks/common/settings.h"
+#include "runner/run_dir.h"
+#include "runner/settings.h"
 #include "tasks/routers/router_schemes.h"
 #include "tasks/routers/routers_experiment.h"
 #include "temp_dir.h"

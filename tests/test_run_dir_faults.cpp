@@ -4,7 +4,7 @@
 //
 // The full disk comes two ways, neither needing privileges: a file size limit (RLIMIT_FSIZE,
 // tests/file_size_limit.h: writes past it fail with EFBIG, a real error from the kernel), and
-// simulate_full_disk_after(n) (tasks/common/checked_file.h: writes fail once n more bytes are
+// simulate_full_disk_after(n) (runner/checked_file.h: writes fail once n more bytes are
 // written, as on a disk that fills up half-way through a row). (A link to /dev/full served once;
 // moelab now refuses to write through links, which the last cases check.)
 #include <doctest/doctest.h>
@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "core/safe_file.h"
-#include "tasks/common/checked_file.h"
-#include "tasks/common/plot.h"
-#include "tasks/common/run_dir.h"
+#include "runner/checked_file.h"
+#include "runner/plot.h"
+#include "runner/run_dir.h"
 #include "file_size_limit.h"
 #include "temp_dir.h"
 

@@ -1,5 +1,5 @@
 // tests/test_run_folder_safety.cpp — a run folder handed over by someone else cannot turn moelab's
-// writes against its user (core/safe_file.h, tasks/common/run_folder_check.h).
+// writes against its user (core/safe_file.h, runner/run_folder_check.h).
 //
 // Each case plants what an outside audit planted (a link from a file moelab writes to a "victim"
 // file elsewhere, a link for a folder, a FIFO, a user's own file with moelab's name) and checks
@@ -17,12 +17,12 @@
 #include <string>
 
 #include "core/safe_file.h"
-#include "tasks/common/checked_file.h"
-#include "tasks/common/plot.h"
-#include "tasks/common/run_dir.h"
-#include "tasks/common/run_folder_check.h"
-#include "tasks/common/run_lock.h"
-#include "tasks/common/run_start.h"
+#include "runner/checked_file.h"
+#include "runner/plot.h"
+#include "runner/run_dir.h"
+#include "runner/run_folder_check.h"
+#include "runner/run_lock.h"
+#include "runner/run_start.h"
 #include "temp_dir.h"
 
 using namespace moelab;

@@ -1,4 +1,4 @@
-// tests/test_run_start.cpp — what happens before a run writes anything (tasks/common/run_start.h):
+// tests/test_run_start.cpp — what happens before a run writes anything (runner/run_start.h):
 // the seed's text, the run folder's checks, and resuming, which is refused when the folder holds
 // a run with other settings that change results (every differing key named, with both values),
 // and allowed when only threads, device or keys declared with may_change_on_resume differ; a key
@@ -13,8 +13,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "tasks/common/run_lock.h"
-#include "tasks/common/run_start.h"
+#include "runner/run_lock.h"
+#include "runner/run_start.h"
 #include "temp_dir.h"
 
 using namespace moelab;

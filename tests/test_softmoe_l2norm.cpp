@@ -27,9 +27,9 @@
 #include "autograd/ops.h"
 #include "core/factories.h"
 #include "core/parallel.h"
-#include "tasks/common/checked_file.h"
-#include "tasks/common/run_dir.h"
-#include "tasks/common/run_start.h"
+#include "runner/checked_file.h"
+#include "runner/run_dir.h"
+#include "runner/run_start.h"
 #include "tasks/softmoe_l2norm/l2norm.h"
 #include "tasks/softmoe_l2norm/l2norm_experiment.h"
 #include "temp_dir.h"
@@ -221,7 +221,7 @@ TEST_CASE("softmoe-l2norm command: files, a rerun trains nothing, bad settings a
   for (const auto& row : m2) CHECK(row.at("loss") != "9.9");
 
   // Results of other settings in the folder are refused, not mixed: the shared check of the
-  // command line (tasks/common/run_start.h) against the folder's config.json. More seeds, experts
+  // command line (runner/run_start.h) against the folder's config.json. More seeds, experts
   // or tokenisations only add jobs, so they may change.
   begin_run(dir, run_config(e.name, "test", 0, 1, "cpu", "moelab softmoe-l2norm", more), more);
   const Settings longer = settings({"steps=8"});

@@ -23,7 +23,7 @@
 #include <filesystem>
 
 #include "core/parallel.h"
-#include "tasks/common/report.h"
+#include "runner/report.h"
 #include "tasks/softmoe_mnist/mnist_model.h"
 #include "tasks/softmoe_mnist/subset_eval.h"
 

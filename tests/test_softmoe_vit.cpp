@@ -12,7 +12,7 @@
 #include <iterator>
 
 #include "core/parallel.h"
-#include "tasks/common/report.h"
+#include "runner/report.h"
 #include "tasks/softmoe_mnist/idx.h"
 #include "tasks/softmoe_mnist/mnist_model.h"
 #include "tasks/softmoe_vit/softmoe_vit_experiment.h"

@@ -19,7 +19,7 @@
 #include <filesystem>
 
 #include "core/parallel.h"
-#include "tasks/common/report.h"
+#include "runner/report.h"
 #include "tasks/softmoe_mnist/mnist_model.h"
 #include "tasks/softmoe_vit/softmoe_vit_experiment.h"
 #include "tasks/softmoe_vit/softmoe_vit_report.h"

@@ -1,4 +1,4 @@
-// tests/test_statistics.cpp — tasks/common/statistics.h against values computed independently
+// tests/test_statistics.cpp — runner/statistics.h against values computed independently
 // (Python, from the formulas in the header): Wilson intervals at the edges and inside, the exact
 // sign-flip p-value, the floor a few seeds put on it, and bad input refused.
 #include <doctest/doctest.h>
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "tasks/common/statistics.h"
+#include "runner/statistics.h"
 
 using namespace moelab;
 

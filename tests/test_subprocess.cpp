@@ -1,4 +1,4 @@
-// tests/test_subprocess.cpp — programs run with no shell (tasks/common/subprocess.h): arguments
+// tests/test_subprocess.cpp — programs run with no shell (runner/subprocess.h): arguments
 // and folder names reach the program as they are, whatever characters they hold, and nothing in
 // them is ever executed. The plot writer, which once ran gnuplot through a shell, draws in a
 // folder named like a shell injection and nothing is injected.
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "tasks/common/plot.h"
-#include "tasks/common/subprocess.h"
+#include "runner/plot.h"
+#include "runner/subprocess.h"
 #include "temp_dir.h"
 
 using namespace moelab;

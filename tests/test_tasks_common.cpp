@@ -10,10 +10,10 @@
 #include "tasks/common/batch.h"
 #include "tasks/common/models.h"
 #include "nn/progress.h"
-#include "tasks/common/run_dir.h"
-#include "tasks/common/settings.h"
-#include "tasks/common/plot.h"
-#include "tasks/common/report.h"
+#include "runner/run_dir.h"
+#include "runner/settings.h"
+#include "runner/plot.h"
+#include "runner/report.h"
 #include "temp_dir.h"
 
 using namespace moelab;

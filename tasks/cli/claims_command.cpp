@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tasks/common/json_file.h"
+#include "runner/json_file.h"
 
 namespace moelab {
 

@@ -1,5 +1,5 @@
 // tasks/cli/claims_command.h — `moelab claims DIR [--check]`: the "## Claims" section of a
-// finished run folder's summary.md, recomputed from its CSV files (tasks/common/claims.h).
+// finished run folder's summary.md, recomputed from its CSV files (runner/claims.h).
 //
 //   moelab claims docs/results/softmoe-mnist-cpu           rewrite the section in summary.md
 //   moelab claims --check docs/results/softmoe-mnist-cpu   exit 1 if summary.md holds another one
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 
 namespace moelab {
 

@@ -11,14 +11,14 @@
 // (a named table of values, listed by --help), then each --set key=value in order. The run folder
 // (default runs/<experiment>/<preset>) gets config.json with the resolved settings before any
 // work starts; running the same command again resumes a sweep where it stopped, and a folder
-// that holds a run with other settings is refused (tasks/common/run_start.h). The order: the
+// that holds a run with other settings is refused (runner/run_start.h). The order: the
 // settings, the seed, the device and the inputs (data files) are checked, then the run folder
 // (creatable, writable, the same settings as an earlier run in it), and only then is anything
 // written. Exit status: 0 done, 1 the run failed, 2 a bad option, value or combination (nothing
 // was written).
 //
 // Adding an experiment: write tasks/<name>/ with a function returning its Experiment
-// (tasks/common/experiment.h) and add it to experiments() below.
+// (runner/experiment.h) and add it to experiments() below.
 #include "tasks/cli/moelab_main.h"
 
 #include <CLI/CLI.hpp>
@@ -30,10 +30,10 @@
 #include "core/openmp_wait.h"
 #include "core/parallel.h"
 #include "tasks/cli/claims_command.h"
-#include "tasks/common/experiment.h"
-#include "tasks/common/job_grid.h"
-#include "tasks/common/run_lock.h"
-#include "tasks/common/run_start.h"
+#include "runner/experiment.h"
+#include "runner/job_grid.h"
+#include "runner/run_lock.h"
+#include "runner/run_start.h"
 #include "tasks/phonebook/phonebook_experiment.h"
 #include "tasks/pretrain/pretrain_experiment.h"
 #include "tasks/shortest_path/shortest_path_experiment.h"
@@ -109,7 +109,7 @@ int run_experiment(const Experiment& e, const Common& c, const std::string& comm
 
   // Only now the run folder: usable, and holding no run with other settings; then config.json.
   const RunDir dir = open_run_folder(c.out_given ? c.out : "runs/" + e.name + "/" + preset_name);
-  // One writer at a time (tasks/common/run_lock.h): held until this function returns, or by the
+  // One writer at a time (runner/run_lock.h): held until this function returns, or by the
   // kernel until the process ends however it ends.
   const RunLock lock = lock_run_folder(dir, settings.has("mode") ? settings.text("mode") : "",
                                        settings.has("point") ? settings.text("point") : "", command_line);

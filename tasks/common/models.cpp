@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "nn/moe/moe_decoder.h"
 #include "tasks/common/router_settings.h"
-#include "tasks/common/settings.h"
+#include "runner/settings.h"
 
 namespace moelab {
 

@@ -28,7 +28,7 @@
 
 #include "core/random.h"
 #include "nn/decoder.h"
-#include "tasks/common/settings.h"
+#include "runner/settings.h"
 
 namespace moelab {
 
@@ -61,7 +61,7 @@ std::unique_ptr<Decoder> build_decoder(const ModelSpec& spec, std::int64_t vocab
                                        Generator& gen);
 ModelSize model_size(const Decoder& model);
 
-// Throws UsageError (tasks/common/settings.h) naming the first model that cannot be built: d not a
+// Throws UsageError (runner/settings.h) naming the first model that cannot be built: d not a
 // multiple of heads with an even head width (rotary embeddings), k > experts, a router (or router
 // options) its registry or factory refuses (tasks/common/router_settings.h), or no model at all.
 void check_model_grid(const std::vector<ModelSpec>& models);

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "tasks/common/models.h"
-#include "tasks/common/settings.h"
+#include "runner/settings.h"
 
 namespace moelab {
 

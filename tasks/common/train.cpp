@@ -9,7 +9,7 @@
 #include "nn/optim/adam.h"
 #include "nn/optim/schedule.h"
 #include "nn/progress.h"
-#include "tasks/common/report.h"
+#include "runner/report.h"
 #include "nn/train_loop.h"
 
 namespace moelab {

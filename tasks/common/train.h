@@ -26,7 +26,7 @@
 #include "core/random.h"
 #include "nn/decoder.h"
 #include "tasks/common/batch.h"
-#include "tasks/common/run_dir.h"
+#include "runner/run_dir.h"
 
 namespace moelab {
 

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <sstream>
 
-#include "tasks/common/report.h"
-#include "tasks/common/run_dir.h"
-#include "tasks/common/statistics.h"
+#include "runner/report.h"
+#include "runner/run_dir.h"
+#include "runner/statistics.h"
 
 namespace moelab {
 

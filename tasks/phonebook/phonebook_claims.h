@@ -1,5 +1,5 @@
 // tasks/phonebook/phonebook_claims.h — Mixture of Parrots' memorization claims (Section 4.2,
-// Figure 4a), judged from a finished phonebook folder's capacity.csv on tasks/common/claims.h's
+// Figure 4a), judged from a finished phonebook folder's capacity.csv on runner/claims.h's
 // scale:
 //   Fig. 4a  an MoE model memorizes a larger book than the dense model with (about) the same
 //            active parameters, or, without one, the dense model of its width (fewer active);
@@ -9,12 +9,12 @@
 //            of capacity with total parameters minus rho with active ones; the cell is that
 //            difference's mean over seeds against its standard deviation.
 // Each model's capacity is given as its median over seeds with the seeds' range, an interval for
-// the median at confidence 1 - 2 / 2^seeds (tasks/common/statistics.h: 75% at 3 seeds).
+// the median at confidence 1 - 2 / 2^seeds (runner/statistics.h: 75% at 3 seeds).
 #pragma once
 
 #include <vector>
 
-#include "tasks/common/claims.h"
+#include "runner/claims.h"
 
 namespace moelab {
 

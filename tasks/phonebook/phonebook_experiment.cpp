@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "tasks/common/epoch_sampler.h"
-#include "tasks/common/job_grid.h"
+#include "runner/job_grid.h"
 #include "tasks/common/models.h"
 #include "tasks/common/router_settings.h"
 #include "tasks/common/train.h"

@@ -24,7 +24,7 @@
 // names, initial weights and batches; replicate 0 is the run's --seed): the capacity is found per
 // seed, and the report gives the median over seeds with the per-seed values.
 //
-// Jobs (tasks/common/job_grid.h; docs/jobs.md): every (model, size, seed) is a point,
+// Jobs (runner/job_grid.h; docs/jobs.md): every (model, size, seed) is a point,
 // "<model>-N<size>-seed<t>", with its own files points/<name>.json (every run's numbers) and
 // points/<name>.csv (its curves). mode=all (default) runs the missing points in grid order,
 // skipping those the stop rule rules out, then reports; mode=list prints a command per missing
@@ -34,7 +34,7 @@
 // mode=all does and leaves them out (tasks/phonebook/phonebook_report.h), so its answer and its
 // files are the ones mode=all gives.
 //
-// Outputs in the run folder (tasks/common/run_dir.h), all derived from the points by the report:
+// Outputs in the run folder (runner/run_dir.h), all derived from the points by the report:
 // results.csv (one row per run: model, parameters, book size, seed, learning rate, exact match,
 // ...), metrics.csv (the evaluations during training), capacity.csv (largest book per model and
 // seed, their median, total and active parameters), fig4a_total.png and fig4a_active.png (median
@@ -43,7 +43,7 @@
 // spread), beyond_stop.csv (only when jobs ran points past the stop rule: not counted).
 #pragma once
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 
 namespace moelab {
 

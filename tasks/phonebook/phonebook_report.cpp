@@ -9,9 +9,9 @@
 #include <numeric>
 #include <sstream>
 
-#include "tasks/common/job_grid.h"
-#include "tasks/common/plot.h"
-#include "tasks/common/report.h"
+#include "runner/job_grid.h"
+#include "runner/plot.h"
+#include "runner/report.h"
 
 namespace moelab {
 
@@ -172,7 +172,7 @@ int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& 
   std::vector<FamilyPoint> by_total, by_active;
   for (const ModelRow& r : rows) {
     if (r.best.empty()) continue;
-    // Bars: the seeds' range (a 1 - 2/2^seeds interval for the median, tasks/common/statistics.h).
+    // Bars: the seeds' range (a 1 - 2/2^seeds interval for the median, runner/statistics.h).
     const bool bars = r.capacity.size() > 1;
     const double low = bars ? *std::min_element(r.capacity.begin(), r.capacity.end()) : NAN;
     const double high = bars ? *std::max_element(r.capacity.begin(), r.capacity.end()) : NAN;

@@ -1,5 +1,5 @@
 // tasks/phonebook/phonebook_report.h — the phone-book sweep's grid points, its stop rule, and its
-// report, from the points' result files (tasks/common/job_grid.h).
+// report, from the points' result files (runner/job_grid.h).
 //
 // The grid: models x seeds x book sizes (ascending), one point per (model, seed, size), named
 // "<model>-N<size>-seed<t>" (e.g. moe-d64-16e-N2000-seed1).
@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 #include "tasks/common/models.h"
 
 namespace moelab {

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "tasks/common/settings.h"
+#include "runner/settings.h"
 #include "tasks/pretrain/tokenizer.h"
 
 namespace moelab::pretrain {

@@ -115,7 +115,7 @@ struct CorpusConfig {
   std::int64_t trained_people() const { return people / 2; }
   std::int64_t held_out_people() const { return people - people / 2; }
 
-  // Throws moelab::UsageError (tasks/common/settings.h) naming the first bad key, its value and the
+  // Throws moelab::UsageError (runner/settings.h) naming the first bad key, its value and the
   // allowed range, e.g. "setting 'max_ops' = 6: must be in [1, 5] (kMaxOperations)".
   void validate() const;
 };

@@ -8,8 +8,8 @@
 #include <set>
 #include <sstream>
 
-#include "tasks/common/report.h"
-#include "tasks/common/run_dir.h"
+#include "runner/report.h"
+#include "runner/run_dir.h"
 
 namespace moelab {
 

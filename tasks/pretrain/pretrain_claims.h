@@ -1,6 +1,6 @@
 // tasks/pretrain/pretrain_claims.h — Mixture of Parrots' pre-training claims (Section 5, Figures
 // 1, 5 and 6), judged from a finished pretrain folder's results.csv (one row per model and seed)
-// on tasks/common/claims.h's scale. Each claim is judged on the measurement that tests what the
+// on runner/claims.h's scale. Each claim is judged on the measurement that tests what the
 // paper argues, with the other reading beside it as a "second row" (judged too, never dropped):
 //   Fig. 1  knowledge follows total parameters more than active ones: per seed, Spearman's rho of
 //           knowledge_train (stored facts: the trained people's questions, as world-knowledge
@@ -30,7 +30,7 @@
 
 #include <vector>
 
-#include "tasks/common/claims.h"
+#include "runner/claims.h"
 
 namespace moelab {
 

@@ -9,9 +9,9 @@
 #include <optional>
 
 #include "tasks/common/batch.h"
-#include "tasks/common/job_grid.h"
+#include "runner/job_grid.h"
 #include "tasks/common/models.h"
-#include "tasks/common/report.h"
+#include "runner/report.h"
 #include "tasks/common/router_settings.h"
 #include "tasks/common/train.h"
 #include "tasks/pretrain/corpus.h"

@@ -37,7 +37,7 @@
 // warmup then linear decay, clipping: tasks/common/train.h) on `batch` windows of `seq` tokens cut
 // from the endless document stream.
 //
-// Jobs (tasks/common/job_grid.h; docs/jobs.md): mode=all (default) runs the missing points and
+// Jobs (runner/job_grid.h; docs/jobs.md): mode=all (default) runs the missing points and
 // reports; mode=list prints a command per missing point; mode=point runs one; mode=report gathers.
 //
 // Outputs in the run folder (the report, tasks/pretrain/pretrain_report.h): results.csv (one row
@@ -46,7 +46,7 @@
 // pretrain_claims.h's.
 #pragma once
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 
 namespace moelab {
 

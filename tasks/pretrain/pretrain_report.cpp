@@ -10,9 +10,9 @@
 #include <sstream>
 #include <tuple>
 
-#include "tasks/common/plot.h"
-#include "tasks/common/report.h"
-#include "tasks/common/run_dir.h"
+#include "runner/plot.h"
+#include "runner/report.h"
+#include "runner/run_dir.h"
 #include "tasks/pretrain/knowledge.h"
 
 namespace moelab {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 #include "tasks/common/models.h"
 
 namespace moelab {

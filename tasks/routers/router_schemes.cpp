@@ -8,8 +8,8 @@
 
 #include "nn/moe/moe_decoder.h"
 #include "nn/moe/router.h"
-#include "tasks/common/run_dir.h"
-#include "tasks/common/settings.h"
+#include "runner/run_dir.h"
+#include "runner/settings.h"
 
 namespace moelab {
 

@@ -33,7 +33,7 @@
 // Before any work, every scheme's decoder is checked at every task's width with its router and
 // options (shared-top1: E - 1 routed experts): a refusal exits 2.
 //
-// Jobs (tasks/common/job_grid.h; docs/jobs.md): every (task, scheme, seed) is a point,
+// Jobs (runner/job_grid.h; docs/jobs.md): every (task, scheme, seed) is a point,
 // "<scheme>-<task>-seed<t>" (aux-free-N1500-seed0, topk-path-n8-seed1), writing
 // points/<name>.json (its numbers) and points/<name>.csv (its curves: loss, throughput and every
 // logged load). mode=all runs the missing points in grid order and reports; list / point / report
@@ -45,7 +45,7 @@
 // load_cv_<task>.png (the load CV over training, one line per scheme).
 #pragma once
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 
 namespace moelab {
 

@@ -8,9 +8,9 @@
 #include <optional>
 #include <sstream>
 
-#include "tasks/common/job_grid.h"
-#include "tasks/common/plot.h"
-#include "tasks/common/report.h"
+#include "runner/job_grid.h"
+#include "runner/plot.h"
+#include "runner/report.h"
 #include "tasks/routers/load_probe.h"
 
 namespace moelab {

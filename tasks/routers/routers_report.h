@@ -1,5 +1,5 @@
 // tasks/routers/routers_report.h — the routing experiment's report, from the points' result files
-// (tasks/common/job_grid.h; the grid and its tasks: tasks/routers/routers_tasks.h).
+// (runner/job_grid.h; the grid and its tasks: tasks/routers/routers_tasks.h).
 //
 // The report, per task point (a book size, a graph size; a missing point is said to be, and left
 // out):
@@ -23,7 +23,7 @@
 
 #include <vector>
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 #include "tasks/routers/router_schemes.h"
 #include "tasks/routers/routers_tasks.h"
 

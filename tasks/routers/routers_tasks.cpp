@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "tasks/common/epoch_sampler.h"
-#include "tasks/common/job_grid.h"
+#include "runner/job_grid.h"
 #include "tasks/phonebook/phonebook_data.h"
 
 namespace moelab {

@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "tasks/common/models.h"
-#include "tasks/common/settings.h"
+#include "runner/settings.h"
 #include "tasks/common/train.h"
 #include "tasks/routers/router_schemes.h"
 #include "tasks/shortest_path/graph_data.h"

@@ -6,9 +6,9 @@
 #include <map>
 #include <sstream>
 
-#include "tasks/common/report.h"
-#include "tasks/common/run_dir.h"
-#include "tasks/common/statistics.h"
+#include "runner/report.h"
+#include "runner/run_dir.h"
+#include "runner/statistics.h"
 #include "tasks/shortest_path/graph_data.h"
 
 namespace moelab {

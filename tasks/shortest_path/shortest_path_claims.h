@@ -1,5 +1,5 @@
 // tasks/shortest_path/shortest_path_claims.h — Mixture of Parrots' reasoning claims (Section 4.3,
-// Figure 4b), judged from a finished shortest-path folder's results.csv on tasks/common/claims.h's
+// Figure 4b), judged from a finished shortest-path folder's results.csv on runner/claims.h's
 // scale:
 //   Fig. 4b  widening the dense model helps more than adding experts: each MoE model against every
 //            wider dense model with no more total parameters; the cell is the wide model's mean
@@ -16,7 +16,7 @@
 
 #include <vector>
 
-#include "tasks/common/claims.h"
+#include "runner/claims.h"
 
 namespace moelab {
 

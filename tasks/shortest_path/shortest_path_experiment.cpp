@@ -8,11 +8,11 @@
 #include <optional>
 #include <sstream>
 
-#include "tasks/common/job_grid.h"
+#include "runner/job_grid.h"
 #include "tasks/common/models.h"
 #include "tasks/common/router_settings.h"
-#include "tasks/common/report.h"
-#include "tasks/common/statistics.h"
+#include "runner/report.h"
+#include "runner/statistics.h"
 #include "tasks/common/train.h"
 #include "tasks/shortest_path/graph.h"
 #include "tasks/shortest_path/graph_data.h"
@@ -325,7 +325,7 @@ int write_report(const RunContext& ctx, const std::vector<ModelSpec>& models, co
           << "The rule: a gain (a difference of mean exact match over seeds) exceeds the seeds' spread when it is "
              "larger than the two standard deviations (sample, over seeds) added together. Each equal-width "
              "comparison also gives the exact paired sign-flip test over the seeds both models ran "
-             "(tasks/common/statistics.h): with n seeds no p below 2 / 2^n is possible (0.25 for 3 seeds), so only "
+             "(runner/statistics.h): with n seeds no p below 2 / 2^n is possible (0.25 for 3 seeds), so only "
              "the cpu-seeds preset's 10 seeds can show a difference at 0.05. A run escaped the plateau when its exact "
              "match is at least 10 points above the trivial baseline; the escape column gives the count and its Wilson "
              "95% interval.\n\n"

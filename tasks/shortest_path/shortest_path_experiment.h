@@ -18,7 +18,7 @@
 // Seeds matter here (docs/EXPERIMENTS.md: when a model leaves the one-edge plateau varies), so the
 // report gives mean and standard deviation over seeds.
 //
-// Jobs (tasks/common/job_grid.h; docs/jobs.md): every (model, seed) is a point, "<model>-seed<t>",
+// Jobs (runner/job_grid.h; docs/jobs.md): every (model, seed) is a point, "<model>-seed<t>",
 // with its own files points/<name>.json and points/<name>.csv (its curve); mode=all (default) runs
 // the missing points, then reports; mode=list prints a command per missing point; mode=point runs
 // one; mode=report gathers. Every process calibrates p and draws the test set again, from the run
@@ -31,7 +31,7 @@
 // with the seeds' spread: a gain counts as beyond it when larger than the two stds added).
 #pragma once
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 
 namespace moelab {
 

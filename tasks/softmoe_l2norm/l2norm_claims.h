@@ -1,6 +1,6 @@
 // tasks/softmoe_l2norm/l2norm_claims.h — the implicit-bias paper's claims about learning ||x||_2
 // (Theorem 1 and Appendix C, Figure 4), judged from a finished softmoe-l2norm folder's results.csv
-// on tasks/common/claims.h's scale, per tokenisation (5x2, 2x5):
+// on runner/claims.h's scale, per tokenisation (5x2, 2x5):
 //   Thm. 1   one expert does not lower the loss: n = 1's final loss / the best constant's, mean
 //            over seeds, minus kClearlyBelow, against its std (a job "lowers the loss" below
 //            kClearlyBelow x the constant's, the report's rule);
@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "tasks/common/claims.h"
+#include "runner/claims.h"
 
 namespace moelab::l2norm {
 

@@ -12,10 +12,10 @@
 #include <sstream>
 #include <tuple>
 
-#include "tasks/common/job_grid.h"
-#include "tasks/common/plot.h"
+#include "runner/job_grid.h"
+#include "runner/plot.h"
 #include "nn/progress.h"
-#include "tasks/common/report.h"
+#include "runner/report.h"
 #include "tasks/softmoe_l2norm/l2norm.h"
 #include "tasks/softmoe_l2norm/l2norm_claims.h"
 

@@ -14,13 +14,13 @@
 //   summary.md   per tokenisation and n: final loss mean +- std over seeds, ratio to the
 //                constant's loss, and the verdict in numbers
 //   loss_<m>x<d>.png  loss curves (mean over seeds), one line per n, log y, with the constant's loss
-// Every job is a point of the shared grid (tasks/common/job_grid.h; docs/jobs.md), named
+// Every job is a point of the shared grid (runner/job_grid.h; docs/jobs.md), named
 // "<m>x<d>-n<n>-seed<s>", with its own points/<name>.json (its results row, written last) and
 // points/<name>.csv (its curve); results.csv and metrics.csv are gathered from them in grid order
 // by the report. mode=all (default) runs the missing jobs, then reports; mode=list prints a command
 // per missing job; mode=point runs one; mode=report gathers. Running again with the same folder
 // skips the finished jobs; a folder holding a run with other settings is refused by the command
-// line (a UsageError, tasks/common/run_start.h) rather than mixed. token_dims, experts and seeds
+// line (a UsageError, runner/run_start.h) rather than mixed. token_dims, experts and seeds
 // may change: they add jobs.
 //
 // Presets: paper (500 steps of batch 10,000, the paper's "500 epochs" read as 500 fresh batches;
@@ -28,7 +28,7 @@
 // batch 1000, seeds 0-2; about 10 CPU-minutes on one core), toy (seconds, one seed).
 #pragma once
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 
 namespace moelab {
 

@@ -7,9 +7,9 @@
 #include <sstream>
 #include <tuple>
 
-#include "tasks/common/report.h"
-#include "tasks/common/run_dir.h"
-#include "tasks/common/statistics.h"
+#include "runner/report.h"
+#include "runner/run_dir.h"
+#include "runner/statistics.h"
 #include "tasks/softmoe_mnist/paper_numbers.h"
 
 namespace moelab::softmoe_mnist {

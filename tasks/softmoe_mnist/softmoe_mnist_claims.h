@@ -1,5 +1,5 @@
 // tasks/softmoe_mnist/softmoe_mnist_claims.h — the implicit-bias paper's MNIST claims, judged from
-// a finished softmoe-mnist folder (table1.csv, subsets.csv, timing.csv) on tasks/common/claims.h's
+// a finished softmoe-mnist folder (table1.csv, subsets.csv, timing.csv) on runner/claims.h's
 // scale:
 //   Table 1    the best k = n/4 subset (label used) is far above random k-subsets (expert
 //              specialization exists), and its accuracy grows with n;
@@ -14,7 +14,7 @@
 
 #include <vector>
 
-#include "tasks/common/claims.h"
+#include "runner/claims.h"
 
 namespace moelab::softmoe_mnist {
 

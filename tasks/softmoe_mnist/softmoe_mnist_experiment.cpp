@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "nn/io/checkpoint.h"
-#include "tasks/common/job_grid.h"
-#include "tasks/common/report.h"
+#include "runner/job_grid.h"
+#include "runner/report.h"
 #include "tasks/softmoe_mnist/softmoe_mnist_claims.h"
 #include "tasks/softmoe_mnist/softmoe_mnist_report.h"
 #include "tasks/softmoe_mnist/subset_eval.h"

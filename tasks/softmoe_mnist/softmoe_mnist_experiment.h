@@ -5,7 +5,7 @@
 //
 // What it does, in a run folder (runs/softmoe-mnist/<preset> unless --out says otherwise):
 //  1. train: one network per (n, training seed) (tasks/softmoe_mnist/mnist_model.h), saved as
-//     checkpoints/n<n>-seed<s>.safetensors. Each is a job of the shared grid (tasks/common/job_grid.h;
+//     checkpoints/n<n>-seed<s>.safetensors. Each is a job of the shared grid (runner/job_grid.h;
 //     docs/jobs.md), point "n<n>-seed<s>", with points/<name>.json (its models.csv row, written last)
 //     and points/<name>.csv (loss and test accuracy as training goes). A second run skips every
 //     network whose point file and checkpoint exist, so the evaluation can be redone without
@@ -27,7 +27,7 @@
 // The data: MNIST IDX files (scripts/get-mnist.sh), or Fashion-MNIST with dataset=fashion-mnist.
 #pragma once
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 
 namespace moelab {
 

@@ -11,9 +11,9 @@
 #include "autograd/no_grad.h"
 #include "core/factories.h"
 #include "nn/io/checkpoint.h"
-#include "tasks/common/plot.h"
+#include "runner/plot.h"
 #include "nn/progress.h"
-#include "tasks/common/report.h"
+#include "runner/report.h"
 #include "tasks/softmoe_mnist/paper_numbers.h"
 #include "tasks/softmoe_mnist/subset_eval.h"
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 #include "tasks/softmoe_mnist/idx.h"
 #include "tasks/softmoe_mnist/mnist_model.h"
 

@@ -1,6 +1,6 @@
 // tasks/softmoe_vit/softmoe_vit_claims.h — the implicit-bias paper's Section 4.4 claims for the
 // Soft MoE ViT, judged from a finished softmoe-vit folder (subsets.csv, timing.csv) on
-// tasks/common/claims.h's scale:
+// runner/claims.h's scale:
 //   Fig. 2-3      Algorithm 1 beats random k-subsets at every n and k (per (L, n, k) cell over the
 //                 training seeds, with the paired sign-flip test: both on the same network);
 //   Tables 2, 11-13  by many random-draw standard deviations (z > 0 beyond the seeds' spread);
@@ -12,7 +12,7 @@
 
 #include <vector>
 
-#include "tasks/common/claims.h"
+#include "runner/claims.h"
 
 namespace moelab::softmoe_vit {
 

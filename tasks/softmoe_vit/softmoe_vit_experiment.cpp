@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "nn/io/checkpoint.h"
-#include "tasks/common/job_grid.h"
-#include "tasks/common/report.h"
+#include "runner/job_grid.h"
+#include "runner/report.h"
 #include "tasks/softmoe_mnist/mnist_model.h"
 #include "tasks/softmoe_vit/softmoe_vit_claims.h"
 #include "tasks/softmoe_vit/softmoe_vit_report.h"

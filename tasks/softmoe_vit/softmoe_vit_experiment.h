@@ -6,7 +6,7 @@
 //  1. train: one ViT (nn/vit/vit.h) per (n experts, Soft MoE layer count L, training seed), its
 //     last L blocks Soft MoE with n experts of hidden width floor(mlp_hidden / n) each (constant
 //     total expert parameters, as the paper), saved as checkpoints/<point>.safetensors. Every
-//     network is a job of the shared grid (tasks/common/job_grid.h, docs/jobs.md), point
+//     network is a job of the shared grid (runner/job_grid.h, docs/jobs.md), point
 //     "n<n>-L<L>-seed<s>": mode=list prints one command per network to train, mode=point trains
 //     one, mode=report evaluates the trained ones, mode=all (default) does both.
 //  2. the report (tasks/softmoe_vit/softmoe_vit_report.h), from the checkpoints: for every network
@@ -20,7 +20,7 @@
 // CIFAR-10/100 from a folder the user names (tasks/softmoe_vit/cifar.h; no download exists).
 #pragma once
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 
 namespace moelab {
 

@@ -14,8 +14,8 @@
 #include "core/factories.h"
 #include "nn/io/checkpoint.h"
 #include "nn/progress.h"
-#include "tasks/common/plot.h"
-#include "tasks/common/report.h"
+#include "runner/plot.h"
+#include "runner/report.h"
 #include "tasks/softmoe_mnist/mnist_model.h"
 #include "tasks/softmoe_vit/paper_numbers.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "nn/vit/vit.h"
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 #include "tasks/softmoe_vit/vit_classifier.h"
 
 namespace moelab::softmoe_vit {

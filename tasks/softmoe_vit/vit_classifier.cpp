@@ -10,7 +10,7 @@
 #include "nn/optim/adam.h"
 #include "nn/progress.h"
 #include "nn/train_loop.h"
-#include "tasks/common/report.h"
+#include "runner/report.h"
 #include "tasks/softmoe_mnist/mnist_model.h"
 #include "tasks/softmoe_vit/cifar.h"
 

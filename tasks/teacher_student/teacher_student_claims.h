@@ -1,5 +1,5 @@
 // tasks/teacher_student/teacher_student_claims.h — the granularity paper's claims (Figures 2 and
-// 3), judged from a finished teacher-student folder's results.csv on tasks/common/claims.h's scale:
+// 3), judged from a finished teacher-student folder's results.csv on runner/claims.h's scale:
 //   Fig. 2/3  a student learns the teacher only when its granularity k' is at least the teacher's
 //             k: per teacher with students on both sides, the best coarser student's mean
 //             normalised loss minus the worst fine-enough student's, beyond the spread when the
@@ -13,7 +13,7 @@
 
 #include <vector>
 
-#include "tasks/common/claims.h"
+#include "runner/claims.h"
 
 namespace moelab::teacher_student {
 

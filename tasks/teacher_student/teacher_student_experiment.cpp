@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "nn/io/safetensors.h"
-#include "tasks/common/job_grid.h"
-#include "tasks/common/report.h"
+#include "runner/job_grid.h"
+#include "runner/report.h"
 #include "tasks/common/router_settings.h"
 #include "tasks/teacher_student/teacher_student.h"
 #include "tasks/teacher_student/teacher_student_claims.h"

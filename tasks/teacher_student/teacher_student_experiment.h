@@ -17,7 +17,7 @@
 // "t<m>e<k>a-s<m'>e<k'>a-seed<t>", and the report gives mean +- std over the seeds.
 //
 // Each point is an independent job, so a sweep can be spread over processes or machines
-// (`--set mode=...`, tasks/common/job_grid.h; docs/jobs.md):
+// (`--set mode=...`, runner/job_grid.h; docs/jobs.md):
 //   all     (default) run every point without a result file, then write the report
 //   list    print one command line per missing point (stdout; a count on stderr), e.g.
 //             moelab teacher-student --preset cpu-fig2 --set mode=list | parallel -j2
@@ -38,7 +38,7 @@
 // setting of docs/EXPERIMENTS.md, d = 32), toy (a minute, for trying the command).
 #pragma once
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 
 namespace moelab {
 

@@ -9,11 +9,11 @@
 #include <set>
 #include <sstream>
 
-#include "tasks/common/job_grid.h"
-#include "tasks/common/plot.h"
-#include "tasks/common/report.h"
+#include "runner/job_grid.h"
+#include "runner/plot.h"
+#include "runner/report.h"
 #include "tasks/common/router_settings.h"
-#include "tasks/common/run_dir.h"
+#include "runner/run_dir.h"
 
 namespace moelab::teacher_student {
 

@@ -3,7 +3,7 @@
 //
 // The grid is teachers x students x seeds, all read from the settings (teacher_k x teacher_ratios,
 // student_k x student_ratios, seeds). The report reads the finished points (points/<name>.json in
-// the run folder, tasks/common/job_grid.h) in grid order and writes:
+// the run folder, runner/job_grid.h) in grid order and writes:
 //   results.csv       one row per finished point (rewritten whole; it is derived)
 //   fig2_heat_map.png normalised test loss (mean over seeds), one row per teacher, one column per
 //                     student (the paper's Figure 2; drawn when there are at least 2 teachers and
@@ -19,14 +19,14 @@
 #include <string>
 #include <vector>
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 #include "tasks/teacher_student/teacher_student.h"
 
 namespace moelab::teacher_student {
 
 struct GridPoint {
   MoESpec teacher, student;
-  std::int64_t seed = 0;  // the replicate (tasks/common/job_grid.h: replicate_seed)
+  std::int64_t seed = 0;  // the replicate (runner/job_grid.h: replicate_seed)
   std::string cell() const { return "t" + teacher.name() + "-s" + student.name(); }  // "t16e8a-s32e8a"
   std::string name() const { return cell() + "-seed" + std::to_string(seed); }      // "t16e8a-s32e8a-seed0"
 };

@@ -1,4 +1,4 @@
-// tasks/common/settings.h — an experiment's settings: declared keys, presets, `--set key=value`.
+// runner/settings.h — an experiment's settings: declared keys, presets, `--set key=value`.
 //
 // Every experiment declares its settings once: a key, a kind (integer, real, text, flag, or a
 // comma-separated list of integers or reals), a default, limits and a help line. A preset is a
@@ -17,7 +17,7 @@
 //
 // The order of declaration is the order of --help and of the saved configuration.
 //
-// Resuming a run in its folder (tasks/common/run_start.h) needs the settings that change results
+// Resuming a run in its folder (runner/run_start.h) needs the settings that change results
 // to be the same as the folder's config.json; every key counts as one unless the experiment says
 // otherwise: s.may_change_on_resume({"mode", "book_sizes"}) for keys that only choose which jobs
 // or which part of the run to do (a sweep's list of sizes, a mode), never what a job gives.

@@ -1,5 +1,5 @@
-// tasks/common/job_grid.cpp — see job_grid.h.
-#include "tasks/common/job_grid.h"
+// runner/job_grid.cpp — see job_grid.h.
+#include "runner/job_grid.h"
 
 #include <cctype>
 #include <cstdio>
@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "tasks/common/json_file.h"
+#include "runner/json_file.h"
 
 namespace moelab {
 
@@ -307,7 +307,7 @@ int run_job_grid(const RunContext& ctx, const JobGrid& grid) {
                 ctx.dir.file("points").string() + "' (" + e.what() + "). " + damaged_points(ctx.dir, grid.points) +
                 "Remove a damaged points/<name>.json to run that point again.");
   }
-  // The paper's claims, from the CSVs the report just wrote (tasks/common/claims.h).
+  // The paper's claims, from the CSVs the report just wrote (runner/claims.h).
   if (grid.claims && std::filesystem::exists(ctx.dir.file("summary.md"))) {
     const std::vector<Claim> claims = grid.claims({ctx.dir.path(), s.to_json(), ctx.seed});
     write_claims_section(ctx.dir.path(), claims);

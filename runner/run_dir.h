@@ -1,4 +1,4 @@
-// tasks/common/run_dir.h — the folder one run writes: configuration, metrics, results, summary.
+// runner/run_dir.h — the folder one run writes: configuration, metrics, results, summary.
 //
 //   runs/<experiment>/<name>/
 //     config.json    the resolved settings (preset + --set), the seed, threads, device, command line
@@ -6,13 +6,13 @@
 //                    crash or Ctrl-C loses at most the row being written)
 //     results.csv    one row per finished job (model x task size ...)
 //     summary.md     what a human reads first: the table and whether the paper's effect shows
-//     *.png          plots (tasks/common/plot.h), with the gnuplot script and data beside them
+//     *.png          plots (runner/plot.h), with the gnuplot script and data beside them
 //
 // CsvFile writes a header once; reopening an existing file with the same header appends, so a
 // sweep that is started again keeps the rows it already has (read_csv gives them back, so an
 // experiment can skip jobs that are done).
 //
-// Every write is checked (tasks/common/checked_file.h): a full disk or an I/O error throws an
+// Every write is checked (runner/checked_file.h): a full disk or an I/O error throws an
 // error naming the file and the reason, and leaves the folder resumable. A row is written whole
 // or not at all; a last line cut short anyway (a crash, a kill) is ignored by read_csv and cut off
 // when CsvFile reopens the file. write_text and write_json replace a file whole or leave it as it
@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "tasks/common/checked_file.h"
+#include "runner/checked_file.h"
 
 namespace moelab {
 

@@ -1,5 +1,5 @@
-// tasks/common/statistics.cpp — see statistics.h.
-#include "tasks/common/statistics.h"
+// runner/statistics.cpp — see statistics.h.
+#include "runner/statistics.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-// tasks/common/json_file.h — reading a JSON file of a run folder (config.json, points/<name>.json)
+// runner/json_file.h — reading a JSON file of a run folder (config.json, points/<name>.json)
 // that may be damaged, hostile, or not a file at all.
 //
 //   const nlohmann::ordered_json config = read_json_file(dir.file("config.json"), "the run's record");

@@ -1,5 +1,5 @@
-// tasks/common/settings.cpp — see settings.h.
-#include "tasks/common/settings.h"
+// runner/settings.cpp — see settings.h.
+#include "runner/settings.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
-// tasks/common/plot.cpp — see plot.h.
-#include "tasks/common/plot.h"
+// runner/plot.cpp — see plot.h.
+#include "runner/plot.h"
 
 #include <cerrno>
 #include <cmath>
@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "tasks/common/checked_file.h"
-#include "tasks/common/subprocess.h"
+#include "runner/checked_file.h"
+#include "runner/subprocess.h"
 
 namespace moelab {
 
@@ -92,7 +92,7 @@ PlotResult render(const std::filesystem::path& dir, const std::string& stem, con
                          "set output " + gp_string((work.path().filename() / (stem + ".png")).string()) + "\n");
   write_file_atomic(work_script, private_script);
   // No shell: gnuplot and its one argument are handed to execv as they are, the folder is entered
-  // with chdir (tasks/common/subprocess.h), so quotes, ';', '$(...)' or newlines in the run
+  // with chdir (runner/subprocess.h), so quotes, ';', '$(...)' or newlines in the run
   // folder's name are only characters of a name. gnuplot runs in the run folder, so the script
   // names its data files without a path.
   const std::filesystem::path in_dir = work.path().filename();  // the private folder, from the run folder
@@ -123,7 +123,7 @@ PlotResult render(const std::filesystem::path& dir, const std::string& stem, con
 std::string header(const std::string& stem, const std::string& title, const std::string& xlabel,
                    const std::string& ylabel) {
   std::ostringstream s;
-  s << "# Drawn by moelab (tasks/common/plot.cpp); run `gnuplot " << stem << ".gp` in this folder to redraw.\n"
+  s << "# Drawn by moelab (runner/plot.cpp); run `gnuplot " << stem << ".gp` in this folder to redraw.\n"
     << "set terminal pngcairo size 900,600 font 'sans,11'\n"
     << "set output " << gp_string(stem + ".png") << "\n"
     << "set title " << gp_string(title) << "\n"

@@ -1,5 +1,5 @@
-// tasks/common/run_start.cpp — see run_start.h.
-#include "tasks/common/run_start.h"
+// runner/run_start.cpp — see run_start.h.
+#include "runner/run_start.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,9 +16,9 @@
 #include "core/json_guard.h"
 #include "core/openmp_wait.h"
 #include "core/safe_file.h"
-#include "tasks/common/json_file.h"
-#include "tasks/common/run_folder_check.h"
-#include "tasks/common/run_lock.h"
+#include "runner/json_file.h"
+#include "runner/run_folder_check.h"
+#include "runner/run_lock.h"
 #include "moelab_build_info.h"  // generated: MOELAB_GIT_COMMIT, MOELAB_COMPILER, ... (cmake/build_info.cmake)
 
 namespace moelab {
@@ -167,7 +167,7 @@ void check_resume(const RunDir& dir, const nlohmann::ordered_json& config, const
 }
 
 void begin_run(const RunDir& dir, const nlohmann::ordered_json& config, const Settings& settings) {
-  // Compared and written under the config lock (tasks/common/run_lock.h): two jobs of one grid
+  // Compared and written under the config lock (runner/run_lock.h): two jobs of one grid
   // started together with different settings cannot both pass the check.
   const RunLock config_lock = lock_run_config(dir);
   check_resume(dir, config, settings);

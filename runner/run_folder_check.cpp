@@ -1,17 +1,17 @@
-// tasks/common/run_folder_check.cpp — see run_folder_check.h.
-#include "tasks/common/run_folder_check.h"
+// runner/run_folder_check.cpp — see run_folder_check.h.
+#include "runner/run_folder_check.h"
 
 #include <string>
 #include <system_error>
 
 #include "core/safe_file.h"
-#include "tasks/common/settings.h"
+#include "runner/settings.h"
 
 namespace moelab {
 
 namespace {
 
-// The entries moelab makes before config.json exists (tasks/common/run_lock.h, run_start.h) or
+// The entries moelab makes before config.json exists (runner/run_lock.h, run_start.h) or
 // while it writes a file whole (checked_file.h, plot.cpp): a folder holding only these is a run
 // folder whose first run stopped early, or one that a job of its grid is starting in right now.
 bool made_before_config(const std::string& name) {

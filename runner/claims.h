@@ -1,4 +1,4 @@
-// tasks/common/claims.h — one line per paper claim in every summary, with a verdict word from a
+// runner/claims.h — one line per paper claim in every summary, with a verdict word from a
 // fixed scale, computed from the run's CSV files (never written by hand).
 //
 // Each experiment that reproduces a paper names the paper's claims it tests and, for each, the
@@ -84,7 +84,7 @@ std::string counts_text(const ClaimCounts& counts, const std::string& spread = "
 // of them) gives p < 0.05; false for no pairs.
 bool paired_beyond(const std::vector<double>& a, const std::vector<double>& b);
 
-// The paired comparison of two models over the seeds both ran (tasks/common/statistics.h):
+// The paired comparison of two models over the seeds both ran (runner/statistics.h):
 // "sign-flip p = 0.25 over 3 paired seeds (the smallest possible: 0.25)"; "no paired seeds" when
 // there are none.
 std::string sign_flip_text(const std::vector<double>& a, const std::vector<double>& b);

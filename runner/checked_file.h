@@ -1,4 +1,4 @@
-// tasks/common/checked_file.h — writing a run folder's files so that no failed write goes unnoticed.
+// runner/checked_file.h — writing a run folder's files so that no failed write goes unnoticed.
 //
 // A full disk, a quota or an I/O error shows up at write(2), or only at fsync(2) or close(2).
 // An std::ofstream hides it unless its state is checked after every operation, and its message

@@ -1,5 +1,5 @@
-// tasks/common/report.cpp — see report.h.
-#include "tasks/common/report.h"
+// runner/report.cpp — see report.h.
+#include "runner/report.h"
 
 #include <algorithm>
 #include <cmath>

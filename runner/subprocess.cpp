@@ -1,5 +1,5 @@
-// tasks/common/subprocess.cpp — see subprocess.h.
-#include "tasks/common/subprocess.h"
+// runner/subprocess.cpp — see subprocess.h.
+#include "runner/subprocess.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
-// tasks/common/run_dir.cpp — see run_dir.h.
-#include "tasks/common/run_dir.h"
+// runner/run_dir.cpp — see run_dir.h.
+#include "runner/run_dir.h"
 
 #include <fcntl.h>
 #include <unistd.h>

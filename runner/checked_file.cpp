@@ -1,5 +1,5 @@
-// tasks/common/checked_file.cpp — see checked_file.h.
-#include "tasks/common/checked_file.h"
+// runner/checked_file.cpp — see checked_file.h.
+#include "runner/checked_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-// tasks/common/run_start.h — starting or resuming a run in its folder, before anything is written.
+// runner/run_start.h — starting or resuming a run in its folder, before anything is written.
 //
 // The `moelab` command line (tasks/cli/moelab_main.cpp) resolves and checks the settings, the seed and
 // the inputs, and only then touches the run folder:
@@ -29,8 +29,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tasks/common/run_dir.h"
-#include "tasks/common/settings.h"
+#include "runner/run_dir.h"
+#include "runner/settings.h"
 
 namespace moelab {
 

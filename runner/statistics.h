@@ -1,4 +1,4 @@
-// tasks/common/statistics.h — the two tests the reports state beside mean +- std over seeds:
+// runner/statistics.h — the two tests the reports state beside mean +- std over seeds:
 // an interval for a rate (how many seeds out of n did something) and a paired comparison of two
 // models trained on the same seeds.
 //

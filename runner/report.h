@@ -1,4 +1,4 @@
-// tasks/common/report.h — small helpers the experiments' reports share: rank correlation, mean
+// runner/report.h — small helpers the experiments' reports share: rank correlation, mean
 // and standard deviation, and turning (family, x, y) points into plot lines.
 //
 // The papers' claims are about which parameter count a quantity follows ("memorization tracks
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tasks/common/plot.h"
+#include "runner/plot.h"
 
 namespace moelab {
 

@@ -1,5 +1,5 @@
-// tasks/common/json_file.cpp — see json_file.h.
-#include "tasks/common/json_file.h"
+// runner/json_file.cpp — see json_file.h.
+#include "runner/json_file.h"
 
 #include <fstream>
 #include <iterator>

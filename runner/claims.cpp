@@ -1,5 +1,5 @@
-// tasks/common/claims.cpp — see claims.h.
-#include "tasks/common/claims.h"
+// runner/claims.cpp — see claims.h.
+#include "runner/claims.h"
 
 #include <cmath>
 #include <cstdio>
@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "tasks/common/checked_file.h"
-#include "tasks/common/report.h"
-#include "tasks/common/statistics.h"
+#include "runner/checked_file.h"
+#include "runner/report.h"
+#include "runner/statistics.h"
 
 namespace moelab {
 
@@ -158,7 +158,7 @@ std::string table_cell(const std::string& text) {
 std::string claims_section(const std::vector<Claim>& claims) {
   std::ostringstream s;
   s << "## Claims\n\n"
-    << "One row per paper claim, computed from this folder's CSV files by `moelab claims` (tasks/common/claims.h "
+    << "One row per paper claim, computed from this folder's CSV files by `moelab claims` (runner/claims.h "
        "gives the scale: holds / holds weaker / differs / contradicts).\n\n"
     << "| claim | paper | ours | independent reference | verdict |\n|---|---|---|---|---|\n";
   for (const Claim& c : claims)

@@ -1,4 +1,4 @@
-// tasks/common/subprocess.h — run another program with no shell in between.
+// runner/subprocess.h — run another program with no shell in between.
 //
 // A shell command line built from text (gnuplot was once started as "cd '<dir>' && gnuplot ...")
 // runs whatever that text says: a run folder named `x'; touch INJECTED; echo '` ran `touch INJECTED`, and one

@@ -1,14 +1,14 @@
-// tasks/common/plot.h — line plots as PNG files, drawn by gnuplot (Debian's gnuplot-nox).
+// runner/plot.h — line plots as PNG files, drawn by gnuplot (Debian's gnuplot-nox).
 //
 // A plot is a few named series of (x, y) points. plot_lines writes, into the run folder,
 //   <stem>.dat   the points, one gnuplot data block per series (readable, also for other tools)
 //   <stem>.gp    the gnuplot script that draws them
 // and runs `gnuplot <stem>.gp` in that folder to make <stem>.png (with no shell: the folder's name
-// may hold any character; tasks/common/subprocess.h). Without gnuplot on the PATH the run does not
+// may hold any character; runner/subprocess.h). Without gnuplot on the PATH the run does not
 // fail: the function returns false with a message saying so, and the .dat/.gp files stay, so
 // `gnuplot <stem>.gp` can draw the picture later on a machine that has it. Anything else that goes
 // wrong throws moelab::Error naming the file: the .dat or .gp cannot be written (a full disk:
-// tasks/common/checked_file.h), gnuplot exits with an error (its log's first lines are in the
+// runner/checked_file.h), gnuplot exits with an error (its log's first lines are in the
 // message), or the PNG it leaves is not complete. gnuplot exits with status 0 when it could not
 // write the whole picture, so the PNG is checked: the PNG signature first, the IEND chunk last; a
 // cut PNG is removed.

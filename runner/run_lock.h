@@ -1,4 +1,4 @@
-// tasks/common/run_lock.h — one writer per run folder: advisory locks held for the run's life.
+// runner/run_lock.h — one writer per run folder: advisory locks held for the run's life.
 //
 // Two processes on one --out once both started: every point trained twice, curve rows written
 // twice, two reports drawing one PNG at once, and with different settings (steps=40 and steps=41)
@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "tasks/common/run_dir.h"
+#include "runner/run_dir.h"
 
 namespace moelab {
 
@@ -47,7 +47,7 @@ class RunLock {
   std::vector<int> fds_;
 };
 
-// Locks the run folder for a run in `mode` (the job modes of tasks/common/job_grid.h; "" or any
+// Locks the run folder for a run in `mode` (the job modes of runner/job_grid.h; "" or any
 // other: alone); `point` names the point of mode=point. UsageError naming the holder when taken.
 RunLock lock_run_folder(const RunDir& dir, const std::string& mode, const std::string& point,
                         const std::string& command);

@@ -1,11 +1,11 @@
-// tasks/common/job_grid.h — an experiment's grid as independent jobs: point names, one result
+// runner/job_grid.h — an experiment's grid as independent jobs: point names, one result
 // file per point, and the modes that run a sweep on one machine or spread it over many.
 //
 // A sweep (models x sizes x seeds ...) is a list of grid points. Each point has a name that says
 // what it is ("moe-d64-16e-N2000-seed1"), depends on nothing but its own name and the run's
 // settings (its data, initial weights and sampling come from its own seeds, never from the order
 // of the points or from another point), and leaves one result file, points/<name>.json, written
-// whole and renamed (tasks/common/checked_file.h) as the very last thing it does: the file's
+// whole and renamed (runner/checked_file.h) as the very last thing it does: the file's
 // presence means the point is done, and a point that is done is never run again. A point may
 // also write points/<name>.csv (its training curve); it is removed before the point (re)starts,
 // so an interrupted try leaves no rows behind.
@@ -54,7 +54,7 @@
 #include <string>
 #include <vector>
 
-#include "tasks/common/experiment.h"
+#include "runner/experiment.h"
 
 namespace moelab {
 

@@ -1,5 +1,5 @@
-// tasks/common/run_lock.cpp — see run_lock.h.
-#include "tasks/common/run_lock.h"
+// runner/run_lock.cpp — see run_lock.h.
+#include "runner/run_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "core/safe_file.h"
-#include "tasks/common/settings.h"
+#include "runner/settings.h"
 
 namespace moelab {
 

@@ -1,12 +1,12 @@
-// tasks/common/experiment.h — what the `moelab` command line needs to know about an experiment.
+// runner/experiment.h — what the `moelab` command line needs to know about an experiment.
 //
 // Each experiment (tasks/<name>/) describes itself with an Experiment: its name on the command
-// line, a one-line summary, its settings with defaults (tasks/common/settings.h), its presets,
+// line, a one-line summary, its settings with defaults (runner/settings.h), its presets,
 // and the function that runs it. tasks/cli/moelab_main.cpp lists the experiments and does the rest:
 // parses `moelab <experiment> [--preset NAME] [--set key=value]... [--out DIR] [--threads N]
 // [--device cpu|cuda] [--seed S]`, applies the preset and the --set values to the settings,
 // checks them (validate), the seed and the inputs (check_inputs), then the run folder (creatable,
-// writable, no earlier run with other settings in it: tasks/common/run_start.h), writes
+// writable, no earlier run with other settings in it: runner/run_start.h), writes
 // config.json, and calls run().
 #pragma once
 
@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "core/device.h"
-#include "tasks/common/claims.h"
-#include "tasks/common/run_dir.h"
-#include "tasks/common/settings.h"
+#include "runner/claims.h"
+#include "runner/run_dir.h"
+#include "runner/settings.h"
 
 namespace moelab {
 
@@ -53,7 +53,7 @@ struct Experiment {
   // settings that cannot work together (exit 2), anything else for a failure (exit 1).
   std::function<int(const RunContext&)> run;
   // Optional: the paper's claims this experiment tests, judged from a finished folder's CSVs
-  // (tasks/common/claims.h). The report writes them into summary.md's "## Claims" section, and
+  // (runner/claims.h). The report writes them into summary.md's "## Claims" section, and
   // `moelab claims DIR` recomputes that section for a folder (a recorded result included).
   ClaimsFunction claims;
 };

@@ -1,4 +1,4 @@
-// tasks/common/run_folder_check.h — what a folder must hold before moelab writes into it as a run
+// runner/run_folder_check.h — what a folder must hold before moelab writes into it as a run
 // folder: moelab's own files, as regular files and folders, or nothing.
 //
 // A run folder is often someone else's: a colleague's run resumed, a tarball of results reported
