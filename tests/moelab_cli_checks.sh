@@ -171,6 +171,14 @@ fi
 expect 2 "no experiment 'nosuch-experiment'" - $moelab nosuch-experiment
 # A model too large for this machine's memory is refused before anything is written.
 expect 2 "more than this machine's" Q $moelab phonebook --preset demo --set dense_widths=65536 --out Q
+# Activations too (issue: a lower bound from the settings alone, tasks/common/memory_check.h):
+# shortest paths of a million graphs at d = 4096 (at least 1.7 TB), a student of 2^24 active
+# neurons in d = 65536 (70 TB), softmoe-l2norm on 2^24 samples of 2^20 inputs (140 TB).
+expect 2 "more than this machine's" Q $moelab shortest-path --set batch=1048576 --set dense_widths=4096 --out Q
+expect 2 "more than this machine's" Q $moelab teacher-student --preset toy --set d=65536 \
+  --set student_active=16777216 --out Q
+expect 2 "more than this machine's" Q $moelab softmoe-l2norm --preset toy --set input_dim=1048576 \
+  --set token_dims=2 --set batch=16777216 --out Q
 
 [ "$failures" = 0 ] && echo "all checks passed"
 exit "$failures"

@@ -1,12 +1,11 @@
 // tasks/common/models.cpp — see models.h.
 #include "tasks/common/models.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 
 #include "core/error.h"
 #include "nn/moe/moe_decoder.h"
+#include "tasks/common/memory_check.h"
 #include "tasks/common/router_settings.h"
 #include "runner/settings.h"
 
@@ -59,8 +58,7 @@ void check_fits_in_memory(const ModelSpec& m) {
   const double per_layer = 4.0 * d * d + experts * ffn_matrices * d * f + (m.moe() ? experts * d : 0.0);
   const double parameters = static_cast<double>(m.layers) * per_layer;
   const double bytes = 16.0 * parameters;
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-  const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+  const double memory = physical_memory_bytes();
   if (memory > 0.0 && bytes > memory) {
     char text[256];
     std::snprintf(text, sizeof text, "%.3g parameters need %.3g GB to train (weight, gradient and Adam's two moments "

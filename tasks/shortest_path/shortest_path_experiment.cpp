@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "runner/job_grid.h"
+#include "tasks/common/memory_check.h"
 #include "tasks/common/models.h"
 #include "tasks/common/router_settings.h"
 #include "runner/report.h"
@@ -105,6 +106,13 @@ std::vector<Point> grid_of(const Settings& s) {
 void validate_shortest_path(const Settings& s) {
   check_model_grid(shortest_path_models(s));
   if (s.ints("seeds").empty()) throw UsageError("seeds: give at least one value");
+  // The shortest possible sequence (graph_data.h): BOS, one edge, SEP s d /, a path of 2, EOS = 11
+  // tokens, 10 input positions; real graphs have many more edges, so this bounds from below.
+  const std::int64_t n = s.integer("n"), batch = s.integer("batch");
+  for (const ModelSpec& m : shortest_path_models(s))
+    check_memory_bound(m.name() + " with batch = " + std::to_string(batch) + " graphs",
+                       decoder_step_bytes_lower_bound(m, 10.0 * static_cast<double>(batch), n + 6),
+                       "a training step on sequences of the shortest possible length, 11 tokens");
   std::vector<std::string> names;
   for (const Point& p : grid_of(s)) names.push_back(p.name);
   validate_job_settings(s, names);

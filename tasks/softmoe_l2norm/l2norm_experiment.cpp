@@ -16,6 +16,7 @@
 #include "runner/plot.h"
 #include "nn/progress.h"
 #include "runner/report.h"
+#include "tasks/common/memory_check.h"
 #include "tasks/softmoe_l2norm/l2norm.h"
 #include "tasks/softmoe_l2norm/l2norm_claims.h"
 
@@ -92,6 +93,12 @@ void validate_l2norm(const Settings& s) {
   }
   const std::int64_t k = s.integer("input_dim"), f = s.integer("width_factor");
   for (std::int64_t d : s.ints("token_dims")) {
+    // A step holds the batch's inputs and their tokens (2 k floats a sample) and the experts'
+    // hidden units, f d a sample whatever n is (n experts of width f d / n, one slot each).
+    const double batch = static_cast<double>(s.integer("batch"));
+    check_memory_bound("batch = " + std::to_string(s.integer("batch")) + " at d = " + std::to_string(d),
+                       4.0 * batch * (2.0 * static_cast<double>(k) + static_cast<double>(f * d)),
+                       "one step's inputs, tokens and expert hidden units");
     if (k % d != 0)
       throw UsageError("token_dims: d = " + std::to_string(d) + " does not divide input_dim = " + std::to_string(k));
     for (std::int64_t n : s.ints("experts"))

@@ -11,6 +11,7 @@
 #include "nn/io/safetensors.h"
 #include "runner/job_grid.h"
 #include "runner/report.h"
+#include "tasks/common/memory_check.h"
 #include "tasks/common/router_settings.h"
 #include "tasks/teacher_student/teacher_student.h"
 #include "tasks/teacher_student/teacher_student_claims.h"
@@ -139,8 +140,19 @@ void validate_teacher_student(const Settings& s) {
     throw UsageError("student_gates = " + s.text("student_gates") + " is a gate mode of the topk router; router = " +
                      router + " takes its own gates through router_options (see its header in nn/moe/)");
   std::vector<std::string> names;
+  const double batch = static_cast<double>(s.integer("batch")), test = static_cast<double>(s.integer("test_samples"));
   for (const ts::GridPoint& p : ts::grid(s)) {
     names.push_back(p.name());
+    // The student trains (16 bytes a parameter), the teacher only runs (4); a step holds x, the
+    // teacher's and the student's active hidden units and both outputs; the test set its x and y.
+    const double d = static_cast<double>(p.student.d);
+    const double bytes = 16.0 * static_cast<double>(p.student.total_parameters()) +
+                         4.0 * static_cast<double>(p.teacher.total_parameters()) +
+                         4.0 * batch * (3.0 * d + static_cast<double>(p.teacher.active_neurons() + p.student.active_neurons())) +
+                         4.0 * test * 2.0 * d;
+    check_memory_bound(p.name() + " with batch = " + std::to_string(s.integer("batch")), bytes,
+                       "the student's parameters with gradients and Adam's moments, the teacher's, and one step's "
+                       "activations");
     const MoEConfig c = p.student.config();
     check_router(c.router, c.router_options, c.d, c.experts, c.k);
   }
