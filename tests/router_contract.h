@@ -35,6 +35,9 @@
 //   9. ties      with every router parameter set to 0 (all experts score the same for a token) and
 //                with a batch of identical tokens: the plan keeps clause 1 (no token on one expert
 //                twice), and routing twice, or in a twin layer, gives bitwise the same plan.
+//  10. replay   a router that can replay (Router::can_replay) gives back, replaying its own plan's
+//                `selected` experts in a twin layer, bitwise the same plan; one that cannot refuses
+//                replay() with an Error (nn/moe/routing_tape.h replays whole runs through it).
 // Clauses 2 and 3 run in training mode when routing there is deterministic (the same plan twice),
 // else in evaluation mode (a router with noise). A router that routes on token ids (token_ids =
 // true) has ids set on every layer for its rows first (give_ids: a fixed pattern with repeats).
@@ -448,6 +451,37 @@ inline std::string router_contract_failures(const RouterContract& c) {
         if (!plan_faults.str().empty()) out << "ties: " << plan_faults.str();
         if (!same_plan(p1, a->router().route(Variable(input))) || !same_plan(p1, b->router().route(Variable(input))))
           out << "ties: tied scores were routed differently twice\n";
+      }
+    }
+
+    // 10. replay (in the mode clause 3 used)
+    {
+      auto fresh_layer = [&]() {
+        Generator g10(c.seed);
+        auto layer = std::make_unique<MoELayer>(cfg, g10);
+        give_ids(c, *layer, T);
+        layer->train(train_deterministic);
+        return layer;
+      };
+      auto a = fresh_layer(), b = fresh_layer();
+      const RoutingPlan own = a->router().route(Variable(x));
+      if (a->router().can_replay()) {
+        if (!own.selected.defined()) {
+          out << "replay: can_replay() is true but the plan has no `selected` experts\n";
+        } else {
+          b->router().replay(own.selected);
+          const RoutingPlan again = b->router().route(Variable(x));
+          b->router().stop_replay();
+          if (!same_plan(own, again)) out << "replay: replaying the plan's own selected experts gave another plan\n";
+        }
+      } else {
+        bool refused = false;
+        try {
+          b->router().replay(own.experts);
+        } catch (const Error&) {
+          refused = true;
+        }
+        if (!refused) out << "replay: can_replay() is false but replay() did not refuse\n";
       }
     }
   } catch (const std::exception& e) {

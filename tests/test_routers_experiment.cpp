@@ -127,6 +127,60 @@ TEST_CASE("routers experiment: shortest path reports its accuracy and loads, bal
     CHECK(std::filesystem::exists(dir.file(f)));
 }
 
+TEST_CASE("routers experiment: a recorded routing replays bit for bit, and other schemes train on it") {
+  // topk with a capacity (it drops) records; topk-cap replaying its own tape gives the same result
+  // bit for bit; aux-free trains its gates on the same routing (so its load equals the recording's).
+  set_num_threads(1);
+  const Experiment e = routers_experiment();
+  const auto settings = [&](std::vector<std::string> extra) {
+    Settings s = e.settings();
+    for (const char* kv : {"tasks=phonebook", "d=16", "heads=2", "layers=2", "experts=4", "book_sizes=64",
+                           "steps=30", "batch=16", "log_every=10", "test_names=16", "lr=1e-2"})
+      s.set_assignment(kv);
+    for (const std::string& kv : extra) s.set_assignment(kv);
+    return s;
+  };
+  testing::TempDir tmp;
+  const RunDir a(tmp.path() / "a"), b(tmp.path() / "b");
+  REQUIRE(e.run(RunContext{settings({"schemes=topk-cap", "record_routing=true"}), a, "test", 0, 1, Device::cpu()}) ==
+          0);
+  REQUIRE(std::filesystem::is_regular_file(a.file("routing/topk-cap-N64-seed0.tape.gz")));
+  const std::string from = "replay_from=" + (tmp.path() / "a" / "topk-cap-N64-seed0").string();
+  REQUIRE(e.run(RunContext{settings({"schemes=topk-cap,aux-free", from}), b, "test", 0, 1, Device::cpu()}) == 0);
+  std::map<std::string, std::map<std::string, std::string>> rows;
+  for (const RunDir* dir : {&a, &b})
+    for (const auto& r : read_csv(dir->file("results.csv")))
+      rows[(dir == &a ? "a:" : "b:") + r.text("scheme")] = {
+          {"exact_match", r.text("exact_match")}, {"final_loss", r.text("final_loss")},
+          {"mean_load_cv", r.text("mean_load_cv")}, {"mean_dropped_fraction", r.text("mean_dropped_fraction")}};
+  REQUIRE(rows.size() == 3);
+  CHECK(rows["b:topk-cap"] == rows["a:topk-cap"]);  // every figure, as printed
+  CHECK(rows["a:topk-cap"]["mean_dropped_fraction"] != "0");  // the capacity did drop
+  CHECK(rows["b:aux-free"]["final_loss"] != rows["a:topk-cap"]["final_loss"]);
+
+  // Refused before anything runs: another seed or task than the recording's, more steps, a scheme
+  // that cannot replay, a point with no tape.
+  const auto refusal = [&](std::vector<std::string> extra) {
+    try {
+      e.validate(settings(extra));
+    } catch (const UsageError& err) {
+      return std::string(err.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(refusal({"schemes=topk", from}) == "accepted");
+  CHECK(refusal({"schemes=topk", from, "seeds=1"}).find("seed 0, but this run has point topk-N64-seed1") !=
+        std::string::npos);
+  CHECK(refusal({"schemes=topk", from, "book_sizes=65"}).find("task N64") != std::string::npos);
+  CHECK(refusal({"schemes=topk", from, "steps=31"}).find("trains 31 steps, the recording 30") != std::string::npos);
+  CHECK(refusal({"schemes=top-p", from}).find("scheme top-p (router top-p) cannot replay") != std::string::npos);
+  CHECK(refusal({"schemes=topk", "replay_from=" + (tmp.path() / "b" / "aux-free-N64-seed0").string()})
+            .find("has no routing tape") != std::string::npos);
+  CHECK(refusal({"schemes=topk", "replay_from=" + (tmp.path() / "a" / "nosuch").string()}).find("names no finished "
+                                                                                             "point") !=
+        std::string::npos);
+}
+
 TEST_CASE("routers settings: every scheme's decoder at every task's width is checked up front") {
   const Experiment e = routers_experiment();
   auto refused = [&](std::vector<const char*> kvs) {

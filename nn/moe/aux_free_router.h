@@ -94,8 +94,9 @@ class AuxFreeRouter : public Router {
   // a plan, each in [0, E)) instead of its own biased selection, with the gates recomputed from
   // the current weights (unbiased scores, renormalised and scaled as usual; seq_aux and the bias
   // counts from the replayed experts); until stop_replay(). A batch of another T is an error.
-  void replay(const Tensor& ids);
-  void stop_replay() { replay_ = Tensor(); }
+  bool can_replay() const override { return true; }
+  void replay(const Tensor& ids) override;
+  void stop_replay() override { replay_ = Tensor(); }
   bool replaying() const { return replay_.defined(); }
 
   const Variable& weight() const { return weight_; }

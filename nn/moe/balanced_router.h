@@ -48,6 +48,9 @@ class BalancedRouter : public Router {
   BalancedRouter(std::int64_t d, std::int64_t experts, std::int64_t k, bool balance_eval, Generator& gen,
                  DType dtype = DType::Float32, BalancedAssignment assignment = BalancedAssignment::Greedy);
   RoutingPlan route(const Variable& x) override;
+  std::string why_no_replay() const override {
+    return "the balanced assignment is solved per batch in training; replaying it is not implemented";
+  }
   const Variable& weight() const { return weight_; }
 
  private:

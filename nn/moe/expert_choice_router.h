@@ -88,6 +88,9 @@ class ExpertChoiceRouter : public Router {
 
   // x: [T, d] -> an E-wide plan (see above).
   RoutingPlan route(const Variable& x) override;
+  std::string why_no_replay() const override {
+    return "in expert choice the experts pick tokens, so a token's slots are not its own choice to replay";
+  }
   // A token's gates are probabilities of one softmax over all experts, of the experts that chose it.
   GateSum gate_sum() const override { return GateSum::AtMostOne; }
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "autograd/no_grad.h"
 #include "autograd/ops.h"
 #include "autograd/ops_unary.h"
 #include "core/factories.h"
@@ -60,6 +61,11 @@ std::map<std::string, double> MoELayer::last_metrics() const {
   return m;
 }
 
+void MoELayer::set_routing_tape(std::shared_ptr<RoutingTape> tape, std::int64_t layer) {
+  tape_ = std::move(tape);
+  tape_layer_ = layer;
+}
+
 Variable MoELayer::forward(const Variable& x) {
   AuxLosses ignored;
   return forward_with_aux(x, ignored);
@@ -79,7 +85,17 @@ Variable MoELayer::forward_with_aux(const Variable& x, AuxLosses& aux) {
 
   // [B, S, d]: B sequences of S tokens, for routers that look at sequences; [T, d]: one sequence.
   const std::int64_t sequence_length = x.rank() >= 3 ? x.size(-2) : T;
+  // A routing tape of this forward's phase replays its next entry (for this forward only: the
+  // guard ends the replay however route returns) or records the plan's selection.
+  const bool taped = tape_ && tape_->sees(is_training(), grad_enabled());
+  const bool replaying = taped && !tape_->recording();
+  if (replaying) router_->replay(tape_->next(tape_layer_, T, router_->k(), x.device()));
+  struct EndReplay {
+    Router* router;
+    ~EndReplay() { if (router != nullptr) router->stop_replay(); }
+  } end_replay{replaying ? router_.get() : nullptr};
   RoutingPlan plan = router_->route_sequences(xf, sequence_length);
+  if (taped && tape_->recording()) tape_->append(tape_layer_, plan.selected.defined() ? plan.selected : plan.experts);
   for (const auto& [name, loss] : plan.aux_losses) aux.add(name, loss);
   metrics_ = plan.metrics;
   tokens_per_expert_ = plan.tokens_per_expert;

@@ -71,6 +71,7 @@
 #include "nn/mlp.h"
 #include "nn/moe/expert_bank.h"
 #include "nn/moe/router.h"
+#include "nn/moe/routing_tape.h"
 #include "nn/optim/step_hooks.h"
 
 namespace moelab {
@@ -123,6 +124,11 @@ class MoELayer : public FeedForward {
   // them later (TopKRouter::replay).
   const Tensor& last_experts() const { return last_experts_; }
 
+  // Records or replays this layer's experts as layer number `layer` of `tape` (nn/moe/routing_tape.h;
+  // attach_routing_tape sets every layer of a decoder); null detaches. Forwards of the tape's phase
+  // append the plan's `selected` experts (recording) or route with the tape's next entry (replaying).
+  void set_routing_tape(std::shared_ptr<RoutingTape> tape, std::int64_t layer);
+
  private:
   MoEConfig config_;
   std::shared_ptr<Router> router_;
@@ -131,6 +137,8 @@ class MoELayer : public FeedForward {
   std::shared_ptr<Linear> shared_gate_;
   RouterMetrics metrics_;
   Tensor tokens_per_expert_, last_experts_;
+  std::shared_ptr<RoutingTape> tape_;  // null unless recording or replaying
+  std::int64_t tape_layer_ = 0;
   StepHook step_hook_;  // runs router_->after_optimizer_step() after every optimizer step
 };
 

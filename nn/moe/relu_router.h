@@ -72,6 +72,9 @@ class ReluRouter : public Router {
   ReluRouter(std::int64_t d, std::int64_t experts, std::int64_t k, const ReluRouterOptions& options, Generator& gen,
              DType dtype = DType::Float32);
   RoutingPlan route(const Variable& x) override;
+  std::string why_no_replay() const override {
+    return "ReLU routing uses every expert whose gate is positive, a varying number per token, which a replay of k experts a token cannot express";
+  }
   void after_optimizer_step() override;
   GateSum gate_sum() const override { return GateSum::Free; }
 

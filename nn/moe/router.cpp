@@ -65,10 +65,19 @@ const std::string* find_option(const RouterConfig& config, const std::string& ke
 
 // ---------------------------------------------------------------- Router
 Router::Router(std::int64_t d, std::int64_t experts, std::int64_t k, const char* scheme)
-    : d_(d), experts_(experts), k_(k) {
+    : d_(d), experts_(experts), k_(k), scheme_(scheme != nullptr ? scheme : "router") {
   MOELAB_CHECK(d >= 1, scheme, "d must be >= 1, got ", d);
   MOELAB_CHECK(experts >= 1, scheme, "experts must be >= 1, got ", experts);
   MOELAB_CHECK(k >= 1 && k <= experts, scheme, "k must be in [1, experts = ", experts, "], got ", k);
+}
+
+std::string Router::why_no_replay() const {
+  return "the scheme does not take recorded experts (replay is defined for topk and aux-free)";
+}
+
+void Router::replay(const Tensor&) {
+  MOELAB_CHECK(can_replay(), scheme_.c_str(), "cannot replay recorded experts: ", why_no_replay());
+  MOELAB_CHECK(false, scheme_.c_str(), "can_replay() is true but replay() is not overridden");
 }
 
 void Router::check_input(const Variable& x, const char* scheme) const {

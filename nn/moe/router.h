@@ -82,6 +82,10 @@ struct RoutingPlan {
   // (group_by_expert takes ids in [-1, E): the layer maps kUnusedSlot to -1 before sorting.)
   std::shared_ptr<const kernels::ExpertGroups> groups;
   Tensor slots;  // optional int32 [T]: slots each token used (variable-k schemes)
+  // The scheme's selection before any drop (int32 [T, k], make_routing_plan sets it): what a
+  // replay (Router::replay, nn/moe/routing_tape.h) gives back, so that the replaying router applies
+  // its own capacity again rather than replaying the drops. Equal to `experts` when nothing dropped.
+  Tensor selected;
   // Optional [T, d]: added to the layer's output as it is, for experts the router computes itself
   // rather than the expert bank (top-k's copy experts: their gate times the token's input).
   Variable direct_output;
@@ -128,6 +132,21 @@ class Router : public Module {
   // promises nothing.
   virtual GateSum gate_sum() const { return GateSum::Free; }
 
+  // Router replay: every route() from now on selects these experts (int32 [T, k], each in
+  // [0, E), distinct per token: a plan's `selected`, recorded earlier) instead of its own choice,
+  // with the gates recomputed from the current weights and any capacity applied again; until
+  // stop_replay(). A batch of another T is an error. RL trainers replay the experts a rollout used
+  // in the training forward over the same tokens (nn/moe/routing_tape.h records and replays whole
+  // runs). A scheme where a replay is defined overrides all three; the default can_replay() is
+  // false and replay() throws an Error naming the scheme and why_no_replay().
+  virtual bool can_replay() const { return false; }
+  virtual std::string why_no_replay() const;
+  virtual void replay(const Tensor& ids);
+  virtual void stop_replay() {}
+
+  // The scheme's name as given to the constructor ("topk", "aux-free", ...), for messages.
+  const std::string& scheme() const { return scheme_; }
+
   // The token ids of the rows that the following route calls see: int32 with one id per row, on
   // the rows' device (an undefined Tensor clears them). The MoE layer sets them from
   // MoELayer::set_token_ids, which a Decoder calls before every forward with its input ids; they
@@ -149,6 +168,7 @@ class Router : public Module {
 
  private:
   std::int64_t d_, experts_, k_;
+  std::string scheme_;
   Tensor token_ids_;
   std::int64_t sequence_length_ = 0;  // set by route_sequences while route runs; 0: none
 };

@@ -129,7 +129,7 @@ Tensor checked_replay_ids(const Tensor& ids, std::int64_t k, std::int64_t expert
   const std::vector<std::int32_t> host = ids.to(Device::cpu()).to_vector<std::int32_t>();
   for (std::size_t a = 0; a < host.size(); ++a) {
     MOELAB_CHECK(host[a] >= 0 && host[a] < experts, scheme, "replay: assignment ", a, " has expert ", host[a],
-                 ", outside [0, ", experts, ") (a dropped slot cannot be replayed: record without a capacity)");
+                 ", outside [0, ", experts, ") (record a plan's `selected`, the choice before any drop)");
     for (std::size_t j = a - a % static_cast<std::size_t>(k); j < a; ++j)
       MOELAB_CHECK(host[j] != host[a], scheme, "replay: token ", a / static_cast<std::size_t>(k), " has expert ",
                    host[a], " twice");
@@ -246,6 +246,7 @@ RoutingPlan make_routing_plan(const PlanParts& parts, std::int64_t E) {
   if (wanted.defined()) groups.wanted = wanted;
 
   RoutingPlan plan;
+  plan.selected = parts.chosen;  // before any drop: what a replay gives back
   plan.groups = std::make_shared<const kernels::ExpertGroups>(groups);
   plan.tokens_per_expert = counts_from_offsets(groups.offsets);
   if (parts.variable_slots) {

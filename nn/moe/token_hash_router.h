@@ -50,6 +50,9 @@ class TokenHashRouter : public Router {
   TokenHashRouter(std::int64_t d, std::int64_t experts, std::int64_t k, std::int64_t buckets, Generator& gen,
                   DType dtype = DType::Float32);
   RoutingPlan route(const Variable& x) override;
+  std::string why_no_replay() const override {
+    return "token-hash's experts are a fixed table of the token ids: replaying them gives the same routing";
+  }
   GateSum gate_sum() const override { return GateSum::One; }
   // The id -> experts table, int32 [buckets, k] (a buffer: saved in checkpoints, moved by to()).
   const Tensor& table() const { return table_; }

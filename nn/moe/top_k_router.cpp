@@ -311,10 +311,17 @@ TopKRouter::TopKRouter(std::int64_t d, std::int64_t experts, std::int64_t k, con
   }
 }
 
+bool TopKRouter::can_replay() const {
+  return options_.null_experts == 0 && options_.copy_experts == 0 && options_.constant_experts == 0;
+}
+
+std::string TopKRouter::why_no_replay() const {
+  return "replay does not combine with null, copy or constant experts (a plan's special slots are unused slots, "
+         "not ids to replay)";
+}
+
 void TopKRouter::replay(const Tensor& ids) {
-  MOELAB_CHECK(options_.null_experts == 0 && options_.copy_experts == 0 && options_.constant_experts == 0, kScheme,
-               "replay does not combine with null, copy or constant experts (a plan's special slots are unused slots, "
-               "not ids to replay)");
+  MOELAB_CHECK(can_replay(), kScheme, why_no_replay());
   replay_ = checked_replay_ids(ids, k(), experts(), kScheme);
 }
 

@@ -185,13 +185,15 @@ class TopKRouter : public Router {
   // One for the renormalised modes, topk-softmax and equal; AtMostOne for softmax-topk.
   GateSum gate_sum() const override;
 
-  // Router replay: every route() from now on uses these experts (int32 [T, k] of a plan, each in
-  // [0, E): record plan.experts, or MoELayer::last_experts(), from a forward without a capacity)
-  // instead of its own selection, with the gates recomputed from the current weights by the gate
-  // mode; until stop_replay(). A batch of another T is an error. RL trainers replay the experts
-  // of the rollout in the training forward; comparisons of schemes can share one routing.
-  void replay(const Tensor& ids);
-  void stop_replay();
+  // Router replay (Router::replay): the experts (int32 [T, k] of a plan's `selected`, each in
+  // [0, E)) replace this router's own selection, the gates recomputed from the current weights by
+  // the gate mode and a capacity applied again; until stop_replay(). RL trainers replay the
+  // experts of the rollout in the training forward; comparisons of schemes can share one routing.
+  // Not with null, copy or constant experts (their slots are not experts to replay).
+  bool can_replay() const override;
+  std::string why_no_replay() const override;
+  void replay(const Tensor& ids) override;
+  void stop_replay() override;
   bool replaying() const { return replay_.defined(); }
 
   const Variable& weight() const { return weight_; }

@@ -55,6 +55,9 @@ class TopPRouter : public Router {
   TopPRouter(std::int64_t d, std::int64_t experts, std::int64_t max_k, const TopPRouterOptions& options,
              Generator& gen, DType dtype = DType::Float32);
   RoutingPlan route(const Variable& x) override;
+  std::string why_no_replay() const override {
+    return "top-p uses a varying number of experts per token, which a replay of k experts a token cannot express";
+  }
   GateSum gate_sum() const override { return options_.renorm ? GateSum::One : GateSum::AtMostOne; }
   const Variable& weight() const { return weight_; }
 

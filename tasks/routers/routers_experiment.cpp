@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
+#include "nn/moe/routing_tape.h"
 #include "tasks/common/epoch_sampler.h"
 #include "runner/job_grid.h"
 #include "tasks/common/models.h"
@@ -13,6 +15,7 @@
 #include "tasks/routers/load_probe.h"
 #include "tasks/routers/routers_report.h"
 #include "tasks/routers/routers_tasks.h"
+#include "tasks/routers/routing_replay.h"
 
 namespace moelab {
 
@@ -70,6 +73,7 @@ Settings routers_settings() {
   s.add_int("top_p_max_k", 0, "top-p: most experts per token (0: all E)", 0, 4096);
   s.add_int_list("seeds", {0}, "replicates of every (task, scheme): each draws its own book (or training graphs), "
                  "test names, initial weights and batches, the same for every scheme", 0, 1e9);
+  add_routing_replay_settings(s);
   add_job_settings(s, "aux-free-N1500-seed0");
   // Each point depends only on its scheme, task and seed: more of them add points, they change none.
   s.may_change_on_resume({"schemes", "custom_schemes", "tasks", "book_sizes", "path_n", "seeds"});
@@ -133,13 +137,15 @@ void validate_routers(const Settings& s) {
       if (sizes[i] <= sizes[i - 1]) throw UsageError(std::string(key) + " must be strictly ascending");
   }
   std::vector<std::string> names;
-  for (const RoutersPoint& p : points_of(s)) names.push_back(p.name);
+  const std::vector<RoutersPoint> points = points_of(s);
+  for (const RoutersPoint& p : points) names.push_back(p.name);
   validate_job_settings(s, names);
+  checked_replay_source(s, schemes, tasks, points);
 }
 
 // One point: the scheme's decoder trained on its task, its load read at every log step.
 void run_point(const RunContext& ctx, const RouterScheme& scheme, const RoutersTask& task, const RoutersPoint& p,
-               std::map<std::int64_t, shortest_path::RunGraphs>& graphs) {
+               std::map<std::int64_t, shortest_path::RunGraphs>& graphs, const std::optional<ReplaySource>& replay) {
   const Settings& s = ctx.settings;
   const std::int64_t log_every = s.integer("log_every");
   // The data and the initial weights' generator are the same for every scheme of the task.
@@ -150,6 +156,16 @@ void run_point(const RunContext& ctx, const RouterScheme& scheme, const RoutersT
   const ModelSize size = model_size(*model);
   TrainConfig tc = t.train;
   tc.eval_every = log_every;
+  // The routing tape (routing_replay.h): training forwards only, so the load probe's and the
+  // test's forwards pass it by.
+  std::shared_ptr<RoutingTape> tape;
+  if (replay) {
+    tape = RoutingTape::replay(replay->tape.string(), RoutingTape::Phase::Training);
+  } else if (s.flag("record_routing")) {
+    ctx.dir.subfolder("routing");
+    tape = RoutingTape::record(ctx.dir.file(routing_tape_file(p.name)).string(), RoutingTape::Phase::Training);
+  }
+  if (tape) attach_routing_tape(*model, tape);
 
   // The loop calls the evaluation every log_every steps and after the last (never stopped early):
   // call c follows step min(c * log_every, steps). The load comes first, from the step's own
@@ -184,6 +200,7 @@ void run_point(const RunContext& ctx, const RouterScheme& scheme, const RoutersT
       },
       scheme.name + " " + task.label + " seed " + std::to_string(p.seed), &curves);
 
+  if (tape) tape->finish();  // before the result file: a point that is done has its tape
   nlohmann::ordered_json mean_load = nlohmann::ordered_json::object(), final_load = nlohmann::ordered_json::object();
   for (const auto& [name, sn] : sums) mean_load[name] = sn.first / static_cast<double>(sn.second);
   for (const auto& [name, value] : last_load) final_load[name] = value;
@@ -211,6 +228,7 @@ void run_point(const RunContext& ctx, const RouterScheme& scheme, const RoutersT
   j["seconds"] = report.seconds;
   j["logs"] = calls;
   j["task_facts"] = t.facts;
+  if (replay) j["replayed_from"] = replay->point;
   j["mean_load"] = mean_load;
   j["final_load"] = final_load;
   write_point(ctx.dir, p.name, j);  // last: its presence marks the point done
@@ -223,10 +241,11 @@ int run_routers(const RunContext& ctx) {
   const std::vector<RoutersTask> tasks = routers_tasks(s);
   const std::vector<RoutersPoint> points = points_of(s);
   std::map<std::int64_t, shortest_path::RunGraphs> graphs;  // calibrated once per process, on first use
+  const std::optional<ReplaySource> replay = checked_replay_source(s, schemes, tasks, points);
   JobGrid g = job_grid_for(routers_experiment());
   for (const RoutersPoint& p : points) g.points.push_back(p.name);
   g.run_point = [&](std::size_t i) {
-    run_point(ctx, schemes[points[i].scheme], tasks[points[i].task], points[i], graphs);
+    run_point(ctx, schemes[points[i].scheme], tasks[points[i].task], points[i], graphs, replay);
   };
   g.report = [&] { write_routers_report(ctx, schemes, tasks, points); };
   return run_job_grid(ctx, g);
@@ -252,7 +271,9 @@ Experiment routers_experiment() {
       "results.csv, load_curves.csv, summary.md (per task: tables and verdict in numbers) and per-expert load heat "
       "maps over the steps (heat_<task>_<scheme>.png). Every (task, scheme, seed) is an independent job: --set "
       "mode=list prints one command line per missing point (docs/jobs.md), mode=point runs one, mode=report gathers "
-      "them, mode=all (default) runs the missing ones in order and reports.";
+      "them, mode=all (default) runs the missing ones in order and reports. record_routing=true writes each point's training "
+      "routing to routing/<point>.tape.gz; replay_from=RUN/POINT trains every point on that recorded routing "
+      "(tasks/routers/routing_replay.h).";
   e.settings = routers_settings;
   e.presets = routers_presets();
   e.default_preset = "cpu";
