@@ -13,6 +13,8 @@
 #   4. the `isa` tests on an emulated AVX2-only CPU (qemu-x86_64 -cpu max: AVX2 and FMA, no
 #      AVX-512; label emulated-avx2): the default build's own binaries, as an AVX2 machine runs
 #      them. qemu-user is installed for this when missing (optional: without it, run 4 is left out).
+# GNU parallel, Slurm (slurmctld, slurmd, slurm-client) and munge are installed when missing for the
+# scheduler test (tests/scheduler_check.sh); without them it says it was skipped.
 # CUDA tests report themselves skipped where no GPU is present. Extra arguments go to every
 # ctest call, e.g. ./test.sh -R gradcheck.
 set -uo pipefail
@@ -21,6 +23,8 @@ set -e
 source scripts/setup.sh
 moelab_install_missing
 [ "$(uname -m)" = x86_64 ] && moelab_install_optional qemu-user
+# GNU parallel and a single-node Slurm for tests/scheduler_check.sh (docs/jobs.md's recipes).
+moelab_install_optional parallel munge slurmctld slurmd slurm-client
 moelab_build
 set +e
 

@@ -13,6 +13,7 @@
 # in B must list nothing. Run by ctest as jobs_grid_matches_all:
 #   sh tests/jobs_grid_check.sh build/moelab
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 moelab=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -20,16 +21,7 @@ cd "$work" || exit 1
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-# The CSV file $1 without its timings (any other file as it is).
-strip_seconds() {
-  case "$1" in
-    *.csv) grep -v ',tokens_per_second,' "$1" |
-             awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) drop[i] = ($i == "seconds" || $i == "tokens_per_second") }
-                      { out = ""; sep = ""; for (i = 1; i <= NF; i++) if (!drop[i]) { out = out sep $i; sep = "," } print out }' ;;
-    *.md) grep -v -e '^Training time of the jobs' -e 'tokens/s' "$1" ;;
-    *) cat "$1" ;;
-  esac
-}
+. "$here/grid_compare.sh"  # strip_seconds, compare_reports
 
 # check NAME ARGS...: the experiment and its settings (without --out and mode).
 check() {
@@ -49,13 +41,7 @@ check() {
   "$moelab" "$@" --threads 1 --out "B-$name" --set mode=list >"B-$name.again" 2>/dev/null
   [ -s "B-$name.again" ] && fail "$name: mode=list still lists points after they ran"
   "$moelab" "$@" --threads 1 --out "B-$name" --set mode=report >>"B-$name.log" 2>&1 || { fail "$name mode=report"; return; }
-  compared=0
-  for f in $(cd "A-$name" && find . -type f ! -path './points/*' ! -path './.locks/*' ! -name config.json ! -name '*.png' ! -name '.lock' ! -name '.config.lock' | sort); do
-    if [ ! -f "B-$name/$f" ]; then fail "$name: $f is missing in the jobs run"; continue; fi
-    strip_seconds "A-$name/$f" >a.txt
-    strip_seconds "B-$name/$f" >b.txt
-    if cmp -s a.txt b.txt; then compared=$((compared + 1)); else fail "$name: $f differs"; diff a.txt b.txt | head -10; fi
-  done
+  compare_reports "A-$name" "B-$name" "$name"
   echo "ok: $name: $points points in a shuffled order, $compared files equal to mode=all's"
 }
 
