@@ -12,7 +12,7 @@
 #include "tasks/common/models.h"
 #include "tasks/common/train.h"
 #include "tasks/phonebook/phonebook_data.h"
-#include "tasks/routers/load_probe.h"
+#include "tasks/common/load_probe.h"
 #include "tasks/routers/routers_report.h"
 #include "tasks/routers/routers_tasks.h"
 #include "tasks/routers/routing_replay.h"

@@ -23,7 +23,7 @@
 //      clipping) for the task's step count, never stopping early, so that every scheme sees the
 //      same tokens,
 //   4. every `log_every` steps, right after the step, read what the routers did in that step's
-//      forward (tasks/routers/load_probe.h): each expert's load relative to the mean per layer,
+//      forward (tasks/common/load_probe.h): each expert's load relative to the mean per layer,
 //      and, averaged over the layers, max/mean load, the coefficient of variation (CV) of the
 //      loads, the dropped fraction, the router entropy and (top-p) the mean slots per token. These
 //      reads run outside the timed steps, so the tokens per second are those of plain steps,

@@ -11,7 +11,7 @@
 #include "runner/job_grid.h"
 #include "runner/plot.h"
 #include "runner/report.h"
-#include "tasks/routers/load_probe.h"
+#include "tasks/common/load_probe.h"
 
 namespace moelab {
 

@@ -1,4 +1,4 @@
-// tasks/routers/load_probe.h — what the routers did in a decoder's last forward: every MoE
+// tasks/common/load_probe.h — what the routers did in a decoder's last forward: every MoE
 // layer's per-expert load and its routing metrics, read back for logging.
 //
 // After a training step, each MoELayer (nn/moe/moe_layer.h) holds the last forward's kept

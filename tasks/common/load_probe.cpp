@@ -1,5 +1,5 @@
-// tasks/routers/load_probe.cpp — see load_probe.h.
-#include "tasks/routers/load_probe.h"
+// tasks/common/load_probe.cpp — see load_probe.h.
+#include "tasks/common/load_probe.h"
 
 #include <cstdlib>
 
