@@ -143,7 +143,7 @@ TEST_CASE("the RL use case: an evaluation forward's experts replayed in a traini
   auto model = make_model(3, "topk", {{"jitter", "0.9"}});
   Generator data(5);
   const Tensor tokens = random_ids(data);
-  auto recorder = RoutingTape::record(path, Phase::Evaluation);
+  auto recorder = RoutingTape::record(path, Phase::Eval);
   attach_routing_tape(*model, recorder);
   model->eval();
   {

@@ -15,7 +15,7 @@
 // replay must make the same forwards on the same batches as the recording: the same task, data
 // seed and batch size (a run with fewer steps replays a prefix). The phase says which forwards
 // count: Training (modules in training mode with gradients on: the training steps, micro-batches
-// included) or Evaluation (modules in evaluation mode: a test pass, a rollout's scoring forward);
+// included) or Eval (modules in evaluation mode: a test pass, a rollout's scoring forward);
 // the other kind pass the tape by untouched. With the same model, seed and data, a replay of a
 // router's own recording trains bit for bit as the recording run did (tests/test_routing_tape.cpp).
 //
@@ -23,7 +23,7 @@
 // scoring a rollout's tokens (evaluation) are replayed in the training forward over the same tokens,
 // so the policy gradient flows through the routing the rollout used:
 //
-//   auto tape = RoutingTape::record("rollout.tape.gz", RoutingTape::Phase::Evaluation);
+//   auto tape = RoutingTape::record("rollout.tape.gz", RoutingTape::Phase::Eval);
 //   attach_routing_tape(model, tape); model.eval(); model.forward(tokens); tape->finish();
 //   attach_routing_tape(model, RoutingTape::replay("rollout.tape.gz", RoutingTape::Phase::Training));
 //   model.train(); loss = ...model.forward(tokens)...;    // the rollout's experts, current gates
@@ -49,7 +49,7 @@ class Decoder;
 
 class RoutingTape {
  public:
-  enum class Phase { Training, Evaluation };
+  enum class Phase { Training, Eval };
 
   // A tape that records the forwards of `phase` into `path` (its folder must exist). Error naming
   // the path when the temporary file cannot be created.

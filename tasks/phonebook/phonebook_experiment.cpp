@@ -10,6 +10,7 @@
 #include "tasks/common/epoch_sampler.h"
 #include "runner/job_grid.h"
 #include "tasks/common/models.h"
+#include "tasks/common/routing_log.h"
 #include "tasks/common/router_settings.h"
 #include "tasks/common/train.h"
 #include "tasks/phonebook/phonebook_claims.h"
@@ -128,6 +129,7 @@ void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, con
   const std::vector<phonebook::Entry> book = phonebook::make_book(book_size, book_gen);
   const std::vector<std::int64_t> tested = phonebook::test_indices(book_size, s.integer("test_names"), book_gen);
   CsvFile metrics = ctx.dir.csv(point_curve_file(p.name), {"job", "step", "metric", "value"});
+  RoutingLog routing(ctx.dir, p.name);  // MoE models: MaxVio, specialisation, drift (routing_log.h)
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   double best = 0;
   ModelSize size{};
@@ -145,14 +147,18 @@ void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, con
       tc.lr = lr, tc.weight_decay = s.real("weight_decay"), tc.warmup_fraction = s.real("warmup_fraction");
       tc.clip = s.real("clip"), tc.eval_every = s.integer("eval_every");
       phonebook::RecallResult last{};
+      const std::string job = job_label(s, spec, book_size, p.seed, lr, epochs);
       const TrainReport report = train_decoder(
-          *model, tc, [&](Generator& g) { return phonebook::training_batch(book, sampler.next(g)); }, data_gen,
-          [&](Decoder& m, std::int64_t) {
-            last = phonebook::recall(m, book, tested);
-            return std::map<std::string, double>{{"exact_match", last.exact_match},
-                                                 {"digit_accuracy", last.digit_accuracy}};
-          },
-          job_label(s, spec, book_size, p.seed, lr, epochs), &metrics,
+          *model, tc,
+          routing.probing([&](Generator& g) { return phonebook::training_batch(book, sampler.next(g)); }), data_gen,
+          routing.around(
+              [&](Decoder& m, std::int64_t) {
+                last = phonebook::recall(m, book, tested);
+                return std::map<std::string, double>{{"exact_match", last.exact_match},
+                                                     {"digit_accuracy", last.digit_accuracy}};
+              },
+              job),
+          job, &metrics,
           [](const std::map<std::string, double>& m) { return m.at("exact_match") >= 1.0; });
       runs.push_back({{"lr", lr},
                       {"epochs", epochs},

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "runner/job_grid.h"
+#include "tasks/common/routing_log.h"
 #include "runner/plot.h"
 #include "runner/report.h"
 
@@ -118,6 +119,7 @@ int write_phonebook_report(const RunContext& ctx, const std::vector<ModelSpec>& 
   for (ModelRow& r : rows) r.median_capacity = r.capacity.empty() ? 0 : median(r.capacity);
   ctx.dir.write_text("results.csv", results.str());
   ctx.dir.write_text("metrics.csv", gather_curves(ctx.dir, counted_names));
+  write_routing_report(ctx.dir, counted_names);  // routing.csv and its plots (MoE points)
   if (beyond_count > 0) {
     ctx.dir.write_text("beyond_stop.csv", "point,best_exact_match\n" + beyond.str());
     std::printf("%zu finished points lie beyond the stop rule (larger books after a failure) and are not counted: "

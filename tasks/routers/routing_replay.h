@@ -18,8 +18,8 @@
 // do not show (another batch size) stops the point at its first step, naming the entry.
 //
 //   moelab routers --preset demo --set schemes=topk --set tasks=phonebook --set record_routing=true --out a
-//   moelab routers --preset demo --set schemes=topk,aux-free --set tasks=phonebook \
-//       --set replay_from=a/topk-N800-seed0 --out b
+//   moelab routers --preset demo --set schemes=topk,aux-free --set tasks=phonebook
+//                  --set replay_from=a/topk-N800-seed0 --out b         (one command line)
 #pragma once
 
 #include <cstdint>

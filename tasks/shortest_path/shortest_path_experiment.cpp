@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "runner/job_grid.h"
+#include "tasks/common/routing_log.h"
 #include "tasks/common/memory_check.h"
 #include "tasks/common/models.h"
 #include "tasks/common/router_settings.h"
@@ -162,14 +163,20 @@ int run_shortest_path(const RunContext& ctx) {
     tc.steps = s.integer("steps"), tc.lr = s.real("lr"), tc.weight_decay = s.real("weight_decay");
     tc.warmup_fraction = s.real("warmup_fraction"), tc.clip = s.real("clip"), tc.eval_every = s.integer("eval_every");
     shortest_path::PathResult last{};
+    RoutingLog routing(ctx.dir, points[i].name);  // MoE models: MaxVio, specialisation, drift (routing_log.h)
+    const std::string job = job_label(spec, seed);
     const TrainReport report = train_decoder(
-        *model, tc, [&](Generator& gen) { return shortest_path::training_batch(n, cal.p, batch, gen, &test); }, data_gen,
-        [&](Decoder& m, std::int64_t) {
-          last = shortest_path::evaluate(m, test, 128);
-          return std::map<std::string, double>{{"exact_match", last.exact_match},
-                                               {"valid_shortest", last.valid_shortest}};
-        },
-        job_label(spec, seed), &metrics);
+        *model, tc,
+        routing.probing([&](Generator& gen) { return shortest_path::training_batch(n, cal.p, batch, gen, &test); }),
+        data_gen,
+        routing.around(
+            [&](Decoder& m, std::int64_t) {
+              last = shortest_path::evaluate(m, test, 128);
+              return std::map<std::string, double>{{"exact_match", last.exact_match},
+                                                   {"valid_shortest", last.valid_shortest}};
+            },
+            job),
+        job, &metrics);
     // The results.csv row, as cells, in kResultsHeader's order.
     const std::vector<std::string> row = {spec.name(), spec.family(), cell(spec.d), cell(spec.experts),
                                           cell(spec.moe() ? spec.k : 0), cell(size.non_embedding), cell(size.active),
@@ -185,6 +192,7 @@ int run_shortest_path(const RunContext& ctx) {
     // results.csv and metrics.csv from the finished points, in grid order.
     ctx.dir.write_text("results.csv", gather_rows(ctx.dir, g.points, kResultsHeader));
     ctx.dir.write_text("metrics.csv", gather_curves(ctx.dir, g.points));
+    write_routing_report(ctx.dir, g.points);  // routing.csv and its plots (MoE points)
     write_report(ctx, models, prepare().cal, prepare().baseline);
   };
   return run_job_grid(ctx, g);
