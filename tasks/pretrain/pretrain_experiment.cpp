@@ -10,6 +10,7 @@
 
 #include "tasks/common/batch.h"
 #include "runner/job_grid.h"
+#include "tasks/common/routing_log.h"
 #include "tasks/common/models.h"
 #include "runner/report.h"
 #include "tasks/common/router_settings.h"
@@ -292,15 +293,16 @@ void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, con
   std::map<std::string, double> last;
   double best_perplexity = INFINITY;
   std::int64_t best_step = 0;
+  RoutingLog routing(ctx.dir, p.name);  // MoE models: MaxVio, specialisation, drift (routing_log.h)
   const TrainReport report = train_decoder(
       *model, tc,
-      [&](Generator& g) {
+      routing.probing([&](Generator& g) {
         std::vector<std::vector<std::int32_t>> windows;
         for (std::int64_t b = 0; b < batch; ++b) windows.push_back(stream.next_sequence(g));
         return make_lm_batch(windows, pretrain::kPad);
-      },
+      }),
       data_gen,
-      [&](Decoder& m, std::int64_t step) {
+      routing.around([&](Decoder& m, std::int64_t step) {
         const pretrain::Perplexity v =
             pretrain::validation_perplexity(m, corpus.validation_documents, seq, batch, tokenizer);
         if (v.perplexity < best_perplexity) best_perplexity = v.perplexity, best_step = step;
@@ -318,7 +320,7 @@ void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, con
                 {"math_train", m_train},    {"math_unseen", m_unseen},        {"validation_loss", v.mean_loss},
                 {"perplexity", v.perplexity},       {"stored_bits", stored.bits}};
         return last;
-      },
+      }, p.name),
       p.name, &metrics);  // metrics.csv's job: the point
   const std::vector<std::string> row = {
       spec.name(), spec.family(), cell(spec.d), cell(spec.experts), cell(spec.moe() ? spec.k : 0),
@@ -352,6 +354,7 @@ int run_pretrain(const RunContext& ctx) {
     // results.csv and metrics.csv from the finished points, in grid order.
     ctx.dir.write_text("results.csv", gather_rows(ctx.dir, g.points, kResultsHeader));
     ctx.dir.write_text("metrics.csv", gather_curves(ctx.dir, g.points));
+    write_routing_report(ctx.dir, g.points);  // routing.csv and its plots (MoE points)
     write_pretrain_report(ctx, models);
   };
   return run_job_grid(ctx, g);
