@@ -84,7 +84,8 @@ struct RoutingPlan {
   Tensor slots;  // optional int32 [T]: slots each token used (variable-k schemes)
   // The scheme's selection before any drop (int32 [T, k], make_routing_plan sets it): what a
   // replay (Router::replay, nn/moe/routing_tape.h) gives back, so that the replaying router applies
-  // its own capacity again rather than replaying the drops. Equal to `experts` when nothing dropped.
+  // its own capacity again rather than replaying the drops. Equal to `experts` when nothing dropped;
+  // undefined when a router builds its plan without make_routing_plan (a tape records `experts`).
   Tensor selected;
   // Optional [T, d]: added to the layer's output as it is, for experts the router computes itself
   // rather than the expert bank (top-k's copy experts: their gate times the token's input).
@@ -144,7 +145,7 @@ class Router : public Module {
   virtual void replay(const Tensor& ids);
   virtual void stop_replay() {}
 
-  // The scheme's name as given to the constructor ("topk", "aux-free", ...), for messages.
+  // The name the router's messages use, as given to the constructor ("TopKRouter", ...).
   const std::string& scheme() const { return scheme_; }
 
   // The token ids of the rows that the following route calls see: int32 with one id per row, on
