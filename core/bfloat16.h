@@ -12,9 +12,10 @@
 // lowest kept bit to the float's bits, then drop the low 16. The sum carries into the exponent when
 // the mantissa overflows, which is right (1.99609375 rounds up to 2.0), and a finite value that
 // rounds past the largest bfloat16 becomes infinity, as IEEE rounding says. Every NaN becomes
-// 0x7FC0, the quiet NaN PyTorch's c10::BFloat16 gives (sign and payload dropped), never an
-// infinity, which the rounding add could otherwise make of a NaN with a small payload. Subnormal floats round like any other (bfloat16 has
-// the same subnormals, with fewer mantissa bits).
+// 0x7FC0, the quiet NaN PyTorch's scalar c10::BFloat16 gives (sign and payload dropped; its
+// vectorised CPU conversion gives 0xFFFF, another quiet NaN), never an infinity, which the
+// rounding add could otherwise make of a NaN with a small payload. Subnormal floats round like
+// any other (bfloat16 has the same subnormals, with fewer mantissa bits).
 //
 //   BFloat16 h = BFloat16::from_float(0.1f);   // bits 0x3DCD: 0.10009765625
 //   float back = h.to_float();                 // 0.10009765625f exactly

@@ -28,7 +28,10 @@ void dispatch_all(DType dtype, Fn&& fn) {
     case DType::Float32: fn.template operator()<float>(); return;
     case DType::Float64: fn.template operator()<double>(); return;
     case DType::Int32: fn.template operator()<std::int32_t>(); return;
+    case DType::BFloat16: break;
   }
+  // bfloat16 is a storage dtype (core/dtype.h): the few kernels that take it handle it by name.
+  fail("dispatch_all", "this operation does not take dtype ", dtype, " (convert to float32 first)");
 }
 
 }  // namespace moelab

@@ -30,6 +30,11 @@ Tensor make_on_host(const Shape& shape, DType dtype, Device device, Fn value_at)
       for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<std::int32_t>(value_at(i));
       break;
     }
+    case DType::BFloat16: {  // through float32, as a cast from float32 rounds
+      BFloat16* p = host.data<BFloat16>();
+      for (std::int64_t i = 0; i < n; ++i) p[i] = BFloat16::from_float(static_cast<float>(value_at(i)));
+      break;
+    }
   }
   return host.to(device);
 }
@@ -87,18 +92,20 @@ Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType 
       }
       return from_values(ints, shape, device);
     }
+    case DType::BFloat16:  // rounded from float32, as a cast rounds
+      return from_values(std::vector<float>(values.begin(), values.end()), shape, device).to(DType::BFloat16);
   }
   fail("from_vector", "unknown dtype");
 }
 
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen, DType dtype, Device device) {
-  MOELAB_CHECK(is_floating(dtype), "uniform", "needs a floating dtype, got ", dtype);
+  MOELAB_CHECK(is_floating(dtype), "uniform", "needs float32 or float64, got ", dtype, " (make float32 and convert)");
   MOELAB_CHECK(low <= high, "uniform", "low (", low, ") must not exceed high (", high, ")");
   return make_on_host(shape, dtype, device, [&](std::int64_t) { return low + (high - low) * gen.next_uniform(); });
 }
 
 Tensor normal(const Shape& shape, double mean, double std, Generator& gen, DType dtype, Device device) {
-  MOELAB_CHECK(is_floating(dtype), "normal", "needs a floating dtype, got ", dtype);
+  MOELAB_CHECK(is_floating(dtype), "normal", "needs float32 or float64, got ", dtype, " (make float32 and convert)");
   MOELAB_CHECK(std >= 0, "normal", "std must be >= 0, got ", std);
   return make_on_host(shape, dtype, device, [&](std::int64_t) { return mean + std * gen.next_normal(); });
 }

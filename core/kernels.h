@@ -27,7 +27,8 @@ namespace moelab::kernels {
 // ---------------------------------------------------------------- copies and fills
 void fill(Tensor& x, double value);                 // every element := value
 void copy(Tensor& dst, const Tensor& src);          // same shape and dtype; may cross devices
-Tensor cast(const Tensor& x, DType dtype);          // element type conversion (float->int truncates)
+Tensor cast(const Tensor& x, DType dtype);          // element type conversion (float->int truncates;
+                                                    // to bfloat16 rounds to nearest even, core/bfloat16.h)
 
 // ---------------------------------------------------------------- random fills (in place)
 // x: any shape, float32 or float64, any device. Element i (row-major) takes the next numbers of
@@ -44,7 +45,13 @@ void fill_normal(Tensor& x, double mean, double std, Generator& gen);
 // ---------------------------------------------------------------- matrix products
 // a: [M, K] (stored [K, M] when trans_a), b: [K, N] (stored [N, K] when trans_b) -> [M, N].
 // Batched: a: [B, M, K], b: [B, K, N] -> [B, M, N] (the same transposes apply to every batch).
+// a and b float32 or float64 (the result has their dtype), or both bfloat16: then the result is
+// float32, the bfloat16 values multiplied and summed in float32 (core/kernels/matmul.cpp).
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+
+// For bfloat16 products: false when neither a nor b is bfloat16; true with a32, b32 their exact
+// float32 widenings when both are; throws (naming op) when only one is. Used by the products.
+bool widened_bfloat16_operands(const Tensor& a, const Tensor& b, const char* op, Tensor& a32, Tensor& b32);
 
 // ---------------------------------------------------------------- grouped matrix products (MoE experts)
 // Rows of x are sorted by group (expert); group e owns rows offsets[e] .. offsets[e+1]-1 and is
@@ -53,6 +60,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 //   non-decreasing with offsets[0] = 0 and offsets[E] <= N  ->  [N, out],
 //   out[offsets[e]:offsets[e+1]] = x[offsets[e]:offsets[e+1]] @ op(w[e]);
 //   rows offsets[E] .. N-1 belong to no group: their output rows are 0.
+// x and w both bfloat16 give a float32 result, as matmul's do.
 // Empty groups are allowed (they produce no rows). Its input gradient is again a grouped product:
 //   dx = grouped_matmul(dy, w, offsets, !trans_w).
 // The offsets stay where they are: the front end checks shapes and dtypes only, and the backend

@@ -35,7 +35,7 @@ class Printer {
     const Tensor host = t.to(Device::cpu());
     if (t.dtype() == DType::Float64) {
       values_ = host.to_vector<double>();
-    } else if (t.dtype() == DType::Float32) {
+    } else if (t.dtype() == DType::Float32 || t.dtype() == DType::BFloat16) {  // bfloat16 widens exactly
       const std::vector<float> v = host.to_vector<float>();
       values_.assign(v.begin(), v.end());
     } else {

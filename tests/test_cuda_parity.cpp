@@ -101,6 +101,27 @@ TEST_CASE("cuda parity: matmul, 2-d and batched, every transpose") {
                     {randn({70, 64}, gen), randn({64, 130}, gen)}, kTolGemm32);
 }
 
+TEST_CASE("cuda parity: bfloat16 casts (bitwise: the same rounding) and the bf16 products") {
+  Generator gen(21);
+  std::vector<float> special{0.0f, -0.0f, 1.00390625f, 1.01171875f, 3.4028234e38f, -3.4028234e38f,
+                             std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                             -std::numeric_limits<float>::quiet_NaN(), 1e-40f, 0.1f};
+  const Tensor x = k::concat({from_vector(special, {11}), randn({989}, gen)}, 0);
+  check_parity([](const Tensors& in) { return Tensors{in[0].to(DType::BFloat16)}; }, {x}, kExact);
+  check_parity([](const Tensors& in) { return Tensors{in[0].to(DType::BFloat16).to(DType::Float32)}; }, {x}, kExact);
+  check_parity([](const Tensors& in) { return Tensors{in[0].to(DType::BFloat16).to(DType::Float64)}; },
+               {x.to(DType::Float64)}, kExact);
+  check_parity([](const Tensors& in) { return Tensors{full({5}, 0.1, DType::BFloat16, in[0].device())}; }, {x}, kExact);
+  // Products of bfloat16 operands: float32 results, float32 sums in another order (kTolGemm32).
+  check_parity([](const Tensors& in) {
+    return Tensors{k::matmul(in[0].to(DType::BFloat16), in[1].to(DType::BFloat16), false, true)};
+  }, {randn({2, 30, 40}, gen), randn({2, 20, 40}, gen)}, kTolGemm32);
+  const Tensor offsets = from_vector(std::vector<std::int32_t>{0, 7, 7, 19}, {4});
+  check_parity([](const Tensors& t) {
+    return Tensors{k::grouped_matmul(t[0].to(DType::BFloat16), t[1].to(DType::BFloat16), t[2])};
+  }, {randn({20, 9}, gen), randn({3, 9, 5}, gen), offsets}, kTolGemm32);
+}
+
 TEST_CASE("cuda parity: grouped_matmul (empty groups, trans_w) and its weight gradient") {
   Generator gen(3);
   const std::int64_t n = 20, in = 6, out = 4, e = 6;

@@ -1,4 +1,8 @@
 // core/cpu/copy.cpp — fill, arange and dtype conversion on the host.
+//
+// Conversions to bfloat16 round to nearest, ties to even, from the value as a float32
+// (core/bfloat16.h); from bfloat16 they widen exactly to float32 first. A float64 -> bfloat16
+// cast therefore rounds twice (to float32, then to bfloat16), as PyTorch's does.
 #include <algorithm>
 
 #include "core/cpu/cpu_backend.h"
@@ -7,6 +11,10 @@
 namespace moelab {
 
 void CpuBackend::fill(Tensor& x, double value) {
+  if (x.dtype() == DType::BFloat16) {
+    std::fill_n(x.data<BFloat16>(), x.numel(), BFloat16::from_float(static_cast<float>(value)));
+    return;
+  }
   dispatch_all(x.dtype(), [&]<class T>() { std::fill_n(x.data<T>(), x.numel(), static_cast<T>(value)); });
 }
 
@@ -18,13 +26,30 @@ void CpuBackend::arange(Tensor& x, double start, double step) {
 }
 
 void CpuBackend::cast(const Tensor& x, Tensor& out) {
-  dispatch_all(x.dtype(), [&]<class From>() {
-    dispatch_all(out.dtype(), [&]<class To>() {
+  const std::int64_t n = x.numel();
+  if (x.dtype() == DType::BFloat16 && out.dtype() == DType::BFloat16) {
+    std::copy_n(x.data<BFloat16>(), n, out.data<BFloat16>());
+  } else if (out.dtype() == DType::BFloat16) {  // via float32
+    dispatch_all(x.dtype(), [&]<class From>() {
       const From* src = x.data<From>();
-      To* dst = out.data<To>();
-      for (std::int64_t i = 0; i < x.numel(); ++i) dst[i] = static_cast<To>(src[i]);
+      BFloat16* dst = out.data<BFloat16>();
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = BFloat16::from_float(static_cast<float>(src[i]));
     });
-  });
+  } else if (x.dtype() == DType::BFloat16) {  // widen exactly, then as from float32
+    dispatch_all(out.dtype(), [&]<class To>() {
+      const BFloat16* src = x.data<BFloat16>();
+      To* dst = out.data<To>();
+      for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<To>(src[i].to_float());
+    });
+  } else {
+    dispatch_all(x.dtype(), [&]<class From>() {
+      dispatch_all(out.dtype(), [&]<class To>() {
+        const From* src = x.data<From>();
+        To* dst = out.data<To>();
+        for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<To>(src[i]);
+      });
+    });
+  }
 }
 
 }  // namespace moelab

@@ -33,6 +33,9 @@ void check_offsets(const Tensor& offsets, std::int64_t groups, const Tensor& x, 
 
 Tensor grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets, bool trans_w) {
   const char* op = "grouped_matmul";
+  // bfloat16 x and w: widened exactly, then the float32 product (core/kernels/matmul.cpp says why).
+  Tensor x32, w32;
+  if (widened_bfloat16_operands(x, w, op, x32, w32)) return grouped_matmul(x32, w32, offsets, trans_w);
   check_defined(x, op, "x");
   check_defined(w, op, "w");
   check_floating(x, op, "x");
@@ -55,6 +58,8 @@ Tensor grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets, b
 
 Tensor grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const Tensor& offsets, std::int64_t groups) {
   const char* op = "grouped_matmul_weight_grad";
+  Tensor x32, dy32;
+  if (widened_bfloat16_operands(x, dy, op, x32, dy32)) return grouped_matmul_weight_grad(x32, dy32, offsets, groups);
   check_defined(x, op, "x");
   check_defined(dy, op, "dy");
   check_floating(x, op, "x");

@@ -1,10 +1,31 @@
 // core/kernels/matmul.cpp — checks and dispatch for matrix products (plain, transposed, batched).
+//
+// bfloat16 operands (both, core/dtype.h) give a float32 product: bfloat16 inputs, float32 sum,
+// the product of any bf16 GEMM (autograd/precision.h). Here they are widened to float32, which is
+// exact, and multiplied by the float32 GEMM: a product of two bfloat16s (8-bit mantissas) is exact
+// in float32's 24 bits, so this is that product summed in the float32 GEMM's order, on every CPU
+// and GPU alike. It saves no time; kernels with bf16 instructions (the CPU's VDPBF16PS, tensor
+// cores) are where a faster path would plug in, behind the same contract.
 #include "core/backend.h"
 #include "core/kernels.h"
 
 namespace moelab::kernels {
 
+// Both operands bfloat16: widened exactly, then the float32 product (see above).
+bool widened_bfloat16_operands(const Tensor& a, const Tensor& b, const char* op, Tensor& a32, Tensor& b32) {
+  check_defined(a, op, "a");
+  check_defined(b, op, "b");
+  if (a.dtype() != DType::BFloat16 && b.dtype() != DType::BFloat16) return false;
+  MOELAB_CHECK(a.dtype() == b.dtype(), op, "a is ", a.dtype(), " but b is ", b.dtype(),
+               " (bfloat16 products take two bfloat16 operands)");
+  a32 = a.to(DType::Float32);
+  b32 = b.to(DType::Float32);
+  return true;
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  Tensor a32, b32;
+  if (widened_bfloat16_operands(a, b, "matmul", a32, b32)) return matmul(a32, b32, trans_a, trans_b);
   check_floating(a, "matmul", "a");
   check_floating(b, "matmul", "b");
   check_same_device(a, b, "matmul");

@@ -44,6 +44,7 @@ constexpr FileDType kFileDTypes[] = {
     {"F32", 4, DType::Float32},
     {"F64", 8, DType::Float64},
     {"I32", 4, DType::Int32},
+    {"BF16", 2, DType::BFloat16},  // the same 16 bits (bfloat16 has no other encoding)
     {"I64", 8, DType::Int32},  // narrowed on reading (moelab has no int64)
 };
 
@@ -175,7 +176,7 @@ Entry parse_entry(const std::string& name, const ordered_json& v, std::uint64_t 
   MOELAB_CHECK(dtype.is_string(), op, "'", path, "': tensor '", name, "': dtype must be a string, got ", json_summary(dtype));
   e.dtype = find_file_dtype(dtype.get<std::string>());
   MOELAB_CHECK(e.dtype != nullptr, op, "'", path, "': tensor '", name, "': unknown dtype '", dtype.get<std::string>(),
-               "' (moelab reads F32, F64, I32 and I64)");
+               "' (moelab reads F32, F64, BF16, I32 and I64)");
 
   const auto& shape = v["shape"];
   MOELAB_CHECK(shape.is_array(), op, "'", path, "': tensor '", name, "': shape must be an array, got ", json_summary(shape));
@@ -269,6 +270,7 @@ const char* safetensors_dtype_name(DType dtype) {
     case DType::Float32: return "F32";
     case DType::Float64: return "F64";
     case DType::Int32: return "I32";
+    case DType::BFloat16: return "BF16";
   }
   fail("safetensors_dtype_name", "no safetensors name for dtype ", static_cast<int>(dtype));
 }

@@ -16,10 +16,11 @@
 // ends, the first at 0, and the last ends at the end of the file. `__metadata__` maps strings to
 // strings only (numbers are written as decimal strings).
 //
-// dtypes: moelab's float32, float64 and int32 are written as F32, F64 and I32. Reading also
-// accepts I64 (PyTorch's default integer type, e.g. token ids saved by a reference script):
-// moelab has no int64, so an I64 tensor is read as int32 and must fit (an error says which
-// element does not). Every other safetensors dtype (F16, BF16, BOOL, U8, ...) is an error.
+// dtypes: moelab's float32, float64, bfloat16 and int32 are written as F32, F64, BF16 and I32
+// (BF16's bytes are the bfloat16 bits, little-endian, as PyTorch's torch.bfloat16 writes them).
+// Reading also accepts I64 (PyTorch's default integer type, e.g. token ids saved by a reference
+// script): moelab has no int64, so an I64 tensor is read as int32 and must fit (an error says
+// which element does not). Every other safetensors dtype (F16, BOOL, U8, ...) is an error.
 //
 // Guarantees:
 //   - write_safetensors writes `path + ".partial.<host>.<pid>"` (temporary_path: one name per
