@@ -14,6 +14,7 @@
 #include "autograd/ops_mask.h"
 #include "autograd/ops_matmul.h"
 #include "autograd/ops_norm.h"
+#include "autograd/precision.h"
 #include "autograd/ops_reduce.h"
 #include "autograd/ops_rope.h"
 #include "autograd/ops_shape.h"

@@ -4,8 +4,16 @@
 // scores); the grad_fn keeps p (as softmax's grad_fn keeps its output) and q, k, v (as matmul's
 // does), and the backward kernel computes all three gradients in one pass (core/cpu/attention.cpp):
 //   dp = g_h @ v_h^T, ds = scale * p * (dp - sum(dp * p)), dq_h = ds @ k_h, dk_h = ds^T @ q_h, dv_h = p^T @ g_h.
+//
+// Under the bf16 policy (autograd/precision.h) q, k, v and, in the backward, g are rounded to
+// bfloat16 values (kept in float32 tensors: the fused kernel reads float32), so q @ k^T and
+// dp = g @ v^T read bfloat16 operands and sum in float32. The softmax, p and ds stay float32, and
+// so do the products that read them (p @ v, p^T @ g, ds @ k, ds^T @ q): p is a probability and ds
+// its gradient, and rounding them would cost the accuracy the policy keeps float32 for.
+// (PyTorch's bf16 SDPA rounds p before p @ v; the tests allow for it.)
 #include "autograd/ops_attention.h"
 
+#include "autograd/precision.h"
 #include "autograd/record.h"
 #include "core/kernels.h"
 
@@ -13,17 +21,26 @@ namespace moelab {
 
 namespace {
 
+// x's values rounded to bfloat16, held in float32.
+Tensor rounded_to_bfloat16(const Tensor& x) { return x.to(DType::BFloat16).to(DType::Float32); }
+
 // q: [B, T, H, hd], k, v: [B, S, H, hd] -> [B, T, H, hd], recorded as `name`.
 Variable fused_attention(const char* name, const Variable& q, const Variable& k, const Variable& v, double scale,
                          bool causal) {
-  kernels::AttentionResult r = kernels::attention(q.data(), k.data(), v.data(), scale, causal);
+  const bool bf16 = current_precision() == Precision::BFloat16 && q.data().dtype() == DType::Float32;
+  const Tensor Q = bf16 ? rounded_to_bfloat16(q.data()) : q.data();
+  const Tensor K = bf16 ? rounded_to_bfloat16(k.data()) : k.data();
+  const Tensor V = bf16 ? rounded_to_bfloat16(v.data()) : v.data();
+  kernels::AttentionResult r = kernels::attention(Q, K, V, scale, causal);
   Tensor p = r.p;
-  return record(name, std::move(r.y), {q, k, v},
-                [p, scale, causal](const std::vector<Variable>& in, const Tensor& g) {
-                  kernels::AttentionGrads d =
-                      kernels::attention_backward(in[0].data(), in[1].data(), in[2].data(), scale, causal, p, g);
-                  return std::vector<Tensor>{d.dq, d.dk, d.dv};
-                });
+  Variable y = record(name, std::move(r.y), {q, k, v},
+                      [Q, K, V, p, scale, causal, bf16](const std::vector<Variable>&, const Tensor& g) {
+                        kernels::AttentionGrads d = kernels::attention_backward(
+                            Q, K, V, scale, causal, p, bf16 ? rounded_to_bfloat16(g) : g);
+                        return std::vector<Tensor>{d.dq, d.dk, d.dv};
+                      });
+  if (bf16 && y.node()) y.node()->detail = "bf16";
+  return y;
 }
 
 }  // namespace

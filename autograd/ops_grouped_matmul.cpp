@@ -6,16 +6,45 @@
 // When w is stored transposed ([E, out, in]), the gradient of the *stored* matrix is the transpose,
 // dw[e]^T = g_e^T @ x_e — the same kernel with x and g swapped: grouped_matmul_weight_grad(g, x, ...).
 // An empty group gets dw[e] = 0. offsets are an index, not differentiated; the node keeps them.
+//
+// Under the bf16 policy (autograd/precision.h) x and w are rounded to bfloat16 once, the node keeps
+// the copies, and the backward rounds g: every product reads bfloat16 and sums in float32.
 #include "autograd/ops_grouped_matmul.h"
 
 #include <utility>
 
+#include "autograd/precision.h"
 #include "autograd/record.h"
 #include "core/kernels.h"
 
 namespace moelab {
+namespace {
+
+Variable grouped_matmul_bf16(const Variable& x, const Variable& w, const Tensor& offsets, bool trans_w) {
+  const Tensor X = x.data().to(DType::BFloat16), W = w.data().to(DType::BFloat16);
+  Tensor out = kernels::grouped_matmul(X, W, offsets, trans_w);  // [N, out] float32
+  return record("grouped_matmul", std::move(out), {x, w},
+                [X, W, offsets, trans_w](const std::vector<Variable>& in, const Tensor& g32) {
+                  const Tensor g = g32.to(DType::BFloat16);
+                  const std::int64_t groups = W.size(0);
+                  Tensor dx, dw;
+                  if (in[0].requires_grad()) dx = kernels::grouped_matmul(g, W, offsets, !trans_w);
+                  if (in[1].requires_grad())
+                    dw = trans_w ? kernels::grouped_matmul_weight_grad(g, X, offsets, groups)
+                                 : kernels::grouped_matmul_weight_grad(X, g, offsets, groups);
+                  return std::vector<Tensor>{dx, dw};
+                });
+}
+
+}  // namespace
 
 Variable grouped_matmul(const Variable& x, const Variable& w, const Tensor& offsets, bool trans_w) {
+  if (current_precision() == Precision::BFloat16 && x.data().dtype() == DType::Float32 &&
+      w.data().dtype() == DType::Float32) {
+    Variable y = grouped_matmul_bf16(x, w, offsets, trans_w);
+    if (y.node()) y.node()->detail = trans_w ? "w^T, bf16" : "bf16";
+    return y;
+  }
   Tensor out = kernels::grouped_matmul(x.data(), w.data(), offsets, trans_w);  // [N, out]
   Variable y = record("grouped_matmul", std::move(out), {x, w},
                 [offsets, trans_w](const std::vector<Variable>& in, const Tensor& g) {

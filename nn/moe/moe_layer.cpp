@@ -8,6 +8,7 @@
 #include "autograd/no_grad.h"
 #include "autograd/ops.h"
 #include "autograd/ops_unary.h"
+#include "autograd/precision.h"
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "nn/moe/router_toolkit.h"
@@ -94,7 +95,11 @@ Variable MoELayer::forward_with_aux(const Variable& x, AuxLosses& aux) {
     Router* router;
     ~EndReplay() { if (router != nullptr) router->stop_replay(); }
   } end_replay{replaying ? router_.get() : nullptr};
-  RoutingPlan plan = router_->route_sequences(xf, sequence_length);
+  // The router's scores stay float32 under any precision policy (autograd/precision.h).
+  RoutingPlan plan = [&] {
+    PrecisionScope fp32(Precision::Float32);
+    return router_->route_sequences(xf, sequence_length);
+  }();
   if (taped && tape_->recording()) tape_->append(tape_layer_, plan.selected.defined() ? plan.selected : plan.experts);
   for (const auto& [name, loss] : plan.aux_losses) aux.add(name, loss);
   metrics_ = plan.metrics;

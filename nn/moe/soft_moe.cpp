@@ -9,6 +9,7 @@
 
 #include "autograd/no_grad.h"
 #include "autograd/ops.h"
+#include "autograd/precision.h"
 #include "autograd/ops_unary.h"
 #include "core/factories.h"
 #include "core/kernels.h"
@@ -90,6 +91,7 @@ SoftMoERouting SoftMoE::routing_of(const Variable& x_tokens) const {
   // phi_hat = phi / (||phi_col|| + eps): [d, S] / [S] broadcasts over the leading axis.
   if (config_.normalize) w = (phi_ / (l2_norm(phi_, 0, /*keepdim=*/false) + kNormEps)) * scale_;  // [d, S]
   SoftMoERouting r;
+  PrecisionScope fp32(Precision::Float32);  // slot scores stay float32 under any policy (autograd/precision.h)
   r.logits = reshape(matmul(reshape(x_tokens, {B * m, d}), w), {B, m, S});             // [B, m, S]
   r.combine = softmax(r.logits);                                                         // over slots
   r.dispatch = softmax(r.logits, 1);                                                     // over tokens
