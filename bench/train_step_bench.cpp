@@ -3,7 +3,7 @@
 // One step = forward (logits [B, T, V]), cross-entropy over next tokens, backward, AdamW
 // update, zero_grad: exactly what a training loop repeats. The default model is the dense
 // benchmark model (vocab 64, sequence 64, batch 32, d 128, 4 heads, 4 layers, f = d), run in
-// float32 on --threads threads. --experts E --k K swaps every FFN for an MoE layer of E ReLU
+// float32 (--precision bf16: mixed precision, autograd/precision.h) on --threads threads. --experts E --k K swaps every FFN for an MoE layer of E ReLU
 // experts of width f = d with top-K Mixtral gates (the MoE benchmark models: E 8, K 2; and
 // E 64, K 2 with --d 64). bench/pytorch/train_step.py runs the same model in PyTorch
 // eager; bench/compare_train_step.sh runs both and prints the ratio.
@@ -24,10 +24,11 @@
 //                               layer forward, the full T x T matrix (what both engines compute;
 //                               causal masking discards half of it)
 // model_flops_per_step = batch * T * that; achieved = model_flops_per_step / median step time;
-// fraction_of_peak = achieved / --peak-tflops. The default peak, 67 TFLOPS, is the H100 SXM's
-// (and H200's) float32 rate without tensor cores, which is what moelab's cuBLAS calls use (full
-// float32, no TF32: cuda/context.cu). For comparison: H100 PCIe float32 51; H100 SXM TF32 tensor
-// cores 495 (989 with 2:4 sparsity), BF16 989. On the CPU pass the machine's own peak.
+// fraction_of_peak = achieved / --peak-tflops, against the peak of the precision used. On a GPU
+// the default is the H100 SXM's (and H200's) dense rate for it: fp32 67 TFLOPS (no tensor cores,
+// what moelab's cuBLAS calls use: cuda/context.cu), tf32 495, bf16 990 (H100 PCIe: fp32 51). On
+// the CPU there is no default, since a datasheet's is not what one core does: pass the measured
+// one (bench/fma_peak: one core's FMA peak, times the threads), else fraction_of_peak is null.
 //
 // Method: 5 warm-up steps, then --steps timed steps; reports the median step time and
 // tokens/s = batch * seq / median. Writes JSON (default bench-results/train_step_moelab.json).
@@ -41,6 +42,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "autograd/precision.h"
 #include "core/backend.h"
 #include "core/cpu/cpu_features.h"
 #include "core/factories.h"
@@ -60,7 +62,7 @@ int main(int argc, char** argv) {
   std::int64_t vocab = 64, seq = 64, batch = 32, d = 128, heads = 4, layers = 4, experts = 0, k = 2;
   std::string out_path = "bench-results/train_step_moelab.json", device_name = "cpu", preset = "cpu";
   std::string precision = "fp32";
-  double peak_tflops = 67.0;
+  double peak_tflops = 0.0;  // 0: not given (the default depends on the device and precision)
   app.add_option("--device", device_name, "where to run the step")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
@@ -70,15 +72,15 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "gpu"}))
       ->capture_default_str();
   app.add_option("--precision", precision,
-                 "float32 products on the GPU: fp32 (full float32, the default) or tf32 (cuBLAS's tensor cores, "
+                 "the products' arithmetic: fp32 (full float32, the default); bf16 (bfloat16 operands, float32 "
+                 "sums, everything else float32: autograd/precision.h); tf32 (GPU only: cuBLAS's tensor cores, "
                  "10-bit mantissas; moelab's grouped expert products stay float32)")
-      ->check(CLI::IsMember({"fp32", "tf32"}))
+      ->check(CLI::IsMember({"fp32", "bf16", "tf32"}))
       ->capture_default_str();
   app.add_option("--peak-tflops", peak_tflops,
-                 "the device's peak in TFLOPS for fraction_of_peak (default: H100 SXM / H200 float32 without "
-                 "tensor cores)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+                 "the peak in TFLOPS for fraction_of_peak, of the precision used (default on a GPU: H100 SXM / "
+                 "H200, fp32 67, tf32 495, bf16 990; on the CPU none: pass fma_peak's figure x threads)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "CPU threads")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--steps", steps, "timed steps (after 5 warm-up steps)")->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--vocab", vocab, "vocabulary size")->check(CLI::Range(2, 1 << 20))->capture_default_str();
@@ -115,7 +117,8 @@ int main(int argc, char** argv) {
       }
       device = Device::cuda();
       if (precision == "tf32") set_cuda_tf32(true);
-    } else if (precision != "fp32") {
+      if (peak_tflops == 0) peak_tflops = precision == "tf32" ? 495.0 : precision == "bf16" ? 990.0 : 67.0;
+    } else if (precision == "tf32") {
       std::fprintf(stderr, "train_step_bench: --precision %s is for --device cuda\n", precision.c_str());
       return 2;
     }
@@ -148,6 +151,7 @@ int main(int argc, char** argv) {
     Backend& compute = backend(device);  // to wait for the device before reading the clock
 
     float last_loss = 0;
+    PrecisionScope policy(precision == "bf16" ? Precision::BFloat16 : Precision::Float32);
     auto step = [&] {
       Variable loss = nn::cross_entropy(model.forward(inputs), targets);
       loss.backward();
@@ -194,17 +198,22 @@ int main(int argc, char** argv) {
                              {"model_flops_per_token", flops_per_token},
                              {"model_flops_per_step", flops_per_step},
                              {"achieved_tflops", achieved_tflops},
-                             {"peak_tflops", peak_tflops},
-                             {"fraction_of_peak", achieved_tflops / peak_tflops},
+                             {"peak_tflops", peak_tflops > 0 ? nlohmann::json(peak_tflops) : nlohmann::json()},
+                             {"fraction_of_peak",
+                              peak_tflops > 0 ? nlohmann::json(achieved_tflops / peak_tflops) : nlohmann::json()},
                              {"final_loss", last_loss}};
     const std::filesystem::path path(out_path);
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
     std::ofstream(path) << report.dump(2) << "\n";
-    std::printf("moelab (%s): %.0f tokens/s (median step %.1f ms, %d threads, %lld parameters, loss %.3f), "
-                "%.2f TFLOPS = %.1f%% of %.0f -> %s\n",
-                device_name.c_str(), tokens_per_second, median * 1e3, threads,
-                static_cast<long long>(model.num_parameters()), last_loss, achieved_tflops,
-                100.0 * achieved_tflops / peak_tflops, peak_tflops, out_path.c_str());
+    std::printf("moelab (%s, %s): %.0f tokens/s (median step %.1f ms, %d threads, %lld parameters, loss %.3f), "
+                "%.4f TFLOPS",
+                device_name.c_str(), precision.c_str(), tokens_per_second, median * 1e3, threads,
+                static_cast<long long>(model.num_parameters()), last_loss, achieved_tflops);
+    if (peak_tflops > 0)
+      std::printf(" = %.1f%% of %g", 100.0 * achieved_tflops / peak_tflops, peak_tflops);
+    else
+      std::printf(" (no --peak-tflops: no fraction of peak)");
+    std::printf(" -> %s\n", out_path.c_str());
   } catch (const Error& e) {
     std::fprintf(stderr, "train_step_bench: %s\n", e.what());
     return 1;

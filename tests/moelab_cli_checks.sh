@@ -90,6 +90,20 @@ if $moelab $pb --set steps=2 --out P --threads 1 >/dev/null 2>err.txt; then
   cmp -s P/config.json before.json || { echo "FAIL: config.json was overwritten"; failures=$((failures + 1)); }
   expect 0 "" - $moelab $pb --set steps=2 --out P --threads 1
   resumed
+  # Precision changes results: a folder run in fp32 refuses bf16, naming both; --precision and
+  # --set precision must agree; fp16 is no choice.
+  grep -q '"precision": "fp32"' P/config.json || { echo "FAIL: fp32 not recorded"; failures=$((failures + 1)); }
+  cp P/config.json before.json
+  expect 2 'precision = "fp32" there, "bf16" now' - $moelab $pb --set steps=2 --precision bf16 --out P
+  cmp -s P/config.json before.json || { echo "FAIL: config.json was overwritten"; failures=$((failures + 1)); }
+  expect 2 "--precision bf16 contradicts --set precision=fp32" Pb $moelab $pb --set steps=2 --precision bf16 \
+    --set precision=fp32 --out Pb
+  expect 2 "--precision" Pb $moelab $pb --set steps=2 --precision fp16 --out Pb
+  # A bf16 run records its precision, lists its points with it, and resumes in it.
+  expect 0 "" - $moelab $pb --set steps=2 --precision bf16 --out Pb --threads 1
+  grep -q '"precision": "bf16"' Pb/config.json || { echo "FAIL: bf16 not recorded"; cat Pb/config.json; failures=$((failures + 1)); }
+  $moelab $pb --set steps=2 --precision bf16 --out Pl --set mode=list >list.txt 2>/dev/null
+  grep -q "precision=bf16" list.txt || { echo "FAIL: mode=list lost the precision"; cat list.txt; failures=$((failures + 1)); }
 else
   echo "FAIL: the first phonebook run failed"; cat err.txt; failures=$((failures + 1))
 fi

@@ -4,7 +4,7 @@
 //   moelab --help                          the experiments
 //   moelab <experiment> --help             its options, every setting with its default, its presets
 //   moelab <experiment> [--preset NAME] [--set key=value]... [--out DIR] [--threads N]
-//                       [--device cpu|cuda] [--seed S]
+//                       [--device cpu|cuda] [--seed S] [--precision fp32|bf16]
 //   moelab claims [--check] DIR             a finished folder's paper claims (claims_command.h)
 //
 // The settings of a run are resolved in three layers: the experiment's defaults, then the preset
@@ -22,6 +22,7 @@
 #include "tasks/cli/moelab_main.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "runner/job_grid.h"
 #include "runner/run_lock.h"
 #include "runner/run_start.h"
+#include "tasks/common/precision_setting.h"
 #include "tasks/phonebook/phonebook_experiment.h"
 #include "tasks/pretrain/pretrain_experiment.h"
 #include "tasks/shortest_path/shortest_path_experiment.h"
@@ -58,6 +60,7 @@ struct Common {
   std::vector<std::string> sets;
   int threads = num_threads();
   std::string seed = "0";  // parsed here: CLI11 would turn -1 into 2^64 - 1 without a word
+  std::string precision;   // --precision: the same as --set precision=... (tasks/common/precision_setting.h)
   std::string program = "moelab";  // argv[0] without its folder: what mode=list writes
 };
 
@@ -85,6 +88,13 @@ int run_experiment(const Experiment& e, const Common& c, const std::string& comm
   Settings settings = e.settings();
   settings.apply(preset);
   for (const std::string& s : c.sets) settings.set_assignment(s);
+  if (!c.precision.empty()) {
+    const bool set_too = std::any_of(c.sets.begin(), c.sets.end(),
+                                     [](const std::string& s) { return s.rfind("precision=", 0) == 0; });
+    if (set_too && settings.text("precision") != c.precision)
+      throw UsageError("--precision " + c.precision + " contradicts --set precision=" + settings.text("precision"));
+    settings.set("precision", c.precision);
+  }
   if (e.validate) e.validate(settings);
   const std::uint64_t seed = parse_seed(c.seed);
 
@@ -116,6 +126,7 @@ int run_experiment(const Experiment& e, const Common& c, const std::string& comm
   begin_run(dir, run_config(e.name, preset_name, seed, c.threads, c.device, command_line, settings), settings);
   set_num_threads(c.threads);
   const RunContext ctx{settings, dir, preset_name, seed, c.threads, device, c.program};
+  PrecisionScope precision(settings_precision(settings));  // the matrix products' arithmetic, for the whole run
   return e.run(ctx);
 }
 
@@ -148,6 +159,9 @@ int moelab_main(int argc, char** argv) {
         ->capture_default_str();
     sub->add_option("--seed", common.seed, "seed for data, initial weights and sampling (0 to 2^64 - 1)")
         ->capture_default_str();
+    sub->add_option("--precision", common.precision,
+                    "the matrix products' arithmetic: fp32 (default) or bf16 (--set precision=...)")
+        ->check(CLI::IsMember({"fp32", "bf16"}));
     sub->footer(e.details + "\n\nSettings (--set key=value; the defaults before any preset):\n" + e.settings().describe() +
                 "\nPresets (--preset NAME; each sets the values listed):\n" + presets_text(e));
   }

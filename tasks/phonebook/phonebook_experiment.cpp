@@ -10,6 +10,7 @@
 #include "tasks/common/epoch_sampler.h"
 #include "runner/job_grid.h"
 #include "tasks/common/models.h"
+#include "tasks/common/precision_setting.h"
 #include "tasks/common/routing_log.h"
 #include "tasks/common/router_settings.h"
 #include "tasks/common/train.h"
@@ -51,6 +52,7 @@ Settings phonebook_settings() {
   s.add_int_list("seeds", {0}, "replicates of every (model, book size): each draws its own book, test names, initial "
                  "weights and batches (0,1,2: three; capacities are reported per seed and as their median)", 0, 1e9);
   add_job_settings(s, "moe-d64-16e-N2000-seed0");
+  add_precision_setting(s);
   // Each point depends only on its model, seed and size: more sizes or seeds add points, they change none.
   s.may_change_on_resume({"book_sizes", "seeds"});
   return s;

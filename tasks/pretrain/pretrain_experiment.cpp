@@ -10,6 +10,7 @@
 
 #include "tasks/common/batch.h"
 #include "runner/job_grid.h"
+#include "tasks/common/precision_setting.h"
 #include "tasks/common/routing_log.h"
 #include "tasks/common/models.h"
 #include "runner/report.h"
@@ -102,6 +103,7 @@ Settings pretrain_settings() {
   s.add_int_list("seeds", {0, 1, 2}, "seeds: each draws its own corpus (shared by every model of that seed), initial "
                  "weights and document order; the report gives mean +- std over them", 0, 1e9);
   add_job_settings(s, "moe-d32-8e-p200-seed0");
+  add_precision_setting(s);
   // A point depends on its load, model and seed only: more loads, seeds, widths or expert counts add points.
   s.may_change_on_resume({"seeds", "dense_widths", "moe_widths", "experts", "people"});
   return s;

@@ -10,6 +10,7 @@
 #include "tasks/common/epoch_sampler.h"
 #include "runner/job_grid.h"
 #include "tasks/common/models.h"
+#include "tasks/common/precision_setting.h"
 #include "tasks/common/train.h"
 #include "tasks/phonebook/phonebook_data.h"
 #include "tasks/common/load_probe.h"
@@ -75,6 +76,7 @@ Settings routers_settings() {
                  "test names, initial weights and batches, the same for every scheme", 0, 1e9);
   add_routing_replay_settings(s);
   add_job_settings(s, "aux-free-N1500-seed0");
+  add_precision_setting(s);
   // Each point depends only on its scheme, task and seed: more of them add points, they change none.
   s.may_change_on_resume({"schemes", "custom_schemes", "tasks", "book_sizes", "path_n", "seeds"});
   return s;

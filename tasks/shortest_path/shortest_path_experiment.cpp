@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "runner/job_grid.h"
+#include "tasks/common/precision_setting.h"
 #include "tasks/common/routing_log.h"
 #include "tasks/common/memory_check.h"
 #include "tasks/common/models.h"
@@ -52,6 +53,7 @@ Settings shortest_path_settings() {
   s.add_int_list("seeds", {0, 1, 2}, "training seeds per model (weights and data; the test set is fixed); the report "
                  "gives mean +- std over them", 0, 1e9);
   add_job_settings(s, "moe-d32-8e-seed0");
+  add_precision_setting(s);
   // A job's weights and data depend on its own seed only: more seeds add jobs, they change none.
   s.may_change_on_resume({"seeds"});
   return s;

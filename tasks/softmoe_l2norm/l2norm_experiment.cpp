@@ -17,6 +17,7 @@
 #include "nn/progress.h"
 #include "runner/report.h"
 #include "tasks/common/memory_check.h"
+#include "tasks/common/precision_setting.h"
 #include "tasks/softmoe_l2norm/l2norm.h"
 #include "tasks/softmoe_l2norm/l2norm_claims.h"
 
@@ -57,6 +58,7 @@ Settings l2norm_settings() {
   s.add_real("final_fraction", 0.05, "the final loss is the mean training loss of this last fraction of the steps",
              1e-6, 1);
   add_job_settings(s, "5x2-n10-seed0");
+  add_precision_setting(s);
   // A job's weights and data depend on its own tokenisation, n and seed: the lists add jobs.
   s.may_change_on_resume({"token_dims", "experts", "seeds"});
   return s;

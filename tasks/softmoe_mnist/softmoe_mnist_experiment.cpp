@@ -9,6 +9,7 @@
 #include "nn/io/checkpoint.h"
 #include "runner/job_grid.h"
 #include "runner/report.h"
+#include "tasks/common/precision_setting.h"
 #include "tasks/softmoe_mnist/softmoe_mnist_claims.h"
 #include "tasks/softmoe_mnist/softmoe_mnist_report.h"
 #include "tasks/softmoe_mnist/subset_eval.h"
@@ -52,6 +53,7 @@ Settings softmoe_mnist_settings() {
   s.add_int("timing_wide_hidden", 2048, "also time an untrained 8-expert layer with this hidden width (the paper "
             "times large experts; 0: skip)", 0, 1 << 20);
   add_job_settings(s, "n16-seed0");
+  add_precision_setting(s);
   // A network depends on its own n and seed only, so experts and seeds choose which networks
   // exist; the evaluation is redone whole by every report, so its settings may change.
   s.may_change_on_resume({"experts", "seeds", "table1_experts", "k_divisors", "random_seeds", "timing_experts",

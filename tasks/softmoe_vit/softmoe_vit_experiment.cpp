@@ -10,6 +10,7 @@
 #include "nn/io/checkpoint.h"
 #include "runner/job_grid.h"
 #include "runner/report.h"
+#include "tasks/common/precision_setting.h"
 #include "tasks/softmoe_mnist/mnist_model.h"
 #include "tasks/softmoe_vit/softmoe_vit_claims.h"
 #include "tasks/softmoe_vit/softmoe_vit_report.h"
@@ -63,6 +64,7 @@ Settings softmoe_vit_settings() {
   s.add_int_list("timing_batches", {1, 100}, "Table 3: images per timed forward pass", 1, 100000);
   s.add_int("timing_trials", 100, "Table 3: timed passes per (k, batch), after 5 warm-up passes", 1, 1e6);
   add_job_settings(s, "n8-L2-seed0");
+  add_precision_setting(s);
   s.may_change_on_resume({"experts", "moe_layers", "seeds", "random_seeds", "timing_experts", "timing_hidden",
                           "timing_batches", "timing_trials"});
   return s;

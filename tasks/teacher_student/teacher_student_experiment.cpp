@@ -12,6 +12,7 @@
 #include "runner/job_grid.h"
 #include "runner/report.h"
 #include "tasks/common/memory_check.h"
+#include "tasks/common/precision_setting.h"
 #include "tasks/common/router_settings.h"
 #include "tasks/teacher_student/teacher_student.h"
 #include "tasks/teacher_student/teacher_student_claims.h"
@@ -56,6 +57,7 @@ Settings teacher_student_settings() {
              "the teacher, the initial student and the test set, for bench/pytorch/teacher_student_check.py "
              "(the same start in PyTorch)");
   add_job_settings(s, "t16e8a-s32e8a-seed0");
+  add_precision_setting(s);
   // The grid's lists choose which points exist, and a point's teacher, student and data depend on
   // its own name only.
   s.may_change_on_resume({"teacher_k", "teacher_ratios", "student_k", "student_ratios", "seeds"});
