@@ -18,38 +18,17 @@
 #include "core/kernels.h"
 
 namespace moelab {
-namespace {
-
-Variable grouped_matmul_bf16(const Variable& x, const Variable& w, const Tensor& offsets, bool trans_w) {
-  const Tensor X = x.data().to(DType::BFloat16), W = w.data().to(DType::BFloat16);
-  Tensor out = kernels::grouped_matmul(X, W, offsets, trans_w);  // [N, out] float32
-  return record("grouped_matmul", std::move(out), {x, w},
-                [X, W, offsets, trans_w](const std::vector<Variable>& in, const Tensor& g32) {
-                  const Tensor g = g32.to(DType::BFloat16);
-                  const std::int64_t groups = W.size(0);
-                  Tensor dx, dw;
-                  if (in[0].requires_grad()) dx = kernels::grouped_matmul(g, W, offsets, !trans_w);
-                  if (in[1].requires_grad())
-                    dw = trans_w ? kernels::grouped_matmul_weight_grad(g, X, offsets, groups)
-                                 : kernels::grouped_matmul_weight_grad(X, g, offsets, groups);
-                  return std::vector<Tensor>{dx, dw};
-                });
-}
-
-}  // namespace
 
 Variable grouped_matmul(const Variable& x, const Variable& w, const Tensor& offsets, bool trans_w) {
-  if (current_precision() == Precision::BFloat16 && x.data().dtype() == DType::Float32 &&
-      w.data().dtype() == DType::Float32) {
-    Variable y = grouped_matmul_bf16(x, w, offsets, trans_w);
-    if (y.node()) y.node()->detail = trans_w ? "w^T, bf16" : "bf16";
-    return y;
-  }
-  Tensor out = kernels::grouped_matmul(x.data(), w.data(), offsets, trans_w);  // [N, out]
+  const bool bf16 = current_precision() == Precision::BFloat16 && x.data().dtype() == DType::Float32 &&
+                    w.data().dtype() == DType::Float32;
+  // What the products read: the operands, or under bf16 their bfloat16 copies (the node keeps them).
+  const Tensor X = bf16 ? x.data().to(DType::BFloat16) : x.data();  // [N, in]
+  const Tensor W = bf16 ? w.data().to(DType::BFloat16) : w.data();  // [E, in, out] or [E, out, in]
+  Tensor out = kernels::grouped_matmul(X, W, offsets, trans_w);      // [N, out], float32 under bf16
   Variable y = record("grouped_matmul", std::move(out), {x, w},
-                [offsets, trans_w](const std::vector<Variable>& in, const Tensor& g) {
-                  const Tensor& X = in[0].data();  // [N, in]
-                  const Tensor& W = in[1].data();  // [E, in, out] or [E, out, in]
+                [X, W, offsets, trans_w, bf16](const std::vector<Variable>& in, const Tensor& g_out) {
+                  const Tensor g = bf16 ? g_out.to(DType::BFloat16) : g_out;
                   const std::int64_t groups = W.size(0);
                   Tensor dx, dw;
                   if (in[0].requires_grad()) dx = kernels::grouped_matmul(g, W, offsets, !trans_w);  // [N, in]
@@ -58,7 +37,8 @@ Variable grouped_matmul(const Variable& x, const Variable& w, const Tensor& offs
                                  : kernels::grouped_matmul_weight_grad(X, g, offsets, groups);   // [E, in, out]
                   return std::vector<Tensor>{dx, dw};
                 });
-  if (y.node() && trans_w) y.node()->detail = "w^T";  // shown by a printed graph (autograd/graph_print.h)
+  // shown by a printed graph (autograd/graph_print.h)
+  if (y.node() && (trans_w || bf16)) y.node()->detail = trans_w ? (bf16 ? "w^T, bf16" : "w^T") : "bf16";
   return y;
 }
 

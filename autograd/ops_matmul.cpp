@@ -18,6 +18,7 @@
 // multiplies it with them (every product then sums in float32 and returns float32).
 #include "autograd/ops_matmul.h"
 
+#include <string>
 #include <utility>
 
 #include "autograd/precision.h"
@@ -25,48 +26,30 @@
 #include "core/kernels.h"
 
 namespace moelab {
-namespace {
-
-// y = round(A) @ round(B) in float32 (see above), recorded as "matmul" with detail "bf16".
-Variable matmul_bf16(const Variable& a, const Variable& b, bool trans_a, bool trans_b) {
-  const Tensor A = a.data().to(DType::BFloat16), B = b.data().to(DType::BFloat16);
-  Tensor out = kernels::matmul(A, B, trans_a, trans_b);  // float32
-  return record("matmul", std::move(out), {a, b},
-                [A, B, trans_a, trans_b](const std::vector<Variable>& in, const Tensor& g32) {
-                  const Tensor g = g32.to(DType::BFloat16);
-                  Tensor da, db;
-                  if (in[0].requires_grad())
-                    da = trans_a ? kernels::matmul(B, g, trans_b, true) : kernels::matmul(g, B, false, !trans_b);
-                  if (in[1].requires_grad())
-                    db = trans_b ? kernels::matmul(g, A, true, trans_a) : kernels::matmul(A, g, !trans_a, false);
-                  return std::vector<Tensor>{da, db};
-                });
-}
-
-}  // namespace
 
 Variable matmul(const Variable& a, const Variable& b, bool trans_a, bool trans_b) {
-  if (current_precision() == Precision::BFloat16 && a.data().dtype() == DType::Float32 &&
-      b.data().dtype() == DType::Float32) {
-    Variable y = matmul_bf16(a, b, trans_a, trans_b);
-    if (y.node()) y.node()->detail = std::string(trans_a ? "a^T, " : "") + (trans_b ? "b^T, " : "") + "bf16";
-    return y;
-  }
-  Tensor out = kernels::matmul(a.data(), b.data(), trans_a, trans_b);
+  const bool bf16 = current_precision() == Precision::BFloat16 && a.data().dtype() == DType::Float32 &&
+                    b.data().dtype() == DType::Float32;
+  // What the products read: the operands, or under bf16 their bfloat16 copies (the node keeps them).
+  const Tensor A = bf16 ? a.data().to(DType::BFloat16) : a.data();
+  const Tensor B = bf16 ? b.data().to(DType::BFloat16) : b.data();
+  Tensor out = kernels::matmul(A, B, trans_a, trans_b);  // float32 under bf16
   Variable y = record("matmul", std::move(out), {a, b},
-                [trans_a, trans_b](const std::vector<Variable>& in, const Tensor& g) {
-                  const Tensor& A = in[0].data();
-                  const Tensor& B = in[1].data();
-                  Tensor da, db;
-                  if (in[0].requires_grad())
-                    da = trans_a ? kernels::matmul(B, g, trans_b, true) : kernels::matmul(g, B, false, !trans_b);
-                  if (in[1].requires_grad())
-                    db = trans_b ? kernels::matmul(g, A, true, trans_a) : kernels::matmul(A, g, !trans_a, false);
-                  return std::vector<Tensor>{da, db};
-                });
-  // A printed graph (autograd/graph_print.h) shows which product it was: matmul[a^T], [b^T], [a^T, b^T].
-  if (y.node() && (trans_a || trans_b))
-    y.node()->detail = trans_a && trans_b ? "a^T, b^T" : (trans_a ? "a^T" : "b^T");
+                      [A, B, trans_a, trans_b, bf16](const std::vector<Variable>& in, const Tensor& g_out) {
+                        const Tensor g = bf16 ? g_out.to(DType::BFloat16) : g_out;
+                        Tensor da, db;
+                        if (in[0].requires_grad())
+                          da = trans_a ? kernels::matmul(B, g, trans_b, true) : kernels::matmul(g, B, false, !trans_b);
+                        if (in[1].requires_grad())
+                          db = trans_b ? kernels::matmul(g, A, true, trans_a) : kernels::matmul(A, g, !trans_a, false);
+                        return std::vector<Tensor>{da, db};
+                      });
+  // A printed graph (autograd/graph_print.h) shows which product it was: matmul[a^T], [b^T, bf16], ...
+  if (y.node() && (trans_a || trans_b || bf16)) {
+    std::string detail = trans_a && trans_b ? "a^T, b^T" : (trans_a ? "a^T" : (trans_b ? "b^T" : ""));
+    if (bf16) detail += detail.empty() ? "bf16" : ", bf16";
+    y.node()->detail = detail;
+  }
   return y;
 }
 
