@@ -9,8 +9,8 @@
 
 #include "autograd/no_grad.h"
 #include "autograd/ops.h"
-#include "autograd/precision.h"
 #include "autograd/ops_unary.h"
+#include "autograd/precision.h"
 #include "core/factories.h"
 #include "core/kernels.h"
 
