@@ -1,28 +1,41 @@
 #!/usr/bin/env bash
-# bench/compare_gpu.sh — one training step on one GPU, moelab against PyTorch, for the three
-# benchmark models at the GPU scale (d 512, 8 layers, 8 heads, sequence 256, batch 64,
-# vocabulary 64: train_step_bench --preset gpu):
+# bench/compare_gpu.sh — one training step on one GPU, moelab against the strongest PyTorch we can
+# write, for the three benchmark models at the GPU scale (d 512, 8 layers, 8 heads, sequence 256,
+# batch 64, vocabulary 64: train_step_bench --preset gpu):
 #   dense           FFN width f = d
 #   moe-8e-top2     8 experts of width d, top-2 (Mixtral gates)
 #   moe-64e-top2    64 experts of width d, top-2
-# Columns, per model: moelab and PyTorch eager in full float32 (TF32 off in both: the main
-# comparison), PyTorch with torch.compile in float32 (COMPILE=0 leaves it out), and moelab and
-# PyTorch eager with --precision tf32 (TF32=0 leaves them out; moelab's grouped expert products
-# stay float32 there, only cuBLAS's products use TF32). Prints tokens/s and the ratios; writes
-# bench-results/gpu_comparison.json and one JSON per run, bench-results/gpu_<model>_<column>.json.
-# A column that fails (torch.compile on an MoE model, say) is reported as missing; the float32
-# moelab and eager columns must succeed.
+# PyTorch runs bench/pytorch/tuned_model.py (fused qkv, rotary tables built once, SDPA with
+# is_causal, F.rms_norm, AdamW fused: bench/pytorch/train_step.py). Columns, each a name:
+#   moelab          moelab, float32 (TF32 off)                                  [required]
+#   moelab-tf32     moelab with cuBLAS's TF32 tensor cores (expert products stay float32)
+#   moelab-bf16     moelab --precision bf16 (autograd/precision.h)
+#   eager, compile  PyTorch float32 (TF32 off), eager / torch.compile; on the MoE models these are
+#                   the padded-bmm MoE (sorted, padded to the largest load, read once per layer)
+#   eager-loop, compile-loop   the MoE models with the Hugging Face style loop (a host wait per
+#                   expert): the usual MoE code, labelled as such
+#   eager-tf32      PyTorch eager with TF32 (padded-bmm on the MoE models)
+#   eager-bf16, compile-bf16   PyTorch under bf16 autocast; on the MoE models the experts run as
+#                   torch._grouped_mm in bfloat16 (PyTorch 2.8 and later; missing elsewhere)
+# Every column but moelab may fail (an old torch, a compile error): it is then reported missing.
+# The summary gives, per model, moelab's float32 step over the strongest float32 PyTorch column
+# (the target: >= 1.0) and the strongest bf16 PyTorch column over moelab's float32 and bf16 steps
+# (the gap to close). Writes bench-results/gpu_<model>_<column>.json per run and
+# bench-results/gpu_comparison.json; prints a table.
 #
 #   bench/compare_gpu.sh [options for every program...]      e.g. --steps 50, --vocab 32768
 # Environment:
 #   MOELAB_BUILD   a build folder configured with CUDA (default build/; cmake -DMOELAB_CUDA=ON)
 #   PYTHON         a Python whose torch has CUDA (default python3; Debian's python3-torch has none)
-#   PEAK_TFLOPS    the GPU's float32 peak without tensor cores, for the fraction (default 67: H100
-#                  SXM / H200; H100 PCIe: 51)
-#   COMPILE, TF32  1 (default) or 0: whether to run those columns
+#   COLUMNS_RUN    the columns to run, space-separated (default: all of the above, in that order;
+#                  28 runs in all, about 15 minutes with compiles on an H100: choose fewer for a
+#                  short loan, e.g. "moelab eager compile eager-bf16")
+#   MODELS         the models to run (default: dense moe-8e-top2 moe-64e-top2)
+#   PEAK_TFLOPS, PEAK_TF32, PEAK_BF16   the GPU's peaks for the fractions (defaults 67, 495 and 990:
+#                  H100 SXM / H200 dense figures; H100 PCIe: 51, 378, 756)
 #   RUN_TIMEOUT    seconds allowed to each run (default 300)
 #   COMPILE_TIMEOUT  seconds allowed to each torch.compile run, compiling included (default 300)
-# Model FLOPs per step (the same count for both engines, from moelab's JSON): batch * seq *
+# Model FLOPs per step (the same count for every column, from moelab's JSON): batch * seq *
 # (6 * (active non-embedding parameters + vocab * d) + 12 * layers * seq * d); see
 # bench/train_step_bench.cpp. Run it on an otherwise idle GPU.
 set -euo pipefail
@@ -30,54 +43,67 @@ cd "$(dirname "$0")/.."
 build=${MOELAB_BUILD:-build}
 python=${PYTHON:-python3}
 peak=${PEAK_TFLOPS:-67}
-compile=${COMPILE:-1}
-tf32=${TF32:-1}
+peak_tf32=${PEAK_TF32:-495}
+peak_bf16=${PEAK_BF16:-990}
 run_timeout=${RUN_TIMEOUT:-300}
 compile_timeout=${COMPILE_TIMEOUT:-300}
+all_columns=(moelab moelab-tf32 moelab-bf16 eager compile eager-loop compile-loop eager-tf32 eager-bf16 compile-bf16)
+read -r -a columns <<< "${COLUMNS_RUN:-${all_columns[*]}}"
+read -r -a names <<< "${MODELS:-dense moe-8e-top2 moe-64e-top2}"
 extra=("$@")
 if [[ ! -x "$build/train_step_bench" ]]; then
   echo "compare_gpu.sh: $build/train_step_bench not found (build with -DMOELAB_CUDA=ON, or set MOELAB_BUILD)" >&2
   exit 2
 fi
+for column in "${columns[@]}"; do
+  [[ " ${all_columns[*]} " == *" $column "* ]] || { echo "compare_gpu.sh: unknown column '$column' (COLUMNS_RUN)" >&2; exit 2; }
+done
+[[ " ${columns[*]} " == *" moelab "* ]] || { echo "compare_gpu.sh: COLUMNS_RUN must include moelab" >&2; exit 2; }
 mkdir -p bench-results
 rm -f bench-results/gpu_*.json
 
-names=(dense moe-8e-top2 moe-64e-top2)
 declare -A model_args=([dense]="" [moe-8e-top2]="--experts 8 --k 2" [moe-64e-top2]="--experts 64 --k 2")
-# run COLUMN REQUIRED COMMAND...: one run with its timeout; a required column's failure stops the script
-run() {
-  local column=$1 required=$2 limit=$run_timeout
-  shift 2
-  [[ $column == compile ]] && limit=$compile_timeout
-  if ! timeout "$limit" "$@"; then
-    echo "compare_gpu.sh: the $column run failed or passed ${limit} s" >&2
-    [[ $required == 1 ]] && exit 1
-  fi
+# column_command COLUMN IS_MOE: the program and options of one column (empty: not for this model)
+column_command() {
+  local column=$1 moe=$2 py=("$python" bench/pytorch/train_step.py)
+  case $column in
+    moelab) echo "$build/train_step_bench --peak-tflops $peak" ;;
+    moelab-tf32) echo "$build/train_step_bench --precision tf32 --peak-tflops $peak_tf32" ;;
+    moelab-bf16) echo "$build/train_step_bench --precision bf16 --peak-tflops $peak_bf16" ;;
+    eager) echo "${py[*]} --moe padded-bmm" ;;
+    compile) echo "${py[*]} --moe padded-bmm --compile" ;;
+    eager-loop) [[ $moe == 1 ]] && echo "${py[*]} --moe loop" ;;
+    compile-loop) [[ $moe == 1 ]] && echo "${py[*]} --moe loop --compile" ;;
+    eager-tf32) echo "${py[*]} --moe padded-bmm --precision tf32" ;;
+    eager-bf16) echo "${py[*]} --moe grouped-mm --precision bf16" ;;
+    compile-bf16) echo "${py[*]} --moe grouped-mm --precision bf16 --compile" ;;
+  esac
   return 0
 }
 for name in "${names[@]}"; do
+  [[ -v "model_args[$name]" ]] || { echo "compare_gpu.sh: unknown model '$name' (MODELS)" >&2; exit 2; }
   read -r -a model <<< "${model_args[$name]}"
+  moe=0; [[ ${#model[@]} -gt 0 ]] && moe=1
   common=(--device cuda --preset gpu ${model[@]+"${model[@]}"} ${extra[@]+"${extra[@]}"})
   echo "== $name"
-  run moelab 1 "$build/train_step_bench" --peak-tflops "$peak" "${common[@]}" --out "bench-results/gpu_${name}_moelab.json"
-  run eager 1 "$python" bench/pytorch/train_step.py "${common[@]}" --out "bench-results/gpu_${name}_eager.json"
-  if [[ $compile == 1 ]]; then
-    run compile 0 "$python" bench/pytorch/train_step.py --compile "${common[@]}" --out "bench-results/gpu_${name}_compile.json"
-  fi
-  if [[ $tf32 == 1 ]]; then
-    run moelab-tf32 0 "$build/train_step_bench" --precision tf32 --peak-tflops "$peak" "${common[@]}" \
-      --out "bench-results/gpu_${name}_moelab-tf32.json"
-    run eager-tf32 0 "$python" bench/pytorch/train_step.py --precision tf32 "${common[@]}" \
-      --out "bench-results/gpu_${name}_eager-tf32.json"
-  fi
+  for column in "${columns[@]}"; do
+    read -r -a command <<< "$(column_command "$column" "$moe")"
+    [[ ${#command[@]} -gt 0 ]] || continue
+    limit=$run_timeout
+    [[ $column == compile* ]] && limit=$compile_timeout
+    if ! timeout "$limit" "${command[@]}" "${common[@]}" --out "bench-results/gpu_${name}_${column}.json"; then
+      echo "compare_gpu.sh: $name, column $column failed or passed ${limit} s" >&2
+      [[ $column == moelab ]] && exit 1
+    fi
+  done
 done
 
-"$python" - "$peak" "${names[@]}" <<'PY'
+"$python" - "$peak" "$peak_tf32" "$peak_bf16" "${columns[*]}" "${names[@]}" <<'PY'
 import json, os, sys
 
-peak = float(sys.argv[1])
-names = sys.argv[2:]
-columns = ["moelab", "eager", "compile", "moelab-tf32", "eager-tf32"]
+peaks = {"fp32": float(sys.argv[1]), "tf32": float(sys.argv[2]), "bf16": float(sys.argv[3])}
+columns = sys.argv[4].split()
+names = sys.argv[5:]
 
 
 def load(name, column):
@@ -85,17 +111,21 @@ def load(name, column):
     return json.load(open(path)) if os.path.exists(path) else None
 
 
+def precision(column):
+    return "tf32" if column.endswith("tf32") else "bf16" if column.endswith("bf16") else "fp32"
+
+
 rows = {}
 for name in names:
     runs = {c: load(name, c) for c in columns}
-    m, p = runs["moelab"], runs["eager"]
+    m = runs["moelab"]
     # Every run must have trained the same model, or the ratios mean nothing.
     keys = ("vocab", "d", "heads", "layers", "experts") + (("k",) if m["config"]["experts"] > 0 else ())
     for column, r in runs.items():
         if r is None or column == "moelab":
             continue
         for key in keys:
-            if m["config"][key] != r["config"].get(key, 0):  # PyTorch's dense config has no experts, k
+            if m["config"][key] != r["config"].get(key, 0):
                 sys.exit(f"compare_gpu.sh: {name}: moelab and {column} ran different models ({key}: "
                          f"{m['config'][key]} vs {r['config'].get(key)})")
         for key in ("batch", "seq"):
@@ -104,44 +134,65 @@ for name in names:
     flops = m["model_flops_per_step"]
     row = {"config": m["config"], "batch": m["batch"], "seq": m["seq"],
            "active_non_embedding_parameters": m["active_non_embedding_parameters"],
-           "model_flops_per_step": flops}
+           "model_flops_per_step": flops, "columns": {}}
     for column, r in runs.items():
         if r is None:
-            row[column] = None
+            row["columns"][column] = None
             continue
         tflops = flops / r["median_step_seconds"] / 1e12
-        row[column] = {"tokens_per_second": r["tokens_per_second"], "median_step_seconds": r["median_step_seconds"],
-                       "achieved_tflops": tflops, "fraction_of_peak": tflops / peak}
-        if "warmup_seconds" in r:
-            row[column]["warmup_seconds"] = r["warmup_seconds"]
-    row["ratio_moelab_over_eager"] = m["tokens_per_second"] / p["tokens_per_second"]
-    if runs["compile"]:
-        row["ratio_moelab_over_compile"] = m["tokens_per_second"] / runs["compile"]["tokens_per_second"]
-    if runs["moelab-tf32"] and runs["eager-tf32"]:
-        row["ratio_tf32_moelab_over_eager"] = (runs["moelab-tf32"]["tokens_per_second"] /
-                                               runs["eager-tf32"]["tokens_per_second"])
+        cell = {"precision": precision(column), "tokens_per_second": r["tokens_per_second"],
+                "median_step_seconds": r["median_step_seconds"], "achieved_tflops": tflops,
+                "peak_tflops": peaks[precision(column)], "fraction_of_peak": tflops / peaks[precision(column)]}
+        for key in ("warmup_seconds", "moe", "attention", "optimizer", "peak_memory_bytes"):
+            if key in r:
+                cell[key] = r[key]
+        row["columns"][column] = cell
+
+    def strongest(prec):
+        found = [(c, v) for c, v in row["columns"].items()
+                 if v and not c.startswith("moelab") and v["precision"] == prec]
+        return max(found, key=lambda cv: cv[1]["tokens_per_second"]) if found else (None, None)
+
+    best32, best32_cell = strongest("fp32")
+    best16, best16_cell = strongest("bf16")
+    row["strongest_pytorch_fp32"] = best32
+    row["strongest_pytorch_bf16"] = best16
+    if best32:
+        row["ratio_moelab_fp32_over_strongest_pytorch_fp32"] = m["tokens_per_second"] / best32_cell["tokens_per_second"]
+    if best16:
+        row["gap_strongest_pytorch_bf16_over_moelab_fp32"] = best16_cell["tokens_per_second"] / m["tokens_per_second"]
+        if row["columns"].get("moelab-bf16"):
+            row["gap_strongest_pytorch_bf16_over_moelab_bf16"] = (
+                best16_cell["tokens_per_second"] / row["columns"]["moelab-bf16"]["tokens_per_second"])
     rows[name] = row
-first = load(names[0], "eager")
+
+first = next((r for n in names for c in columns if c != "moelab" and (r := load(n, c))), {})
 summary = {"gpu": first.get("gpu"), "torch_version": first.get("torch_version"),
-           "cuda_version": first.get("cuda_version"), "peak_tflops": peak,
-           "precision": "float32 (no TF32) in both engines, except the -tf32 columns", "models": rows}
+           "cuda_version": first.get("cuda_version"), "peaks_tflops": peaks, "columns": columns,
+           "pytorch_model": "bench/pytorch/tuned_model.py", "models": rows}
 with open("bench-results/gpu_comparison.json", "w") as f:
     json.dump(summary, f, indent=2)
 
+print(f"\n{summary['gpu'] or 'GPU'}, torch {summary['torch_version']}; tokens/s (% of the column's precision's peak: "
+      f"fp32 {peaks['fp32']:g}, tf32 {peaks['tf32']:g}, bf16 {peaks['bf16']:g} TFLOPS)")
+print(f"{'column':<14}" + "".join(f"{n:>22}" for n in names))
+for column in columns:
+    cells = []
+    for n in names:
+        c = rows[n]["columns"].get(column)
+        cells.append(f"{c['tokens_per_second']:>13.0f} ({100 * c['fraction_of_peak']:4.1f}%)" if c else f"{'-':>22}")
+    print(f"{column:<14}" + "".join(cells))
 
-def cell(row, column):
-    r = row[column]
-    return f"{r['tokens_per_second']:>10.0f} ({100 * r['fraction_of_peak']:4.1f}%)" if r else f"{'-':>18}"
+
+def line(label, key, fmt="{:.2f}"):
+    cells = [(fmt.format(rows[n][key]) if key in rows[n] else "-") for n in names]
+    print(f"{label:<14}" + "".join(f"{c:>22}" for c in cells))
 
 
-print(f"\n{summary['gpu'] or 'GPU'}, torch {summary['torch_version']}; tokens/s (% of {peak:g} TFLOPS float32 peak)")
-print(f"{'model':<13} {'moelab':>18} {'eager':>18} {'compile':>18} {'x eager':>7} {'x comp':>7} "
-      f"{'moelab tf32':>18} {'eager tf32':>18} {'x tf32':>7}")
-for name, r in rows.items():
-    def ratio(key):
-        return f"{r[key]:>7.2f}" if key in r else f"{'-':>7}"
-    print(f"{name:<13} {cell(r, 'moelab')} {cell(r, 'eager')} {cell(r, 'compile')} {ratio('ratio_moelab_over_eager')} "
-          f"{ratio('ratio_moelab_over_compile')} {cell(r, 'moelab-tf32')} {cell(r, 'eager-tf32')} "
-          f"{ratio('ratio_tf32_moelab_over_eager')}")
-print("-> bench-results/gpu_comparison.json")
+print(f"{'strongest fp32':<14}" + "".join(f"{rows[n]['strongest_pytorch_fp32'] or '-':>22}" for n in names))
+line("moelab / it", "ratio_moelab_fp32_over_strongest_pytorch_fp32")
+print(f"{'strongest bf16':<14}" + "".join(f"{rows[n]['strongest_pytorch_bf16'] or '-':>22}" for n in names))
+line("it / moelab", "gap_strongest_pytorch_bf16_over_moelab_fp32")
+line("it / m. bf16", "gap_strongest_pytorch_bf16_over_moelab_bf16")
+print("-> bench-results/gpu_comparison.json (target: moelab / strongest fp32 >= 1.0 on every model)")
 PY

@@ -11,7 +11,9 @@
 # PyTorch settings (see compare_train_step.sh for why): `omp` = torch threads = THREADS with a
 # single-threaded OpenBLAS; `blas` = one torch thread with OPENBLAS_NUM_THREADS = THREADS. At one
 # thread the two are the same and only `omp` runs. PyTorch's untouched default (OpenBLAS on every
-# core) is left out: at THREADS = 1 it uses more cores than moelab is given.
+# core) is left out: at THREADS = 1 it uses more cores than moelab is given. PyTorch runs
+# bench/pytorch/tuned_model.py; with --experts, its MoE runs both ways (padded-bmm: omp, blas; the
+# loop: omp-loop, blas-loop) and the best setting of the four counts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=$1 threads=$2 name=$3
@@ -22,26 +24,33 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p bench-results
 py=bench/pytorch/train_step.py
+moe_kinds=(padded-bmm)
+[[ " ${model[*]} " == *" --experts "* ]] && moe_kinds=(padded-bmm loop)
 for ((r = 0; r < rounds; ++r)); do
   "$build"/train_step_bench --threads "$threads" "${model[@]}" --out "$tmp/moelab_$r.json" > /dev/null
   if [[ -n "${MOELAB_BASE_BUILD:-}" ]]; then
     "$MOELAB_BASE_BUILD"/train_step_bench --threads "$threads" "${model[@]}" --out "$tmp/base_$r.json" > /dev/null
   fi
-  OPENBLAS_NUM_THREADS=1 /usr/bin/python3 $py --threads "$threads" "${model[@]}" --out "$tmp/omp_$r.json" > /dev/null
-  if ((threads > 1)); then
-    OPENBLAS_NUM_THREADS=$threads /usr/bin/python3 $py --threads 1 "${model[@]}" --out "$tmp/blas_$r.json" > /dev/null
-  fi
+  for moe in "${moe_kinds[@]}"; do
+    suffix=$([[ $moe == padded-bmm ]] && echo "" || echo "-$moe")
+    OPENBLAS_NUM_THREADS=1 /usr/bin/python3 $py --threads "$threads" --moe "$moe" "${model[@]}" \
+      --out "$tmp/omp${suffix}_$r.json" > /dev/null
+    if ((threads > 1)); then
+      OPENBLAS_NUM_THREADS=$threads /usr/bin/python3 $py --threads 1 --moe "$moe" "${model[@]}" \
+        --out "$tmp/blas${suffix}_$r.json" > /dev/null
+    fi
+  done
 done
 /usr/bin/python3 - "$tmp" "$rounds" "$threads" "$name" "${model[*]:-}" <<'PY'
 import glob, json, os, statistics, sys, time
 tmp, rounds, threads, name, model = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 runs = {}
-for kind in ("moelab", "base", "omp", "blas"):
+for kind in ("moelab", "base", "omp", "blas", "omp-loop", "blas-loop"):
     files = sorted(glob.glob(os.path.join(tmp, f"{kind}_*.json")))
     if files:
         runs[kind] = [json.load(open(f)) for f in files]
 med = {k: statistics.median(r["tokens_per_second"] for r in v) for k, v in runs.items()}
-best = max((k for k in ("omp", "blas") if k in med), key=lambda k: med[k])
+best = max((k for k in ("omp", "blas", "omp-loop", "blas-loop") if k in med), key=lambda k: med[k])
 m = runs["moelab"][0]
 report = {"name": name, "threads": threads, "rounds": rounds, "model_options": model,
           "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpu": m["cpu"],

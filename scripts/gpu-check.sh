@@ -17,7 +17,8 @@
 #             (default 128d) (refused on some machines: the stage then says so)
 #   demo      moelab phonebook --preset demo on the GPU (DEMO_CPU=1: on the CPU too)
 #   l2norm    moelab softmoe-l2norm --preset cpu on the GPU
-#   bench     bench/compare_gpu.sh: the three GPU-scale models, moelab vs PyTorch (eager, compile, tf32)
+#   bench     bench/compare_gpu.sh: the three GPU-scale models, moelab vs PyTorch (the columns of
+#             COLUMNS_RUN, default all: fp32, tf32, bf16; eager and compiled; three MoE codes)
 #   tiles     the two MoE models' step with each grouped-product setting (MOELAB_GROUPED_TILE,
 #             MOELAB_GROUPED_SPLIT) and once with MOELAB_CUDA_GENERIC=1; tilebench: bench with the
 #             fastest of them
