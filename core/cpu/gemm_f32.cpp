@@ -52,6 +52,11 @@ constexpr std::int64_t NC = 1024;  // columns per packed B block (KC x NC floats
 constexpr std::int64_t kInPlaceRowPanels = 2;  // at most this many A panels: B is not packed
 constexpr std::int64_t kInPlaceRowFloats = 512;  // nor when B's rows are at most this long (2 KiB)
 
+// The columns of one packed B block: NC rounded down to whole NR panels (NR = 24 on AVX2 does not
+// divide 1024), so that a block's panels fill the packed buffer exactly and only the last block of
+// a product has a partial panel.
+constexpr std::int64_t column_block(std::int64_t nr) { return NC / nr * nr; }
+
 // Element (i, p) of op(A) and (p, j) of op(B), whatever the storage.
 struct Operand {
   const float* data;
@@ -184,8 +189,9 @@ struct Blocked {
     const bool b_in_place = team == 1 && op_b.col_stride == 1 &&
                             (last_panel - first_panel <= kInPlaceRowPanels || op_b.row_stride <= kInPlaceRowFloats);
     alignas(64) float edge_a[kMaxMR * KC];  // the bottom edge's A panel, packed and zero padded
-    for (std::int64_t jc = 0; jc < n; jc += NC) {
-      const std::int64_t nc = std::min(NC, n - jc);
+    const std::int64_t nc_block = column_block(NR);
+    for (std::int64_t jc = 0; jc < n; jc += nc_block) {
+      const std::int64_t nc = std::min(nc_block, n - jc);
       for (std::int64_t pc = 0; pc < k; pc += KC) {
         const std::int64_t kc = std::min(KC, k - pc);
         const bool accumulate = pc > 0;
@@ -296,7 +302,7 @@ void gemm_f32_strided(const GemmKernels& kern, const float* a, std::int64_t lda,
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int threads = static_cast<int>(
       std::min<std::int64_t>(threads_for(flops, kGemmGrainFlops), std::max<std::int64_t>(1, row_panels)));
-  const std::int64_t nc_max = std::min(NC, (n + tiles.nr - 1) / tiles.nr * tiles.nr);
+  const std::int64_t nc_max = std::min(column_block(tiles.nr), (n + tiles.nr - 1) / tiles.nr * tiles.nr);
   const Blocked job{tiles, op_a, op_b, !trans_a, out, m, k, n, ldc,
                     packed_b_buffer(static_cast<std::size_t>(std::min(KC, k) * nc_max))};
   if (threads == 1) return job.run(0, 1);
