@@ -44,7 +44,8 @@ class Backend {
   virtual void fill_uniform(Tensor& x, double low, double high, Generator& gen) = 0;
   virtual void fill_normal(Tensor& x, double mean, double std, Generator& gen) = 0;
   // a: [B, M, K] or, when trans_a, [B, K, M]; b: [B, K, N] or [B, N, K]; out: [B, M, N].
-  // 2-D products arrive as B == 1.
+  // 2-D products arrive as B == 1. a and b have one dtype; out has it too, except that two
+  // bfloat16 operands give a float32 out (bf16 products, float32 sums: core/kernels/matmul.cpp).
   virtual void matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) = 0;
   // Grouped products (core/kernels.h); offsets: int32 [E + 1] on this device, not yet checked:
   // the backend checks 0 = offsets[0] <= ... <= offsets[E] <= N where they live (the CPU throws

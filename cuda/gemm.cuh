@@ -63,4 +63,31 @@ void gemm_row_major(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, 
   MOELAB_CUDA_CHECK_LAUNCH();  // under MOELAB_CUDA_SYNC=1: wait for cuBLAS's kernels and check them
 }
 
+// The same product with bfloat16 operands (raw 16-bit words, core/bfloat16.h's layout, which is
+// CUDA's __nv_bfloat16) and a float32 out: cublasGemmEx with CUDA_R_16BF inputs and
+// CUBLAS_COMPUTE_32F, i.e. exact bf16 x bf16 products summed in float32, on the tensor cores
+// (bf16 tensor-core instructions are not governed by the TF32 math mode of cuda/context.cu).
+// The summation order is cuBLAS's, as for float32: results repeat from run to run, and differ from
+// the CPU's widened float32 product by float32 rounding only.
+inline void gemm_row_major_bf16(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                                const void* a, std::int64_t stride_a, const void* b, std::int64_t stride_b, float* out,
+                                std::int64_t stride_out, std::int64_t batch) {
+  const int M = gemm_dim(m, "M"), N = gemm_dim(n, "N"), K = gemm_dim(k, "K"), B = gemm_dim(batch, "batch");
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLAS's first operand (see above)
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int ld_b = trans_b ? K : N;
+  const int ld_a = trans_a ? M : K;
+  const int ld_out = N;
+  const float alpha = 1.0f, beta = 0.0f;
+  const CublasLibrary& blas = cublas_library();
+  if (B == 1)
+    MOELAB_CUDA_CHECK(blas.gemm_ex(cublas(), op_b, op_a, N, M, K, &alpha, b, CUDA_R_16BF, ld_b, a, CUDA_R_16BF, ld_a,
+                                   &beta, out, CUDA_R_32F, ld_out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  else
+    MOELAB_CUDA_CHECK(blas.gemm_strided_batched_ex(cublas(), op_b, op_a, N, M, K, &alpha, b, CUDA_R_16BF, ld_b,
+                                                   stride_b, a, CUDA_R_16BF, ld_a, stride_a, &beta, out, CUDA_R_32F,
+                                                   ld_out, stride_out, B, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  MOELAB_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace moelab::cuda

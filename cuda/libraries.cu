@@ -53,6 +53,8 @@ const CublasLibrary& cublas_library() {
     find(handle, n, "cublasSgemmStridedBatched", l.sgemm_strided_batched);
     find(handle, n, "cublasDgemm_v2", l.dgemm);
     find(handle, n, "cublasDgemmStridedBatched", l.dgemm_strided_batched);
+    find(handle, n, "cublasGemmEx", l.gemm_ex);
+    find(handle, n, "cublasGemmStridedBatchedEx", l.gemm_strided_batched_ex);
     return l;
   }();
   return library;

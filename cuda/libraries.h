@@ -33,6 +33,15 @@ struct CublasLibrary {
   decltype(&cublasSgemmStridedBatched) sgemm_strided_batched;
   decltype(&cublasDgemm_v2) dgemm;
   decltype(&cublasDgemmStridedBatched) dgemm_strided_batched;
+  // bfloat16 operands, float32 sums. The C functions (with cublasComputeType_t): C++ sees an
+  // overload too (an inline wrapper taking cudaDataType), so decltype(&cublasGemmEx) is ambiguous.
+  cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                            const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                            cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+  cublasStatus_t (*gemm_strided_batched_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                            const void*, const void*, cudaDataType, int, long long, const void*,
+                                            cudaDataType, int, long long, const void*, void*, cudaDataType, int,
+                                            long long, int, cublasComputeType_t, cublasGemmAlgo_t);
 };
 
 struct CurandLibrary {

@@ -113,9 +113,20 @@ TEST_CASE("cuda parity: bfloat16 casts (bitwise: the same rounding) and the bf16
                {x.to(DType::Float64)}, kExact);
   check_parity([](const Tensors& in) { return Tensors{full({5}, 0.1, DType::BFloat16, in[0].device())}; }, {x}, kExact);
   // Products of bfloat16 operands: float32 results, float32 sums in another order (kTolGemm32).
+  // On the GPU these are cublasGemmEx on the tensor cores (exact bf16 products, float32
+  // accumulation), on the CPU the widened float32 GEMM: batched (strided-batched GemmEx) and
+  // single (GemmEx), with each operand transposed or not, and K = 300 for a longer sum.
   check_parity([](const Tensors& in) {
     return Tensors{k::matmul(in[0].to(DType::BFloat16), in[1].to(DType::BFloat16), false, true)};
   }, {randn({2, 30, 40}, gen), randn({2, 20, 40}, gen)}, kTolGemm32);
+  for (const bool trans_a : {false, true})
+    for (const bool trans_b : {false, true}) {
+      const Tensor a = trans_a ? randn({300, 70}, gen) : randn({70, 300}, gen);
+      const Tensor b = trans_b ? randn({130, 300}, gen) : randn({300, 130}, gen);
+      check_parity([trans_a, trans_b](const Tensors& in) {
+        return Tensors{k::matmul(in[0].to(DType::BFloat16), in[1].to(DType::BFloat16), trans_a, trans_b)};
+      }, {a, b}, kTolGemm32);
+    }
   const Tensor offsets = from_vector(std::vector<std::int32_t>{0, 7, 7, 19}, {4});
   check_parity([](const Tensors& t) {
     return Tensors{k::grouped_matmul(t[0].to(DType::BFloat16), t[1].to(DType::BFloat16), t[2])};

@@ -3,6 +3,11 @@
 // out[b] = op(a[b]) @ op(b[b]) where op is the identity or a transpose; all row-major.
 //   float32: moelab's own blocked GEMM (core/cpu/gemm_f32.cpp), the training hot path.
 //   float64: Eigen's GEMM (used by gradcheck, where speed does not matter).
+//   bfloat16 operands (both; out float32): exact bf16 x bf16 products (8-bit mantissas multiply
+//     exactly in float32's 24 bits) summed in float32, the product a bf16 GEMM computes
+//     (core/kernels/matmul.cpp). Where the CPU has AVX512_BF16, core/cpu/gemm_bf16.h's VDPBF16PS
+//     kernel (sums in pairs); elsewhere the operands are widened to float32, which is exact, and
+//     the float32 GEMM runs (sums in order): the two differ by float32 rounding only.
 // Batches run one after another, each product deciding its own threads, unless each product is
 // small and the batch as a whole is worth several threads (core/cpu/thread_count.h): then each
 // thread takes whole products.
@@ -13,11 +18,24 @@
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
 #include "core/cpu/gemm.h"
+#include "core/cpu/gemm_bf16.h"
 #include "core/cpu/thread_count.h"
 
 namespace moelab {
 
 void CpuBackend::matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) {
+  if (a.dtype() == DType::BFloat16) {
+    if (!cpu::use_native_bf16_gemm())
+      return matmul(a.to(DType::Float32), b.to(DType::Float32), trans_a, trans_b, out);
+    const std::int64_t batch = out.size(0), m = out.size(1), n = out.size(2);
+    const std::int64_t k = trans_a ? a.size(1) : a.size(2);
+    const auto* pa = reinterpret_cast<const std::uint16_t*>(a.data<BFloat16>());
+    const auto* pb = reinterpret_cast<const std::uint16_t*>(b.data<BFloat16>());
+    for (std::int64_t i = 0; i < batch; ++i)
+      cpu::gemm_bf16(cpu::Bf16DotKernel::Avx512Bf16, pa + i * m * k, pb + i * k * n, out.data<float>() + i * m * n, m,
+                     k, n, trans_a, trans_b);
+    return;
+  }
   const std::int64_t batch = out.size(0), m = out.size(1), n = out.size(2);
   const std::int64_t k = trans_a ? a.size(1) : a.size(2);
   dispatch_float(a.dtype(), [&]<class T>() {

@@ -1,11 +1,11 @@
 // core/kernels/matmul.cpp — checks and dispatch for matrix products (plain, transposed, batched).
 //
 // bfloat16 operands (both, core/dtype.h) give a float32 product: bfloat16 inputs, float32 sum,
-// the product of any bf16 GEMM (autograd/precision.h). Here they are widened to float32, which is
-// exact, and multiplied by the float32 GEMM: a product of two bfloat16s (8-bit mantissas) is exact
-// in float32's 24 bits, so this is that product summed in the float32 GEMM's order, on every CPU
-// and GPU alike. It saves no time; kernels with bf16 instructions (the CPU's VDPBF16PS, tensor
-// cores) are where a faster path would plug in, behind the same contract.
+// the product of any bf16 GEMM (autograd/precision.h). A product of two bfloat16s (8-bit
+// mantissas) is exact in float32's 24 bits, so the only rounding is the float32 sum's. matmul
+// hands bf16 operands to the backend as they are: the CPU widens them to float32 and runs its
+// float32 GEMM (core/cpu/matmul.cpp), the GPU runs cuBLAS's bf16 GEMM on the tensor cores
+// (cuda/matmul.cu). The grouped products still widen here, on both devices, before the backend.
 #include "core/backend.h"
 #include "core/kernels.h"
 
@@ -24,10 +24,16 @@ bool widened_bfloat16_operands(const Tensor& a, const Tensor& b, const char* op,
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
-  Tensor a32, b32;
-  if (widened_bfloat16_operands(a, b, "matmul", a32, b32)) return matmul(a32, b32, trans_a, trans_b);
-  check_floating(a, "matmul", "a");
-  check_floating(b, "matmul", "b");
+  check_defined(a, "matmul", "a");
+  check_defined(b, "matmul", "b");
+  const bool bf16 = a.dtype() == DType::BFloat16 || b.dtype() == DType::BFloat16;
+  if (bf16) {
+    MOELAB_CHECK(a.dtype() == b.dtype(), "matmul", "a is ", a.dtype(), " but b is ", b.dtype(),
+                 " (bfloat16 products take two bfloat16 operands)");
+  } else {
+    check_floating(a, "matmul", "a");
+    check_floating(b, "matmul", "b");
+  }
   check_same_device(a, b, "matmul");
   MOELAB_CHECK(a.dtype() == b.dtype(), "matmul", "a is ", a.dtype(), " but b is ", b.dtype());
   MOELAB_CHECK(a.rank() == b.rank() && (a.rank() == 2 || a.rank() == 3), "matmul",
@@ -41,7 +47,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   const std::int64_t n = trans_b ? b.size(-2) : b.size(-1);
   MOELAB_CHECK(ka == kb, "matmul", "inner dimensions differ: a ", a.shape(), (trans_a ? "^T" : ""), " @ b ", b.shape(),
                (trans_b ? "^T" : ""));
-  Tensor out = Tensor::empty(batched ? Shape{batch, m, n} : Shape{m, n}, a.dtype(), a.device());
+  Tensor out = Tensor::empty(batched ? Shape{batch, m, n} : Shape{m, n}, bf16 ? DType::Float32 : a.dtype(), a.device());
   if (out.numel() == 0) return out;
   if (ka == 0) {
     fill(out, 0.0);

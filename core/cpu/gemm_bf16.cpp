@@ -1,0 +1,166 @@
+// core/cpu/gemm_bf16.cpp — packing, blocking and threads of the pairwise bf16 GEMM, its emulated
+// tile and the choice of kernel (what is computed: core/cpu/gemm_bf16.h).
+//
+// The structure is gemm_f32's (core/cpu/gemm_f32.cpp), simpler: for each block of KP pairs of the
+// inner dimension, B's block is packed into panels of NR columns ([pairs][NR] words), then each
+// thread takes whole MR-row panels of C, packs its A panel ([pairs][MR] words) and runs the tile
+// over every B panel. The tile reads C back as its starting value for every block after the first,
+// so each element of C is one chain over all of k, whatever the blocking and the thread count.
+// Edge tiles (fewer than MR rows or NR columns) run on a zero-padded copy.
+#include "core/cpu/gemm_bf16.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/cpu/thread_count.h"
+#include "core/error.h"
+
+namespace moelab::cpu {
+namespace {
+
+using gemm_bf16_detail::MR;
+using gemm_bf16_detail::NR;
+constexpr std::int64_t KP = 128;  // pairs per block: an A panel of 12 x 128 words (6 KiB) stays in L1
+
+// One step of the instruction, as Intel's manual defines it: a float32 FMA of two bf16 values
+// with subnormal inputs read as zero and a subnormal result flushed to zero, keeping the sign.
+inline float daz(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
+inline float bf16_value(std::uint16_t bits) {
+  const std::uint32_t word = static_cast<std::uint32_t>(bits) << 16;
+  float x;
+  std::memcpy(&x, &word, sizeof(x));
+  return daz(x);
+}
+inline float dot_step(float a, float b, float acc) { return daz(std::fma(a, b, daz(acc))); }
+
+// The tile without the instruction: the same steps in the same order, one element at a time.
+void emulated_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,
+                   std::int64_t ldc, bool accumulate) {
+  float acc[MR][NR];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) acc[r][j] = accumulate ? c[r * ldc + j] : 0.0f;
+  for (std::int64_t q = 0; q < pairs; ++q, a_panel += MR, b_panel += NR)
+    for (int r = 0; r < MR; ++r) {
+      const float a_even = bf16_value(static_cast<std::uint16_t>(a_panel[r]));
+      const float a_odd = bf16_value(static_cast<std::uint16_t>(a_panel[r] >> 16));
+      for (int j = 0; j < NR; ++j) {
+        const float b_even = bf16_value(static_cast<std::uint16_t>(b_panel[j]));
+        const float b_odd = bf16_value(static_cast<std::uint16_t>(b_panel[j] >> 16));
+        acc[r][j] = dot_step(a_even, b_even, dot_step(a_odd, b_odd, acc[r][j]));  // the odd one first
+      }
+    }
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
+}
+
+// Element (i, p) of op(X) for a row-major X with `cols` columns, transposed or not; 0 past `inner`.
+struct Bf16Operand {
+  const std::uint16_t* data;
+  std::int64_t rows_stride, inner_stride, inner;  // op(X)(i, p) = data[i * rows_stride + p * inner_stride]
+  std::uint32_t at(std::int64_t i, std::int64_t p) const {
+    return p < inner ? data[i * rows_stride + p * inner_stride] : 0u;
+  }
+  // The word of pair q for row i: element 2q in the low half, 2q + 1 in the high half.
+  std::uint32_t pair(std::int64_t i, std::int64_t q) const { return at(i, 2 * q) | at(i, 2 * q + 1) << 16; }
+};
+
+// Words [q0, q0 + kp) of `rows` rows from row i0 as panel[q][r] with `width` words a row, zero rows
+// past `rows`.
+void pack_panel(const Bf16Operand& x, std::int64_t i0, std::int64_t rows, int width, std::int64_t q0, std::int64_t kp,
+                std::uint32_t* out) {
+  for (std::int64_t q = 0; q < kp; ++q, out += width) {
+    for (std::int64_t r = 0; r < rows; ++r) out[r] = x.pair(i0 + r, q0 + q);
+    for (std::int64_t r = rows; r < width; ++r) out[r] = 0u;
+  }
+}
+
+gemm_bf16_detail::Bf16Tile tile_for(Bf16DotKernel kernel) {
+  if (kernel == Bf16DotKernel::Emulated) return &emulated_tile;
+  MOELAB_CHECK(cpu_has_avx512_bf16(), "gemm_bf16", "the avx512_bf16 kernel needs a CPU with AVX512_BF16");
+#if defined(__x86_64__)
+  return &gemm_bf16_detail::avx512_bf16_tile;
+#else
+  fail("gemm_bf16", "this build has no avx512_bf16 kernel");
+#endif
+}
+
+}  // namespace
+
+bool cpu_has_avx512_bf16() {
+#if defined(__x86_64__)
+  static const bool has = [] {
+    __builtin_cpu_init();
+    // __builtin_cpu_supports also checks (XGETBV) that the OS saves the 512-bit registers.
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+bool use_native_bf16_gemm() {
+  static const bool native = [] {
+    const char* setting = std::getenv("MOELAB_CPU_BF16");
+    const std::string value = setting ? setting : "";
+    if (value == "widen") return false;
+    MOELAB_CHECK(value.empty() || value == "native", "MOELAB_CPU_BF16", "is '", value,
+                 "': use native (VDPBF16PS where the CPU has AVX512_BF16, the default) or widen");
+    MOELAB_CHECK(value.empty() || cpu_has_avx512_bf16(), "MOELAB_CPU_BF16",
+                 "native needs a CPU with AVX512_BF16; this one has none");
+    return cpu_has_avx512_bf16();
+  }();
+  return native;
+}
+
+void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t* b, float* out, std::int64_t m,
+               std::int64_t k, std::int64_t n, bool trans_a, bool trans_b) {
+  const gemm_bf16_detail::Bf16Tile tile = tile_for(kernel);
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    std::fill(out, out + m * n, 0.0f);
+    return;
+  }
+  // op(A)(i, p) and op(B)^T(j, p): both read as rows over the inner dimension p.
+  const Bf16Operand op_a = trans_a ? Bf16Operand{a, 1, m, k} : Bf16Operand{a, k, 1, k};
+  const Bf16Operand op_bt = trans_b ? Bf16Operand{b, k, 1, k} : Bf16Operand{b, 1, n, k};
+  const std::int64_t pairs = (k + 1) / 2, row_panels = (m + MR - 1) / MR, col_panels = (n + NR - 1) / NR;
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const int threads = static_cast<int>(std::min<std::int64_t>(threads_for(flops, kGemmGrainFlops), row_panels));
+  std::vector<std::uint32_t> packed_b(static_cast<std::size_t>(col_panels * NR * std::min(KP, pairs)));
+  for (std::int64_t q0 = 0; q0 < pairs; q0 += KP) {
+    const std::int64_t kp = std::min(KP, pairs - q0);
+    const bool accumulate = q0 > 0;
+    for (std::int64_t jp = 0; jp < col_panels; ++jp)
+      pack_panel(op_bt, jp * NR, std::min<std::int64_t>(NR, n - jp * NR), NR, q0, kp, &packed_b[jp * NR * kp]);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+    for (std::int64_t ip = 0; ip < row_panels; ++ip) {
+      alignas(64) std::uint32_t packed_a[MR * KP];
+      alignas(64) float part[MR * NR];
+      const std::int64_t i0 = ip * MR, rows = std::min<std::int64_t>(MR, m - i0);
+      pack_panel(op_a, i0, rows, MR, q0, kp, packed_a);
+      for (std::int64_t jp = 0; jp < col_panels; ++jp) {
+        const std::int64_t j0 = jp * NR, cols = std::min<std::int64_t>(NR, n - j0);
+        float* c = out + i0 * n + j0;
+        if (rows == MR && cols == NR) {
+          tile(kp, packed_a, &packed_b[jp * NR * kp], c, n, accumulate);
+          continue;
+        }
+        // An edge tile: run it on a padded copy of C's valid part, then copy that part back.
+        for (std::int64_t r = 0; r < MR; ++r)
+          for (std::int64_t j = 0; j < NR; ++j) part[r * NR + j] = accumulate && r < rows && j < cols ? c[r * n + j] : 0.0f;
+        tile(kp, packed_a, &packed_b[jp * NR * kp], part, NR, accumulate);
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::int64_t j = 0; j < cols; ++j) c[r * n + j] = part[r * NR + j];
+      }
+    }
+  }
+}
+
+}  // namespace moelab::cpu

@@ -1,0 +1,62 @@
+// core/cpu/gemm_bf16.h — bfloat16 matrix products on the CPU's bf16 dot-product instruction.
+//
+// A bf16 GEMM multiplies bfloat16 operands and sums in float32 (autograd/precision.h). Every CPU
+// can do that by widening the operands to float32 (exact) and running the float32 GEMM, which is
+// what core/cpu/matmul.cpp does by default. CPUs with AVX512_BF16 (Intel since Cooper Lake, AMD
+// since Zen 4) have an instruction for it, VDPBF16PS, which handles twice as many products per
+// instruction as a float32 FMA. Intel's manual defines it, for each float32 lane j, as two fused
+// multiply-adds on a PAIR of bf16 values, the odd one first:
+//
+//   acc_j = fma(a[2j+1], b[2j+1], acc_j);   acc_j = fma(a[2j], b[2j], acc_j)
+//
+// with bf16 subnormal inputs read as zero (DAZ), subnormal results flushed to zero (FTZ), and round
+// to nearest even. The products are exact (8-bit mantissas), so each step rounds once.
+//
+// So this GEMM sums each element of C over k in pairs: for q = 0, 1, ...: the step above with
+// (a(i, 2q+1), b(2q+1, j)) then (a(i, 2q), b(2q, j)), one chain from 0 over all of k (an odd k
+// gets a zero partner). Operands are packed so that each 32-bit word holds a pair (element 2q in
+// the low half, as the instruction reads it): A panels [pairs][MR] broadcast one word per row, B
+// panels [pairs][NR] give NR lanes per pair. Two kernels compute exactly that chain:
+//   Avx512Bf16  VDPBF16PS on 12 x 32 tiles (core/cpu/gemm_bf16_avx512.cpp), where the CPU has it
+//   Emulated    the same chain written out in C++ (std::fma, DAZ and FTZ by hand), slow: it lets
+//               every machine test the packing and the tiles, and a CPU with the instruction test
+//               the instruction against the definition (tests/test_gemm_bf16.cpp)
+// The chain differs from the widened float32 GEMM's (which sums k in order, in blocks of 256) by
+// float32 rounding only, so a bf16 run on a CPU with AVX512_BF16 is not bitwise the run on a CPU
+// without it; float32 runs are untouched. MOELAB_CPU_BF16=widen makes a CPU with the instruction
+// widen as the others do (for comparisons).
+#pragma once
+
+#include <cstdint>
+
+namespace moelab::cpu {
+
+enum class Bf16DotKernel { Emulated, Avx512Bf16 };
+
+// Whether this CPU has AVX512_BF16 (and the OS saves the 512-bit registers).
+bool cpu_has_avx512_bf16();
+
+// Whether CpuBackend::matmul multiplies bfloat16 operands with gemm_bf16 (Avx512Bf16): the CPU has
+// the instruction and MOELAB_CPU_BF16 is unset or "native"; "widen" says no. Read once. Throws
+// moelab::Error for another value, or for "native" on a CPU without the instruction.
+bool use_native_bf16_gemm();
+
+// out [m, n] (float32, row-major, overwritten) = op(A) [m, k] @ op(B) [k, n]; a and b hold
+// bfloat16 bit patterns (core/bfloat16.h), row-major: A is [m, k] ([k, m] when trans_a), B is
+// [k, n] ([n, k] when trans_b). The pairwise chain of the header, with the given kernel (throws
+// moelab::Error for Avx512Bf16 on a CPU without it). Threads: as gemm_f32 (core/cpu/thread_count.h);
+// no bit depends on their number.
+void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t* b, float* out, std::int64_t m,
+               std::int64_t k, std::int64_t n, bool trans_a, bool trans_b);
+
+namespace gemm_bf16_detail {
+constexpr int MR = 12, NR = 32;  // the C tile: 24 zmm accumulators of 16 floats
+// C tile [MR, NR] (row stride ldc) = (accumulate ? C : 0) + the pairwise chain over `pairs` words of
+// a_panel [pairs][MR] and b_panel [pairs][NR].
+using Bf16Tile = void (*)(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,
+                          std::int64_t ldc, bool accumulate);
+void avx512_bf16_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,
+                      std::int64_t ldc, bool accumulate);  // core/cpu/gemm_bf16_avx512.cpp (x86-64 builds)
+}  // namespace gemm_bf16_detail
+
+}  // namespace moelab::cpu

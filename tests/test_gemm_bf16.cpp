@@ -1,0 +1,225 @@
+// tests/test_gemm_bf16.cpp — the pairwise bf16 GEMM (core/cpu/gemm_bf16.h): packing, tiles and
+// threads against the definition, the VDPBF16PS kernel against its emulation where the CPU has
+// AVX512_BF16, and the CPU matmul's choice between it and widening.
+//
+// The definition, written here independently of the kernel's packing: element (i, j) of C is one
+// chain over the pairs q = 0, 1, ... of k: acc = step(a(i, 2q+1), b(2q+1, j), acc), then
+// acc = step(a(i, 2q), b(2q, j), acc), from 0, a missing partner (odd k) being 0; step is a float32
+// FMA with subnormal inputs read as zero and a subnormal result flushed to zero (Intel's manual for
+// VDPBF16PS). The emulated kernel must give it bitwise, for every shape, transposition and thread
+// count. Against the widened float32 GEMM (products summed in order) the difference is float32
+// rounding of two different chains of length k, each within k 2^-24 sum|a b|, plus the flushed
+// subnormals (at most 2k FLT_MIN): the bound 2 (k 2^-24 sum|a b| + k FLT_MIN).
+// The instruction's kernel is compared with the emulation to that same bound (not bitwise: an
+// implementation may round its two steps differently from the manual's text; the test reports how
+// many elements are bitwise equal). On a CPU without AVX512_BF16 it is not run, and the test says so.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/bfloat16.h"
+#include "core/cpu/gemm_bf16.h"
+#include "core/error.h"
+#include "core/factories.h"
+#include "core/kernels.h"
+#include "core/parallel.h"
+#include "core/random.h"
+
+using namespace moelab;
+using namespace moelab::cpu;
+
+namespace {
+
+struct Shape3 {
+  std::int64_t m, k, n;
+};
+
+// Varied bf16 values: mostly in [-2, 2], some tiny (their products underflow to subnormals, which
+// the instruction flushes), some subnormal themselves (read as zero), some zeros.
+std::vector<std::uint16_t> random_bf16(std::int64_t count, std::uint64_t seed) {
+  std::vector<std::uint16_t> v(static_cast<std::size_t>(count));
+  std::uint64_t state = seed * 6364136223846793005ull + 1442695040888963407ull;
+  for (auto& x : v) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = static_cast<double>(state >> 11) / 9007199254740992.0;  // [0, 1)
+    float value = static_cast<float>(u * 4.0 - 2.0);
+    const int kind = static_cast<int>((state >> 3) % 40);
+    if (kind == 0) value *= 1e-20f;    // products near 1e-40: subnormal
+    if (kind == 1) value *= 1e-39f;    // a subnormal input
+    if (kind == 2) value = 0.0f;
+    x = BFloat16::from_float(value).bits;
+  }
+  return v;
+}
+
+float to_float(std::uint16_t bits) {
+  const std::uint32_t word = static_cast<std::uint32_t>(bits) << 16;
+  float x;
+  std::memcpy(&x, &word, sizeof(x));
+  return x;
+}
+float zero_if_subnormal(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; }
+float step(float a, float b, float acc) {
+  return zero_if_subnormal(std::fma(zero_if_subnormal(a), zero_if_subnormal(b), zero_if_subnormal(acc)));
+}
+
+// op(A)(i, p) for A stored [m, k] (or [k, m] when transposed); 0 past k.
+float element(const std::vector<std::uint16_t>& x, std::int64_t rows, std::int64_t inner, bool trans, std::int64_t i,
+              std::int64_t p) {
+  if (p >= inner) return 0.0f;
+  return to_float(trans ? x[static_cast<std::size_t>(p * rows + i)] : x[static_cast<std::size_t>(i * inner + p)]);
+}
+
+// The definition of the header, element by element.
+std::vector<float> pairwise_reference(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b, Shape3 s,
+                                      bool trans_a, bool trans_b) {
+  std::vector<float> c(static_cast<std::size_t>(s.m * s.n));
+  for (std::int64_t i = 0; i < s.m; ++i)
+    for (std::int64_t j = 0; j < s.n; ++j) {
+      float acc = 0.0f;
+      for (std::int64_t p = 0; p < s.k; p += 2) {
+        // op(B)(p, j) for B stored [k, n] (or [n, k] when transposed) is op(B)^T(j, p).
+        acc = step(element(a, s.m, s.k, trans_a, i, p + 1), element(b, s.n, s.k, !trans_b, j, p + 1), acc);
+        acc = step(element(a, s.m, s.k, trans_a, i, p), element(b, s.n, s.k, !trans_b, j, p), acc);
+      }
+      c[static_cast<std::size_t>(i * s.n + j)] = acc;
+    }
+  return c;
+}
+
+// The float32 GEMM on the widened operands (kernels::matmul on float32 tensors), and the bound.
+std::vector<float> widened_product(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b, Shape3 s,
+                                   bool trans_a, bool trans_b) {
+  std::vector<float> af(a.size()), bf(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) af[i] = to_float(a[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) bf[i] = to_float(b[i]);
+  const Tensor ta = from_vector(af, trans_a ? moelab::Shape{s.k, s.m} : moelab::Shape{s.m, s.k});
+  const Tensor tb = from_vector(bf, trans_b ? moelab::Shape{s.n, s.k} : moelab::Shape{s.k, s.n});
+  return kernels::matmul(ta, tb, trans_a, trans_b).to_vector<float>();
+}
+
+double bound(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b, Shape3 s, bool trans_a,
+             bool trans_b, std::int64_t i, std::int64_t j) {
+  double sum_abs = 0.0;
+  for (std::int64_t p = 0; p < s.k; ++p)
+    sum_abs += std::abs(double(element(a, s.m, s.k, trans_a, i, p)) * element(b, s.n, s.k, !trans_b, j, p));
+  const double k = static_cast<double>(s.k);
+  return 2.0 * (k * std::ldexp(1.0, -24) * sum_abs + k * std::numeric_limits<float>::min());
+}
+
+bool bitwise_equal(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+std::vector<float> run(Bf16DotKernel kernel, const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b,
+                       Shape3 s, bool trans_a, bool trans_b) {
+  std::vector<float> c(static_cast<std::size_t>(s.m * s.n), std::numeric_limits<float>::quiet_NaN());
+  gemm_bf16(kernel, a.data(), b.data(), c.data(), s.m, s.k, s.n, trans_a, trans_b);
+  return c;
+}
+
+// Full and edge tiles, odd k, one and several 128-pair blocks (k 300 and 513 > 256).
+const std::vector<Shape3> kShapes{{1, 1, 1}, {13, 7, 33}, {12, 256, 32}, {25, 257, 65}, {40, 300, 70},
+                                  {5, 513, 9}, {24, 2, 64}};
+
+}  // namespace
+
+TEST_CASE("gemm_bf16, emulated: the pairwise chain bitwise, every shape and transposition") {
+  std::uint64_t seed = 1;
+  for (const Shape3 s : kShapes)
+    for (const bool trans_a : {false, true})
+      for (const bool trans_b : {false, true}) {
+        CAPTURE(s.m);
+        CAPTURE(s.k);
+        CAPTURE(s.n);
+        CAPTURE(trans_a);
+        CAPTURE(trans_b);
+        const auto a = random_bf16(s.m * s.k, seed++), b = random_bf16(s.k * s.n, seed++);
+        const std::vector<float> got = run(Bf16DotKernel::Emulated, a, b, s, trans_a, trans_b);
+        CHECK(bitwise_equal(got, pairwise_reference(a, b, s, trans_a, trans_b)));
+        // Against the widened float32 product: float32 rounding apart, and not bitwise the same
+        // computation (the test would not notice a kernel that widened instead).
+        const std::vector<float> widened = widened_product(a, b, s, trans_a, trans_b);
+        for (std::int64_t i = 0; i < s.m; ++i)
+          for (std::int64_t j = 0; j < s.n; ++j) {
+            const auto at = static_cast<std::size_t>(i * s.n + j);
+            CHECK(std::abs(double(got[at]) - widened[at]) <= bound(a, b, s, trans_a, trans_b, i, j));
+          }
+      }
+}
+
+TEST_CASE("gemm_bf16, emulated: differs from the in-order float32 sum where rounding says it must") {
+  // A kernel that widened and summed in order would pass the bound above: on inputs spread over
+  // many magnitudes the pairwise chain must differ from the in-order float32 sum somewhere.
+  const Shape3 s{8, 64, 8};
+  std::vector<std::uint16_t> a(static_cast<std::size_t>(s.m * s.k)), b(static_cast<std::size_t>(s.k * s.n));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = BFloat16::from_float(std::ldexp(1.0f + static_cast<float>(i % 7) / 8.0f, static_cast<int>(i % 23) - 11)).bits;
+  for (std::size_t i = 0; i < b.size(); ++i)
+    b[i] = BFloat16::from_float((i % 2 ? -1.0f : 1.0f) * (1.0f + static_cast<float>(i % 5) / 4.0f)).bits;
+  const std::vector<float> pairwise = run(Bf16DotKernel::Emulated, a, b, s, false, false);
+  const std::vector<float> widened = widened_product(a, b, s, false, false);
+  CHECK_FALSE(bitwise_equal(pairwise, widened));
+}
+
+TEST_CASE("gemm_bf16: no bit depends on the thread count") {
+  const Shape3 s{200, 300, 100};  // 12 MFLOP: several threads when allowed
+  const auto a = random_bf16(s.m * s.k, 91), b = random_bf16(s.k * s.n, 92);
+  const int before = num_threads();
+  set_num_threads(1);
+  const std::vector<float> one = run(Bf16DotKernel::Emulated, a, b, s, false, true);
+  set_num_threads(4);
+  const std::vector<float> four = run(Bf16DotKernel::Emulated, a, b, s, false, true);
+  set_num_threads(before);
+  CHECK(bitwise_equal(one, four));
+  CHECK(bitwise_equal(one, pairwise_reference(a, b, s, false, true)));
+}
+
+TEST_CASE("gemm_bf16: the VDPBF16PS kernel against the emulation, where the CPU has AVX512_BF16") {
+  if (!cpu_has_avx512_bf16()) {
+    MESSAGE("this CPU has no AVX512_BF16: the VDPBF16PS kernel is not run here (the emulation is tested above)");
+    CHECK_THROWS_AS(run(Bf16DotKernel::Avx512Bf16, {1}, {1}, Shape3{1, 1, 1}, false, false), Error);
+    return;
+  }
+  std::uint64_t seed = 100;
+  std::int64_t elements = 0, equal = 0;
+  for (const Shape3 s : kShapes)
+    for (const bool trans_a : {false, true})
+      for (const bool trans_b : {false, true}) {
+        CAPTURE(s.m);
+        CAPTURE(s.k);
+        CAPTURE(s.n);
+        const auto a = random_bf16(s.m * s.k, seed++), b = random_bf16(s.k * s.n, seed++);
+        const std::vector<float> native = run(Bf16DotKernel::Avx512Bf16, a, b, s, trans_a, trans_b);
+        const std::vector<float> emulated = run(Bf16DotKernel::Emulated, a, b, s, trans_a, trans_b);
+        for (std::int64_t i = 0; i < s.m; ++i)
+          for (std::int64_t j = 0; j < s.n; ++j) {
+            const auto at = static_cast<std::size_t>(i * s.n + j);
+            CHECK(std::abs(double(native[at]) - emulated[at]) <= bound(a, b, s, trans_a, trans_b, i, j));
+            ++elements;
+            equal += std::memcmp(&native[at], &emulated[at], sizeof(float)) == 0;
+          }
+      }
+  MESSAGE("VDPBF16PS kernel: " << equal << " of " << elements << " elements bitwise equal to the emulated chain");
+}
+
+TEST_CASE("CPU matmul of bfloat16 operands: VDPBF16PS where the CPU has it, else the widened float32 GEMM") {
+  Generator gen(5);
+  const Tensor a = normal({37, 70}, 0.0, 1.0, gen).to(DType::BFloat16);
+  const Tensor b = normal({70, 45}, 0.0, 1.0, gen).to(DType::BFloat16);
+  const std::vector<float> got = kernels::matmul(a, b).to_vector<float>();
+  const std::vector<float> widened = kernels::matmul(a.to(DType::Float32), b.to(DType::Float32)).to_vector<float>();
+  if (use_native_bf16_gemm()) {
+    std::vector<float> native(got.size());
+    gemm_bf16(Bf16DotKernel::Avx512Bf16, reinterpret_cast<const std::uint16_t*>(a.data<BFloat16>()),
+              reinterpret_cast<const std::uint16_t*>(b.data<BFloat16>()), native.data(), 37, 70, 45, false, false);
+    CHECK(bitwise_equal(got, native));
+  } else {
+    MESSAGE("bfloat16 products widen to the float32 GEMM here (no AVX512_BF16, or MOELAB_CPU_BF16=widen)");
+    CHECK(bitwise_equal(got, widened));
+  }
+}
