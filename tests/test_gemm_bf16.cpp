@@ -126,10 +126,10 @@ std::vector<float> run(Bf16DotKernel kernel, const std::vector<std::uint16_t>& a
 const std::vector<Shape3> kShapes{{1, 1, 1}, {13, 7, 33}, {12, 256, 32}, {25, 257, 65}, {40, 300, 70},
                                   {5, 513, 9}, {24, 2, 64}};
 
-}  // namespace
-
-TEST_CASE("gemm_bf16, emulated: the pairwise chain bitwise, every shape and transposition") {
-  std::uint64_t seed = 1;
+// Calls check(s, trans_a, trans_b, a, b) for every shape of kShapes and transposition, with fresh
+// random operands from `seed` on.
+template <class Check>
+void for_every_case(std::uint64_t seed, Check&& check) {
   for (const Shape3 s : kShapes)
     for (const bool trans_a : {false, true})
       for (const bool trans_b : {false, true}) {
@@ -139,17 +139,26 @@ TEST_CASE("gemm_bf16, emulated: the pairwise chain bitwise, every shape and tran
         CAPTURE(trans_a);
         CAPTURE(trans_b);
         const auto a = random_bf16(s.m * s.k, seed++), b = random_bf16(s.k * s.n, seed++);
-        const std::vector<float> got = run(Bf16DotKernel::Emulated, a, b, s, trans_a, trans_b);
-        CHECK(bitwise_equal(got, pairwise_reference(a, b, s, trans_a, trans_b)));
-        // Against the widened float32 product: float32 rounding apart, and not bitwise the same
-        // computation (the test would not notice a kernel that widened instead).
-        const std::vector<float> widened = widened_product(a, b, s, trans_a, trans_b);
-        for (std::int64_t i = 0; i < s.m; ++i)
-          for (std::int64_t j = 0; j < s.n; ++j) {
-            const auto at = static_cast<std::size_t>(i * s.n + j);
-            CHECK(std::abs(double(got[at]) - widened[at]) <= bound(a, b, s, trans_a, trans_b, i, j));
-          }
+        check(s, trans_a, trans_b, a, b);
       }
+}
+
+}  // namespace
+
+TEST_CASE("gemm_bf16, emulated: the pairwise chain bitwise, every shape and transposition") {
+  for_every_case(1, [](Shape3 s, bool trans_a, bool trans_b, const std::vector<std::uint16_t>& a,
+                       const std::vector<std::uint16_t>& b) {
+    const std::vector<float> got = run(Bf16DotKernel::Emulated, a, b, s, trans_a, trans_b);
+    CHECK(bitwise_equal(got, pairwise_reference(a, b, s, trans_a, trans_b)));
+    // Against the widened float32 product: float32 rounding apart, and not bitwise the same
+    // computation (the test would not notice a kernel that widened instead).
+    const std::vector<float> widened = widened_product(a, b, s, trans_a, trans_b);
+    for (std::int64_t i = 0; i < s.m; ++i)
+      for (std::int64_t j = 0; j < s.n; ++j) {
+        const auto at = static_cast<std::size_t>(i * s.n + j);
+        CHECK(std::abs(double(got[at]) - widened[at]) <= bound(a, b, s, trans_a, trans_b, i, j));
+      }
+  });
 }
 
 TEST_CASE("gemm_bf16, emulated: differs from the in-order float32 sum where rounding says it must") {
@@ -185,25 +194,19 @@ TEST_CASE("gemm_bf16: the VDPBF16PS kernel against the emulation, where the CPU 
     CHECK_THROWS_AS(run(Bf16DotKernel::Avx512Bf16, {1}, {1}, Shape3{1, 1, 1}, false, false), Error);
     return;
   }
-  std::uint64_t seed = 100;
   std::int64_t elements = 0, equal = 0;
-  for (const Shape3 s : kShapes)
-    for (const bool trans_a : {false, true})
-      for (const bool trans_b : {false, true}) {
-        CAPTURE(s.m);
-        CAPTURE(s.k);
-        CAPTURE(s.n);
-        const auto a = random_bf16(s.m * s.k, seed++), b = random_bf16(s.k * s.n, seed++);
-        const std::vector<float> native = run(Bf16DotKernel::Avx512Bf16, a, b, s, trans_a, trans_b);
-        const std::vector<float> emulated = run(Bf16DotKernel::Emulated, a, b, s, trans_a, trans_b);
-        for (std::int64_t i = 0; i < s.m; ++i)
-          for (std::int64_t j = 0; j < s.n; ++j) {
-            const auto at = static_cast<std::size_t>(i * s.n + j);
-            CHECK(std::abs(double(native[at]) - emulated[at]) <= bound(a, b, s, trans_a, trans_b, i, j));
-            ++elements;
-            equal += std::memcmp(&native[at], &emulated[at], sizeof(float)) == 0;
-          }
+  for_every_case(100, [&](Shape3 s, bool trans_a, bool trans_b, const std::vector<std::uint16_t>& a,
+                          const std::vector<std::uint16_t>& b) {
+    const std::vector<float> native = run(Bf16DotKernel::Avx512Bf16, a, b, s, trans_a, trans_b);
+    const std::vector<float> emulated = run(Bf16DotKernel::Emulated, a, b, s, trans_a, trans_b);
+    for (std::int64_t i = 0; i < s.m; ++i)
+      for (std::int64_t j = 0; j < s.n; ++j) {
+        const auto at = static_cast<std::size_t>(i * s.n + j);
+        CHECK(std::abs(double(native[at]) - emulated[at]) <= bound(a, b, s, trans_a, trans_b, i, j));
+        ++elements;
+        equal += std::memcmp(&native[at], &emulated[at], sizeof(float)) == 0;
       }
+  });
   MESSAGE("VDPBF16PS kernel: " << equal << " of " << elements << " elements bitwise equal to the emulated chain");
 }
 

@@ -34,9 +34,14 @@ The weights can be copied from the fixture's Decoder (load_fixture_weights) to c
 compute the same function: bench/pytorch/check_tuned_model.py.
 """
 import math
+import os
+import sys
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "reference"))
+from make_fixtures import MLP  # noqa: E402  (the dense FFN, down(relu(up(x))): nothing to speed up there)
 
 MOE_KINDS = ("loop", "padded-bmm", "grouped-mm")
 
@@ -107,16 +112,6 @@ class Attention(torch.nn.Module):
             mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
             out = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1) @ v  # [B, H, T, hd]
         return self.o(out.transpose(1, 2).reshape(b, t, d))
-
-
-class MLP(torch.nn.Module):
-    def __init__(self, d, f):
-        super().__init__()
-        self.up = torch.nn.Linear(d, f, bias=False)
-        self.down = torch.nn.Linear(f, d, bias=False)
-
-    def forward(self, x):
-        return self.down(torch.relu(self.up(x)))
 
 
 def mixtral_gates(router, x, k):
