@@ -133,12 +133,18 @@ void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t
   const std::int64_t pairs = (k + 1) / 2, row_panels = (m + MR - 1) / MR, col_panels = (n + NR - 1) / NR;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int threads = static_cast<int>(std::min<std::int64_t>(threads_for(flops, kGemmGrainFlops), row_panels));
-  std::vector<std::uint32_t> packed_b(static_cast<std::size_t>(col_panels * NR * std::min(KP, pairs)));
+  // The packed B block lives as long as the thread, as gemm_f32's: a fresh allocation per product
+  // (hundreds of KiB, so fresh pages from the OS each time) cost more than small products.
+  // (The pointer is taken here: inside the parallel region a thread_local names each worker's own.)
+  thread_local std::vector<std::uint32_t> packed_b_buffer;
+  const auto packed_size = static_cast<std::size_t>(col_panels * NR * std::min(KP, pairs));
+  if (packed_b_buffer.size() < packed_size) packed_b_buffer.resize(packed_size);
+  std::uint32_t* const packed_b = packed_b_buffer.data();
   for (std::int64_t q0 = 0; q0 < pairs; q0 += KP) {
     const std::int64_t kp = std::min(KP, pairs - q0);
     const bool accumulate = q0 > 0;
     for (std::int64_t jp = 0; jp < col_panels; ++jp)
-      pack_panel(op_bt, jp * NR, std::min<std::int64_t>(NR, n - jp * NR), NR, q0, kp, &packed_b[jp * NR * kp]);
+      pack_panel(op_bt, jp * NR, std::min<std::int64_t>(NR, n - jp * NR), NR, q0, kp, packed_b + jp * NR * kp);
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
     for (std::int64_t ip = 0; ip < row_panels; ++ip) {
       alignas(64) std::uint32_t packed_a[MR * KP];
@@ -149,13 +155,13 @@ void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t
         const std::int64_t j0 = jp * NR, cols = std::min<std::int64_t>(NR, n - j0);
         float* c = out + i0 * n + j0;
         if (rows == MR && cols == NR) {
-          tile(kp, packed_a, &packed_b[jp * NR * kp], c, n, accumulate);
+          tile(kp, packed_a, packed_b + jp * NR * kp, c, n, accumulate);
           continue;
         }
         // An edge tile: run it on a padded copy of C's valid part, then copy that part back.
         for (std::int64_t r = 0; r < MR; ++r)
           for (std::int64_t j = 0; j < NR; ++j) part[r * NR + j] = accumulate && r < rows && j < cols ? c[r * n + j] : 0.0f;
-        tile(kp, packed_a, &packed_b[jp * NR * kp], part, NR, accumulate);
+        tile(kp, packed_a, packed_b + jp * NR * kp, part, NR, accumulate);
         for (std::int64_t r = 0; r < rows; ++r)
           for (std::int64_t j = 0; j < cols; ++j) c[r * n + j] = part[r * NR + j];
       }
