@@ -51,7 +51,7 @@ class Backend {
   // the backend checks 0 = offsets[0] <= ... <= offsets[E] <= N where they live (the CPU throws
   // moelab::Error named "grouped_matmul"; CUDA reports at the next synchronisation).
   // x: [N, in], w: [E, in, out] or, when trans_w, [E, out, in]; out: [N, out], rows past
-  // offsets[E] set to 0.
+  // offsets[E] set to 0. Dtypes as matmul's: two bfloat16 operands give a float32 out (and dw).
   virtual void grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets, bool trans_w, Tensor& out) = 0;
   // x: [N, in], dy: [N, out]; dw: [E, in, out], dw[e] = x_e^T @ dy_e (zeros for empty groups).
   virtual void grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const Tensor& offsets, Tensor& dw) = 0;

@@ -49,9 +49,9 @@ void fill_normal(Tensor& x, double mean, double std, Generator& gen);
 // float32, the bfloat16 values multiplied and summed in float32 (core/kernels/matmul.cpp).
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 
-// For bfloat16 products: false when neither a nor b is bfloat16; true with a32, b32 their exact
-// float32 widenings when both are; throws (naming op) when only one is. Used by the products.
-bool widened_bfloat16_operands(const Tensor& a, const Tensor& b, const char* op, Tensor& a32, Tensor& b32);
+// The operands of a product (matmul, the grouped products): both float32 or both float64 (false),
+// or both bfloat16 (true: the product is float32); otherwise throws naming op and the operands.
+bool check_product_operands(const Tensor& a, const Tensor& b, const char* op, const char* a_name, const char* b_name);
 
 // ---------------------------------------------------------------- grouped matrix products (MoE experts)
 // Rows of x are sorted by group (expert); group e owns rows offsets[e] .. offsets[e+1]-1 and is

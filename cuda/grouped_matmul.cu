@@ -314,6 +314,10 @@ void check_group_offsets(const std::int32_t* offsets, std::int64_t groups, std::
 void CudaBackend::grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets, bool trans_w,
                                  Tensor& out) {
   // x: [N, in], w: [E, in, out] or [E, out, in], offsets: int32 [E + 1] on the GPU, out: [N, out].
+  // bfloat16 x and w: widened (exact) and multiplied by the float32 kernels below; a tensor-core
+  // bf16 tile is not written yet.
+  if (x.dtype() == DType::BFloat16)
+    return grouped_matmul(x.to(DType::Float32), w.to(DType::Float32), offsets, trans_w, out);
   const std::int64_t groups = w.size(0), rows = x.size(0), in = x.size(1), out_dim = out.size(1);
   const std::int32_t* off = offsets.data<std::int32_t>();
   cuda::check_group_offsets(off, groups, rows, cuda::kGroupedMatmul);  // also for empty sizes
@@ -338,6 +342,8 @@ void CudaBackend::grouped_matmul(const Tensor& x, const Tensor& w, const Tensor&
 
 void CudaBackend::grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const Tensor& offsets, Tensor& dw) {
   // x: [N, in], dy: [N, out], offsets: int32 [E + 1] on the GPU, dw: [E, in, out] = x_e^T @ dy_e.
+  if (x.dtype() == DType::BFloat16)  // widened, as above
+    return grouped_matmul_weight_grad(x.to(DType::Float32), dy.to(DType::Float32), offsets, dw);
   const std::int64_t groups = dw.size(0), rows = x.size(0), in = x.size(1), out_dim = dy.size(1);
   const std::int32_t* off = offsets.data<std::int32_t>();
   cuda::check_group_offsets(off, groups, rows, cuda::kGroupedMatmulWeightGrad);  // also for empty sizes

@@ -15,6 +15,7 @@
 // many elements are bitwise equal). On a CPU without AVX512_BF16 it is not run, and the test says so.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -225,4 +226,50 @@ TEST_CASE("CPU matmul of bfloat16 operands: VDPBF16PS where the CPU has it, else
     MESSAGE("bfloat16 products widen to the float32 GEMM here (no AVX512_BF16, or MOELAB_CPU_BF16=widen)");
     CHECK(bitwise_equal(got, widened));
   }
+}
+
+TEST_CASE("CPU grouped products of bfloat16 operands: VDPBF16PS per group where the CPU has it, else widened") {
+  Generator gen(6);
+  // 4 groups over 30 rows: 7, 0 (an empty group), 15, 5; rows 27..29 in no group (their output is 0).
+  const Tensor offsets = from_vector(std::vector<std::int32_t>{0, 7, 7, 22, 27}, {5});
+  const Tensor x = normal({30, 40}, 0.0, 1.0, gen).to(DType::BFloat16);
+  const Tensor w = normal({4, 40, 33}, 0.0, 1.0, gen).to(DType::BFloat16);
+  const Tensor wt = normal({4, 33, 40}, 0.0, 1.0, gen).to(DType::BFloat16);
+  const Tensor dy = normal({30, 33}, 0.0, 1.0, gen).to(DType::BFloat16);
+  const Tensor out = kernels::grouped_matmul(x, w, offsets);
+  const Tensor out_t = kernels::grouped_matmul(x, wt, offsets, true);
+  const Tensor dw = kernels::grouped_matmul_weight_grad(x, dy, offsets, 4);
+  CHECK(out.dtype() == DType::Float32);
+  CHECK(dw.dtype() == DType::Float32);
+  const auto f32 = [](const Tensor& t) { return t.to(DType::Float32); };
+  if (!use_native_bf16_gemm()) {
+    CHECK(bitwise_equal(out.to_vector<float>(), kernels::grouped_matmul(f32(x), f32(w), offsets).to_vector<float>()));
+    CHECK(bitwise_equal(out_t.to_vector<float>(),
+                        kernels::grouped_matmul(f32(x), f32(wt), offsets, true).to_vector<float>()));
+    CHECK(bitwise_equal(dw.to_vector<float>(),
+                        kernels::grouped_matmul_weight_grad(f32(x), f32(dy), offsets, 4).to_vector<float>()));
+    return;
+  }
+  // Natively: each group's rows (and each expert's gradient) are that group's gemm_bf16.
+  const auto bits = [](const Tensor& t) { return reinterpret_cast<const std::uint16_t*>(t.data<BFloat16>()); };
+  const std::vector<std::int64_t> starts{0, 7, 7, 22, 27};
+  const std::vector<float> got = out.to_vector<float>(), got_t = out_t.to_vector<float>(), got_dw = dw.to_vector<float>();
+  for (std::int64_t e = 0; e < 4; ++e) {
+    const std::int64_t r0 = starts[e], rows = starts[e + 1] - r0;
+    std::vector<float> expect(static_cast<std::size_t>(std::max<std::int64_t>(rows, 1) * 33));
+    if (rows > 0) {
+      gemm_bf16(Bf16DotKernel::Avx512Bf16, bits(x) + r0 * 40, bits(w) + e * 40 * 33, expect.data(), rows, 40, 33, false,
+                false);
+      CHECK(std::memcmp(expect.data(), got.data() + r0 * 33, rows * 33 * sizeof(float)) == 0);
+      gemm_bf16(Bf16DotKernel::Avx512Bf16, bits(x) + r0 * 40, bits(wt) + e * 33 * 40, expect.data(), rows, 40, 33,
+                false, true);
+      CHECK(std::memcmp(expect.data(), got_t.data() + r0 * 33, rows * 33 * sizeof(float)) == 0);
+    }
+    std::vector<float> expect_dw(40 * 33, 0.0f);
+    if (rows > 0)
+      gemm_bf16(Bf16DotKernel::Avx512Bf16, bits(x) + r0 * 40, bits(dy) + r0 * 33, expect_dw.data(), 40, rows, 33, true,
+                false);
+    CHECK(std::memcmp(expect_dw.data(), got_dw.data() + e * 40 * 33, expect_dw.size() * sizeof(float)) == 0);
+  }
+  for (std::size_t i = 27 * 33; i < got.size(); ++i) CHECK(got[i] == 0.0f);
 }

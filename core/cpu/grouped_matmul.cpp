@@ -11,6 +11,8 @@
 //   float32: moelab's blocked GEMM (core/cpu/gemm_f32.h); the weight gradient passes trans_a, so
 //            x_e is read in place as its transpose.
 //   float64: Eigen's GEMM on row-major maps (gradcheck's precision; speed does not matter).
+//   bfloat16 x and w (dy): float32 out (dw), through core/cpu/gemm_bf16.h's VDPBF16PS kernel where
+//            the CPU has AVX512_BF16, else widened to float32 (exact) and the float32 path above.
 // Parallelism: one big group uses every thread inside its GEMM. Many small groups (the usual MoE
 // case: E experts, a few dozen tokens each) would spend more time starting thread teams than
 // multiplying, so then the groups themselves are shared out over threads and each GEMM, nested in
@@ -24,10 +26,16 @@
 #include "core/cpu/cpu_backend.h"
 #include "core/dtype_dispatch.h"
 #include "core/cpu/gemm.h"
+#include "core/cpu/gemm_bf16.h"
 #include "core/cpu/thread_count.h"
 
 namespace moelab {
 namespace {
+
+// A bfloat16 tensor's elements as the 16-bit words gemm_bf16 reads.
+const std::uint16_t* bfloat16_bits(const Tensor& t) {
+  return reinterpret_cast<const std::uint16_t*>(t.data<BFloat16>());
+}
 
 // Runs body(e) for every group: groups in parallel (one thread per GEMM) when there are several,
 // the average group is small and all of them together are worth more than one thread
@@ -71,6 +79,21 @@ void CpuBackend::grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& 
     return;
   }
   const double flops = 2.0 * static_cast<double>(x.size(0)) * static_cast<double>(in) * static_cast<double>(n_out);
+  if (x.dtype() == DType::BFloat16) {
+    if (!cpu::use_native_bf16_gemm()) return grouped_matmul(x.to(DType::Float32), w.to(DType::Float32), offsets_tensor,
+                                                            trans_w, out);
+    const std::uint16_t* px = bfloat16_bits(x);
+    const std::uint16_t* pw = bfloat16_bits(w);
+    float* po = out.data<float>();
+    for_each_group(groups, flops, [&](std::int64_t e) {
+      const std::int64_t r0 = offsets[static_cast<std::size_t>(e)], rows = offsets[static_cast<std::size_t>(e) + 1] - r0;
+      if (rows == 0) return;
+      cpu::gemm_bf16(cpu::Bf16DotKernel::Avx512Bf16, px + r0 * in, pw + e * in * n_out, po + r0 * n_out, rows, in,
+                     n_out, false, trans_w);
+    });
+    std::fill(po + offsets.back() * n_out, po + out.numel(), 0.0f);  // rows in no group
+    return;
+  }
   dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     const T* pw = w.data<T>();
@@ -91,6 +114,24 @@ void CpuBackend::grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, c
   if (dw.numel() == 0) return;
   const std::int64_t groups = dw.size(0), in = x.size(1), n_out = dy.size(1);
   const double flops = 2.0 * static_cast<double>(x.size(0)) * static_cast<double>(in) * static_cast<double>(n_out);
+  if (x.dtype() == DType::BFloat16) {
+    if (!cpu::use_native_bf16_gemm())
+      return grouped_matmul_weight_grad(x.to(DType::Float32), dy.to(DType::Float32), offsets_tensor, dw);
+    const std::uint16_t* px = bfloat16_bits(x);
+    const std::uint16_t* pdy = bfloat16_bits(dy);
+    float* pdw = dw.data<float>();
+    for_each_group(groups, flops, [&](std::int64_t e) {
+      const std::int64_t r0 = offsets[static_cast<std::size_t>(e)], rows = offsets[static_cast<std::size_t>(e) + 1] - r0;
+      float* dst = pdw + e * in * n_out;
+      if (rows == 0) {  // an expert that received no tokens gets a zero gradient
+        std::fill(dst, dst + in * n_out, 0.0f);
+        return;
+      }
+      cpu::gemm_bf16(cpu::Bf16DotKernel::Avx512Bf16, px + r0 * in, pdy + r0 * n_out, dst, in, rows, n_out, true,
+                     false);
+    });
+    return;
+  }
   dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     const T* pdy = dy.data<T>();

@@ -14,6 +14,9 @@
 // where they live (core/backend.h), because reading them to the host would make a GPU wait for
 // the routing that produced them. Rows past offsets[E] belong to no group (their output is 0),
 // which lets a MoE layer keep N fixed when a capacity drops a data-dependent number of rows.
+// Two bfloat16 operands give float32 results (bf16 products, float32 sums, as matmul's: see
+// core/kernels/matmul.cpp); each backend decides how (core/cpu/grouped_matmul.cpp,
+// cuda/grouped_matmul.cu).
 #include "core/backend.h"
 #include "core/kernels.h"
 
@@ -33,15 +36,8 @@ void check_offsets(const Tensor& offsets, std::int64_t groups, const Tensor& x, 
 
 Tensor grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets, bool trans_w) {
   const char* op = "grouped_matmul";
-  // bfloat16 x and w: widened exactly, then the float32 product (core/kernels/matmul.cpp says why).
-  Tensor x32, w32;
-  if (widened_bfloat16_operands(x, w, op, x32, w32)) return grouped_matmul(x32, w32, offsets, trans_w);
-  check_defined(x, op, "x");
-  check_defined(w, op, "w");
-  check_floating(x, op, "x");
-  check_floating(w, op, "w");
+  const bool bf16 = check_product_operands(x, w, op, "x", "w");
   check_same_device(x, w, op);
-  MOELAB_CHECK(x.dtype() == w.dtype(), op, "x is ", x.dtype(), " but w is ", w.dtype());
   MOELAB_CHECK(x.rank() == 2, op, "x must be [N, in], got ", x.shape());
   MOELAB_CHECK(w.rank() == 3, op, "w must be [E, in, out]", (trans_w ? " (stored [E, out, in])" : ""), ", got ",
                w.shape());
@@ -50,7 +46,7 @@ Tensor grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets, b
   MOELAB_CHECK(w_in == in, op, "inner dimensions differ: x ", x.shape(), " @ w ", w.shape(), (trans_w ? "^T" : ""));
   check_offsets(offsets, groups, x, op);
 
-  Tensor out = Tensor::empty({n, out_dim}, x.dtype(), x.device());  // [N, out]
+  Tensor out = Tensor::empty({n, out_dim}, bf16 ? DType::Float32 : x.dtype(), x.device());  // [N, out]
   // The backend is called even for empty sizes (in == 0, N == 0): it checks the offsets' values.
   backend(x.device()).grouped_matmul(x, w, offsets, trans_w, out);
   return out;
@@ -58,20 +54,14 @@ Tensor grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets, b
 
 Tensor grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const Tensor& offsets, std::int64_t groups) {
   const char* op = "grouped_matmul_weight_grad";
-  Tensor x32, dy32;
-  if (widened_bfloat16_operands(x, dy, op, x32, dy32)) return grouped_matmul_weight_grad(x32, dy32, offsets, groups);
-  check_defined(x, op, "x");
-  check_defined(dy, op, "dy");
-  check_floating(x, op, "x");
-  check_floating(dy, op, "dy");
+  const bool bf16 = check_product_operands(x, dy, op, "x", "dy");
   check_same_device(x, dy, op);
-  MOELAB_CHECK(x.dtype() == dy.dtype(), op, "x is ", x.dtype(), " but dy is ", dy.dtype());
   MOELAB_CHECK(x.rank() == 2 && dy.rank() == 2 && x.size(0) == dy.size(0), op,
                "needs x: [N, in] and dy: [N, out] with the same N, got x ", x.shape(), " and dy ", dy.shape());
   MOELAB_CHECK(groups >= 0, op, "groups must be >= 0, got ", groups);
   check_offsets(offsets, groups, x, op);
 
-  Tensor dw = Tensor::empty({groups, x.size(1), dy.size(1)}, x.dtype(), x.device());  // [E, in, out]
+  Tensor dw = Tensor::empty({groups, x.size(1), dy.size(1)}, bf16 ? DType::Float32 : x.dtype(), x.device());  // [E, in, out]
   // Called for empty sizes too, so that the offsets' values are always checked.
   backend(x.device()).grouped_matmul_weight_grad(x, dy, offsets, dw);
   return dw;

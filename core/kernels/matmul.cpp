@@ -5,37 +5,29 @@
 // mantissas) is exact in float32's 24 bits, so the only rounding is the float32 sum's. matmul
 // hands bf16 operands to the backend as they are: the CPU widens them to float32 and runs its
 // float32 GEMM (core/cpu/matmul.cpp), the GPU runs cuBLAS's bf16 GEMM on the tensor cores
-// (cuda/matmul.cu). The grouped products still widen here, on both devices, before the backend.
+// (cuda/matmul.cu). The grouped products pass bf16 on the same way (core/kernels/grouped_matmul.cpp).
 #include "core/backend.h"
 #include "core/kernels.h"
 
 namespace moelab::kernels {
 
-// Both operands bfloat16: widened exactly, then the float32 product (see above).
-bool widened_bfloat16_operands(const Tensor& a, const Tensor& b, const char* op, Tensor& a32, Tensor& b32) {
-  check_defined(a, op, "a");
-  check_defined(b, op, "b");
-  if (a.dtype() != DType::BFloat16 && b.dtype() != DType::BFloat16) return false;
-  MOELAB_CHECK(a.dtype() == b.dtype(), op, "a is ", a.dtype(), " but b is ", b.dtype(),
+bool check_product_operands(const Tensor& a, const Tensor& b, const char* op, const char* a_name, const char* b_name) {
+  check_defined(a, op, a_name);
+  check_defined(b, op, b_name);
+  if (a.dtype() != DType::BFloat16 && b.dtype() != DType::BFloat16) {
+    check_floating(a, op, a_name);
+    check_floating(b, op, b_name);
+    MOELAB_CHECK(a.dtype() == b.dtype(), op, a_name, " is ", a.dtype(), " but ", b_name, " is ", b.dtype());
+    return false;
+  }
+  MOELAB_CHECK(a.dtype() == b.dtype(), op, a_name, " is ", a.dtype(), " but ", b_name, " is ", b.dtype(),
                " (bfloat16 products take two bfloat16 operands)");
-  a32 = a.to(DType::Float32);
-  b32 = b.to(DType::Float32);
   return true;
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
-  check_defined(a, "matmul", "a");
-  check_defined(b, "matmul", "b");
-  const bool bf16 = a.dtype() == DType::BFloat16 || b.dtype() == DType::BFloat16;
-  if (bf16) {
-    MOELAB_CHECK(a.dtype() == b.dtype(), "matmul", "a is ", a.dtype(), " but b is ", b.dtype(),
-                 " (bfloat16 products take two bfloat16 operands)");
-  } else {
-    check_floating(a, "matmul", "a");
-    check_floating(b, "matmul", "b");
-  }
+  const bool bf16 = check_product_operands(a, b, "matmul", "a", "b");
   check_same_device(a, b, "matmul");
-  MOELAB_CHECK(a.dtype() == b.dtype(), "matmul", "a is ", a.dtype(), " but b is ", b.dtype());
   MOELAB_CHECK(a.rank() == b.rank() && (a.rank() == 2 || a.rank() == 3), "matmul",
                "needs two 2-d or two 3-d (batched) operands, got a ", a.shape(), " and b ", b.shape());
   const bool batched = a.rank() == 3;
