@@ -3,9 +3,10 @@
 // bfloat16 operands (both, core/dtype.h) give a float32 product: bfloat16 inputs, float32 sum,
 // the product of any bf16 GEMM (autograd/precision.h). A product of two bfloat16s (8-bit
 // mantissas) is exact in float32's 24 bits, so the only rounding is the float32 sum's. matmul
-// hands bf16 operands to the backend as they are: the CPU widens them to float32 and runs its
-// float32 GEMM (core/cpu/matmul.cpp), the GPU runs cuBLAS's bf16 GEMM on the tensor cores
-// (cuda/matmul.cu). The grouped products pass bf16 on the same way (core/kernels/grouped_matmul.cpp).
+// hands bf16 operands to the backend as they are: the CPU runs VDPBF16PS where it has AVX512_BF16
+// and otherwise widens them to float32 and runs its float32 GEMM (core/cpu/matmul.cpp), the GPU
+// runs cuBLAS's bf16 GEMM on the tensor cores (cuda/matmul.cu). The grouped products pass bf16 on
+// the same way (core/kernels/grouped_matmul.cpp).
 #include "core/backend.h"
 #include "core/kernels.h"
 
