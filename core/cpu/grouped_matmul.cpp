@@ -67,6 +67,43 @@ std::vector<std::int64_t> checked_offsets(const Tensor& offsets, std::int64_t ro
   return out;
 }
 
+// One product per group, for every element type: `gemm(a, b, c, m, k, n, trans_a, trans_b)` is
+// cpu::gemm (float32, float64) or the bf16 kernel (bfloat16 words in, float32 out).
+const auto float_gemm = [](const auto* a, const auto* b, auto* c, std::int64_t m, std::int64_t k, std::int64_t n,
+                           bool trans_a, bool trans_b) { cpu::gemm(a, b, c, m, k, n, trans_a, trans_b); };
+const auto native_bf16_gemm = [](const std::uint16_t* a, const std::uint16_t* b, float* c, std::int64_t m,
+                                 std::int64_t k, std::int64_t n, bool trans_a, bool trans_b) {
+  cpu::gemm_bf16(cpu::Bf16DotKernel::Avx512Bf16, a, b, c, m, k, n, trans_a, trans_b);
+};
+
+// out[r0:r0+rows] = x_e @ op(w[e]) for every non-empty group, then zeros for the rows in no group.
+template <class In, class Out, class Gemm>
+void grouped_forward(const std::vector<std::int64_t>& offsets, std::int64_t groups, std::int64_t in,
+                     std::int64_t n_out, double flops, bool trans_w, const In* px, const In* pw, Out* po,
+                     std::int64_t out_numel, const Gemm& gemm) {
+  for_each_group(groups, flops, [&](std::int64_t e) {
+    const std::int64_t r0 = offsets[static_cast<std::size_t>(e)], rows = offsets[static_cast<std::size_t>(e) + 1] - r0;
+    if (rows == 0) return;
+    gemm(px + r0 * in, pw + e * in * n_out, po + r0 * n_out, rows, in, n_out, false, trans_w);
+  });
+  std::fill(po + offsets.back() * n_out, po + out_numel, Out(0));  // rows in no group
+}
+
+// dw[e] = x_e^T @ dy_e for every group; zeros for an expert that received no tokens.
+template <class In, class Out, class Gemm>
+void grouped_weight_grad(const std::vector<std::int64_t>& offsets, std::int64_t groups, std::int64_t in,
+                         std::int64_t n_out, double flops, const In* px, const In* pdy, Out* pdw, const Gemm& gemm) {
+  for_each_group(groups, flops, [&](std::int64_t e) {
+    const std::int64_t r0 = offsets[static_cast<std::size_t>(e)], rows = offsets[static_cast<std::size_t>(e) + 1] - r0;
+    Out* dst = pdw + e * in * n_out;
+    if (rows == 0) {
+      std::fill(dst, dst + in * n_out, Out(0));
+      return;
+    }
+    gemm(px + r0 * in, pdy + r0 * n_out, dst, in, rows, n_out, true, false);
+  });
+}
+
 }  // namespace
 
 void CpuBackend::grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets_tensor, bool trans_w,
@@ -82,28 +119,12 @@ void CpuBackend::grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& 
   if (x.dtype() == DType::BFloat16) {
     if (!cpu::use_native_bf16_gemm()) return grouped_matmul(x.to(DType::Float32), w.to(DType::Float32), offsets_tensor,
                                                             trans_w, out);
-    const std::uint16_t* px = bfloat16_bits(x);
-    const std::uint16_t* pw = bfloat16_bits(w);
-    float* po = out.data<float>();
-    for_each_group(groups, flops, [&](std::int64_t e) {
-      const std::int64_t r0 = offsets[static_cast<std::size_t>(e)], rows = offsets[static_cast<std::size_t>(e) + 1] - r0;
-      if (rows == 0) return;
-      cpu::gemm_bf16(cpu::Bf16DotKernel::Avx512Bf16, px + r0 * in, pw + e * in * n_out, po + r0 * n_out, rows, in,
-                     n_out, false, trans_w);
-    });
-    std::fill(po + offsets.back() * n_out, po + out.numel(), 0.0f);  // rows in no group
-    return;
+    return grouped_forward(offsets, groups, in, n_out, flops, trans_w, bfloat16_bits(x), bfloat16_bits(w),
+                           out.data<float>(), out.numel(), native_bf16_gemm);
   }
   dispatch_float(x.dtype(), [&]<class T>() {
-    const T* px = x.data<T>();
-    const T* pw = w.data<T>();
-    T* po = out.data<T>();
-    for_each_group(groups, flops, [&](std::int64_t e) {
-      const std::int64_t r0 = offsets[static_cast<std::size_t>(e)], rows = offsets[static_cast<std::size_t>(e) + 1] - r0;
-      if (rows == 0) return;
-      cpu::gemm(px + r0 * in, pw + e * in * n_out, po + r0 * n_out, rows, in, n_out, false, trans_w);
-    });
-    std::fill(po + offsets.back() * n_out, po + out.numel(), T(0));  // rows in no group
+    grouped_forward(offsets, groups, in, n_out, flops, trans_w, x.data<T>(), w.data<T>(), out.data<T>(), out.numel(),
+                    float_gemm);
   });
 }
 
@@ -117,34 +138,11 @@ void CpuBackend::grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, c
   if (x.dtype() == DType::BFloat16) {
     if (!cpu::use_native_bf16_gemm())
       return grouped_matmul_weight_grad(x.to(DType::Float32), dy.to(DType::Float32), offsets_tensor, dw);
-    const std::uint16_t* px = bfloat16_bits(x);
-    const std::uint16_t* pdy = bfloat16_bits(dy);
-    float* pdw = dw.data<float>();
-    for_each_group(groups, flops, [&](std::int64_t e) {
-      const std::int64_t r0 = offsets[static_cast<std::size_t>(e)], rows = offsets[static_cast<std::size_t>(e) + 1] - r0;
-      float* dst = pdw + e * in * n_out;
-      if (rows == 0) {  // an expert that received no tokens gets a zero gradient
-        std::fill(dst, dst + in * n_out, 0.0f);
-        return;
-      }
-      cpu::gemm_bf16(cpu::Bf16DotKernel::Avx512Bf16, px + r0 * in, pdy + r0 * n_out, dst, in, rows, n_out, true,
-                     false);
-    });
-    return;
+    return grouped_weight_grad(offsets, groups, in, n_out, flops, bfloat16_bits(x), bfloat16_bits(dy),
+                               dw.data<float>(), native_bf16_gemm);
   }
   dispatch_float(x.dtype(), [&]<class T>() {
-    const T* px = x.data<T>();
-    const T* pdy = dy.data<T>();
-    T* pdw = dw.data<T>();
-    for_each_group(groups, flops, [&](std::int64_t e) {
-      const std::int64_t r0 = offsets[static_cast<std::size_t>(e)], rows = offsets[static_cast<std::size_t>(e) + 1] - r0;
-      T* dst = pdw + e * in * n_out;
-      if (rows == 0) {  // an expert that received no tokens gets a zero gradient
-        std::fill(dst, dst + in * n_out, T(0));
-        return;
-      }
-      cpu::gemm(px + r0 * in, pdy + r0 * n_out, dst, in, rows, n_out, true, false);
-    });
+    grouped_weight_grad(offsets, groups, in, n_out, flops, x.data<T>(), dy.data<T>(), dw.data<T>(), float_gemm);
   });
 }
 

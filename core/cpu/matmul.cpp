@@ -24,11 +24,11 @@
 namespace moelab {
 
 void CpuBackend::matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b, Tensor& out) {
+  const std::int64_t batch = out.size(0), m = out.size(1), n = out.size(2);
+  const std::int64_t k = trans_a ? a.size(1) : a.size(2);
   if (a.dtype() == DType::BFloat16) {
     if (!cpu::use_native_bf16_gemm())
       return matmul(a.to(DType::Float32), b.to(DType::Float32), trans_a, trans_b, out);
-    const std::int64_t batch = out.size(0), m = out.size(1), n = out.size(2);
-    const std::int64_t k = trans_a ? a.size(1) : a.size(2);
     const auto* pa = reinterpret_cast<const std::uint16_t*>(a.data<BFloat16>());
     const auto* pb = reinterpret_cast<const std::uint16_t*>(b.data<BFloat16>());
     for (std::int64_t i = 0; i < batch; ++i)
@@ -36,8 +36,6 @@ void CpuBackend::matmul(const Tensor& a, const Tensor& b, bool trans_a, bool tra
                      k, n, trans_a, trans_b);
     return;
   }
-  const std::int64_t batch = out.size(0), m = out.size(1), n = out.size(2);
-  const std::int64_t k = trans_a ? a.size(1) : a.size(2);
   dispatch_float(a.dtype(), [&]<class T>() {
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
