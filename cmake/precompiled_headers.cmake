@@ -10,8 +10,9 @@
 # it was made with (CMake's REUSE_FROM shares one between targets whose flags are the same):
 #   engine     the engine's portable objects (core/, autograd/, nn/): the standard headers
 #   runner     runner/ and tasks/: the standard headers and nlohmann/json
-#   tests      every test (compiled at -O1, see moelab_test_flags): those and doctest
-#   programs   examples/ and bench/: those and CLI11
+#   tests      every test (compiled at -O1, see moelab_test_flags): the standard headers,
+#              nlohmann/json and doctest
+#   programs   examples/ and bench/: the standard headers, nlohmann/json and CLI11
 # Left out on purpose:
 #   - core/cpu/ (moelab_cpu_objects, moelab_alt_cpu_objects) and every file with its own compile
 #     options (-ffp-contract=off, -mavx512f, ...): the files whose instruction set and rounding
@@ -20,8 +21,9 @@
 # Only library headers are precompiled, never the project's own: a precompiled header is in every
 # file of its group, so a file that forgets `#include <vector>` still compiles here; one that
 # forgot a project header would hide a layering mistake (tests/layering_check.sh reads the
-# #include lines, which are unchanged), and that stays impossible. The results are the same bits:
-# tests/reproduce_check.sh and the isa tests compare them.
+# #include lines, which are unchanged), and that stays impossible. What the precompiled headers
+# change in the objects is said below (MOELAB_PCH_WARNINGS); a recorded run still reproduces bit
+# for bit (tests/reproduce_check.sh).
 # -DMOELAB_PRECOMPILED_HEADERS=OFF builds without them (e.g. to check that every file includes what
 # it uses).
 option(MOELAB_PRECOMPILED_HEADERS "Precompile the standard and third-party headers (build time only)" ON)
