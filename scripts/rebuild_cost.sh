@@ -23,7 +23,7 @@ files=(${FILES:-core/kernels/elementwise_ops.h autograd/ops_unary.h core/cpu/ele
 dependency_pairs() {
   if [[ -f $build/.ninja_deps ]]; then
     ninja -C "$build" -t deps | awk '/^[^ \t]/ {object = $1; sub(/:$/, "", object); next} NF {print object, $1}'
-  else
+  elif [[ -d $build/CMakeFiles ]]; then
     (cd "$build" && find CMakeFiles -name '*.o.d' -exec awk '
       FNR == 1 {object = FILENAME; sub(/\.d$/, "", object)}
       {for (i = 1; i <= NF; i++) if ($i != "\\" && $i !~ /:$/) print object, $i}' {} +)
@@ -35,7 +35,7 @@ all_pairs=$(dependency_pairs)
 kept=$(cut -d' ' -f1 <<<"$all_pairs" | sort -u | while IFS= read -r object; do
   [[ -n $object ]] || continue
   source=${object#CMakeFiles/*.dir/}
-  [[ -e $root/${source%.o} ]] && echo "$object"
+  if [[ -e $root/${source%.o} ]]; then echo "$object"; fi
 done)
 if [[ -z $kept ]]; then
   echo "rebuild_cost: no dependency information under $build: build it first"
