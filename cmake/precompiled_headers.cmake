@@ -56,7 +56,7 @@ function(moelab_precompile owner)
 endfunction()
 
 # moelab_reuse_precompiled(TARGET OWNER): TARGET's files start from OWNER's precompiled header
-# (and get its flags' one difference, MOELAB_PCH_WARNINGS, so that the header stays valid).
+# (and MOELAB_PCH_WARNINGS: its files lose the same pragmas).
 function(moelab_reuse_precompiled target owner)
   if(MOELAB_PRECOMPILED_HEADERS)
     target_precompile_headers(${target} REUSE_FROM ${owner})
