@@ -8,7 +8,10 @@
 # PyTorch runs bench/pytorch/tuned_model.py (fused qkv, rotary tables built once, SDPA with
 # is_causal, F.rms_norm, AdamW fused: bench/pytorch/train_step.py). Columns, each a name:
 #   moelab          moelab, float32 (TF32 off)                                  [required]
-#   moelab-tf32     moelab with cuBLAS's TF32 tensor cores (expert products stay float32)
+#   moelab-tf32     moelab --precision tf32: every float32 product on the TF32 tensor cores
+#                   (cuBLAS's TF32 mode, the grouped expert products' tensor-core tile)
+#   moelab-tf32x3   moelab --precision tf32x3: the expert products on the tensor cores at float32
+#                   accuracy (three TF32 products each), the dense ones full float32: a float32 column
 #   moelab-bf16     moelab --precision bf16 (autograd/precision.h)
 #   eager, compile  PyTorch float32 (TF32 off), eager / torch.compile; on the MoE models these are
 #                   the padded-bmm MoE (sorted, padded to the largest load, read once per layer)
@@ -28,13 +31,15 @@
 #   MOELAB_BUILD   a build folder configured with CUDA (default build/; cmake -DMOELAB_CUDA=ON)
 #   PYTHON         a Python whose torch has CUDA (default python3; Debian's python3-torch has none)
 #   COLUMNS_RUN    the columns to run, space-separated (default: all of the above, in that order;
-#                  28 runs in all, about 15 minutes with compiles on an H100: choose fewer for a
+#                  31 runs in all, about 16 minutes with compiles on an H100: choose fewer for a
 #                  short loan, e.g. "moelab eager compile eager-bf16")
 #   MODELS         the models to run (default: dense moe-8e-top2 moe-64e-top2)
 #   PEAK_TFLOPS, PEAK_TF32, PEAK_BF16   the GPU's peaks for the fractions (defaults 67, 495 and 990:
 #                  H100 SXM / H200 dense figures; H100 PCIe: 51, 378, 756)
 #   RUN_TIMEOUT    seconds allowed to each run (default 300)
 #   COMPILE_TIMEOUT  seconds allowed to each torch.compile run, compiling included (default 300)
+#   SUMMARY_ONLY=1 runs nothing: the summary of the JSON files already in bench-results/ (a run
+#                  cut short by a time limit keeps the files of the runs that finished)
 # Model FLOPs per step (the same count for every column, from moelab's JSON): batch * seq *
 # (6 * (active non-embedding parameters + vocab * d) + 12 * layers * seq * d); see
 # bench/train_step_bench.cpp. Run it on an otherwise idle GPU.
@@ -47,7 +52,7 @@ peak_tf32=${PEAK_TF32:-495}
 peak_bf16=${PEAK_BF16:-990}
 run_timeout=${RUN_TIMEOUT:-300}
 compile_timeout=${COMPILE_TIMEOUT:-300}
-all_columns=(moelab moelab-tf32 moelab-bf16 eager compile eager-loop compile-loop eager-tf32 eager-bf16 compile-bf16)
+all_columns=(moelab moelab-tf32 moelab-tf32x3 moelab-bf16 eager compile eager-loop compile-loop eager-tf32 eager-bf16 compile-bf16)
 read -r -a columns <<< "${COLUMNS_RUN:-${all_columns[*]}}"
 read -r -a names <<< "${MODELS:-dense moe-8e-top2 moe-64e-top2}"
 extra=("$@")
@@ -60,7 +65,7 @@ for column in "${columns[@]}"; do
 done
 [[ " ${columns[*]} " == *" moelab "* ]] || { echo "compare_gpu.sh: COLUMNS_RUN must include moelab" >&2; exit 2; }
 mkdir -p bench-results
-rm -f bench-results/gpu_*.json
+[[ ${SUMMARY_ONLY:-0} == 1 ]] && names_run=() || { rm -f bench-results/gpu_*.json; names_run=("${names[@]}"); }
 
 declare -A model_args=([dense]="" [moe-8e-top2]="--experts 8 --k 2" [moe-64e-top2]="--experts 64 --k 2")
 # column_command COLUMN IS_MOE: the program and options of one column (empty: not for this model)
@@ -69,6 +74,7 @@ column_command() {
   case $column in
     moelab) echo "$build/train_step_bench --peak-tflops $peak" ;;
     moelab-tf32) echo "$build/train_step_bench --precision tf32 --peak-tflops $peak_tf32" ;;
+    moelab-tf32x3) echo "$build/train_step_bench --precision tf32x3 --peak-tflops $peak" ;;
     moelab-bf16) echo "$build/train_step_bench --precision bf16 --peak-tflops $peak_bf16" ;;
     eager) echo "${py[*]} --moe padded-bmm" ;;
     compile) echo "${py[*]} --moe padded-bmm --compile" ;;
@@ -80,7 +86,7 @@ column_command() {
   esac
   return 0
 }
-for name in "${names[@]}"; do
+for name in ${names_run[@]+"${names_run[@]}"}; do
   [[ -v "model_args[$name]" ]] || { echo "compare_gpu.sh: unknown model '$name' (MODELS)" >&2; exit 2; }
   read -r -a model <<< "${model_args[$name]}"
   moe=0; [[ ${#model[@]} -gt 0 ]] && moe=1
@@ -112,13 +118,18 @@ def load(name, column):
 
 
 def precision(column):
+    # moelab-tf32x3 is float32 in accuracy: held to float32's peak, not one of the tf32 columns
     return "tf32" if column.endswith("tf32") else "bf16" if column.endswith("bf16") else "fp32"
 
 
 rows = {}
-for name in names:
+for name in list(names):
     runs = {c: load(name, c) for c in columns}
     m = runs["moelab"]
+    if m is None:  # SUMMARY_ONLY after a cut run: a model whose moelab run did not finish
+        print(f"compare_gpu.sh: {name}: no moelab run, left out", file=sys.stderr)
+        names.remove(name)
+        continue
     # Every run must have trained the same model, or the ratios mean nothing.
     keys = ("vocab", "d", "heads", "layers", "experts") + (("k",) if m["config"]["experts"] > 0 else ())
     for column, r in runs.items():
@@ -147,6 +158,10 @@ for name in names:
             if key in r:
                 cell[key] = r[key]
         row["columns"][column] = cell
+
+    if row["columns"].get("moelab-tf32x3"):
+        row["ratio_moelab_tf32x3_over_moelab_fp32"] = (
+            row["columns"]["moelab-tf32x3"]["tokens_per_second"] / m["tokens_per_second"])
 
     def strongest(prec):
         found = [(c, v) for c, v in row["columns"].items()
@@ -194,5 +209,6 @@ line("moelab / it", "ratio_moelab_fp32_over_strongest_pytorch_fp32")
 print(f"{'strongest bf16':<14}" + "".join(f"{rows[n]['strongest_pytorch_bf16'] or '-':>22}" for n in names))
 line("it / moelab", "gap_strongest_pytorch_bf16_over_moelab_fp32")
 line("it / m. bf16", "gap_strongest_pytorch_bf16_over_moelab_bf16")
+line("tf32x3 / fp32", "ratio_moelab_tf32x3_over_moelab_fp32")
 print("-> bench-results/gpu_comparison.json (target: moelab / strongest fp32 >= 1.0 on every model)")
 PY

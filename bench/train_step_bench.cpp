@@ -26,7 +26,8 @@
 // model_flops_per_step = batch * T * that; achieved = model_flops_per_step / median step time;
 // fraction_of_peak = achieved / --peak-tflops, against the peak of the precision used. On a GPU
 // the default is the H100 SXM's (and H200's) dense rate for it: fp32 67 TFLOPS (no tensor cores,
-// what moelab's cuBLAS calls use: cuda/context.cu), tf32 495, bf16 990 (H100 PCIe: fp32 51). On
+// what moelab's cuBLAS calls use: cuda/context.cu), tf32 495, bf16 990 (H100 PCIe: fp32 51);
+// tf32x3 (float32 accuracy from three TF32 products) is held to float32's 67. On
 // the CPU there is no default, since a datasheet's is not what one core does: pass the measured
 // one (bench/fma_peak: one core's FMA peak, times the threads), else fraction_of_peak is null.
 //
@@ -73,9 +74,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--precision", precision,
                  "the products' arithmetic: fp32 (full float32, the default); bf16 (bfloat16 operands, float32 "
-                 "sums, everything else float32: autograd/precision.h); tf32 (GPU only: cuBLAS's tensor cores, "
-                 "10-bit mantissas; moelab's grouped expert products stay float32)")
-      ->check(CLI::IsMember({"fp32", "bf16", "tf32"}))
+                 "sums, everything else float32: autograd/precision.h); tf32 (GPU only: every float32 product "
+                 "on the tensor cores with 10-bit mantissas, cuBLAS's TF32 mode and moelab's grouped tile); "
+                 "tf32x3 (GPU only: the expert products on the tensor cores at float32 accuracy, three TF32 "
+                 "products each; the dense products full float32: core/backend.h)")
+      ->check(CLI::IsMember({"fp32", "bf16", "tf32", "tf32x3"}))
       ->capture_default_str();
   app.add_option("--peak-tflops", peak_tflops,
                  "the peak in TFLOPS for fraction_of_peak, of the precision used (default on a GPU: H100 SXM / "
@@ -116,9 +119,11 @@ int main(int argc, char** argv) {
         return 2;
       }
       device = Device::cuda();
-      if (precision == "tf32") set_cuda_tf32(true);
+      if (precision == "tf32") set_cuda_float32_products(CudaFloat32Products::TF32);
+      if (precision == "tf32x3") set_cuda_float32_products(CudaFloat32Products::TF32x3);
+      // tf32x3 against float32's peak: it is float32 arithmetic in accuracy, whatever units run it.
       if (peak_tflops == 0) peak_tflops = precision == "tf32" ? 495.0 : precision == "bf16" ? 990.0 : 67.0;
-    } else if (precision == "tf32") {
+    } else if (precision == "tf32" || precision == "tf32x3") {
       std::fprintf(stderr, "train_step_bench: --precision %s is for --device cuda\n", precision.c_str());
       return 2;
     }

@@ -166,10 +166,18 @@ struct CudaProbe {
   std::string description;
 };
 const CudaProbe& cuda_probe();  // probed once, on the first call
-// Opt-in TF32 for float32 matrix products on the GPU (cuBLAS's tensor-op math: inputs rounded to
-// 10 mantissa bits, about 1e-3 relative error): off by default, which keeps full float32 and the
-// CPU/GPU parity tolerances. No effect on the CPU or in builds without CUDA.
-void set_cuda_tf32(bool on);
+// How float32 matrix products run on the GPU (no effect on the CPU or in builds without CUDA):
+//   Float32  (the default) full float32 on the CUDA cores: the CPU/GPU parity tolerances hold.
+//   TF32     the tensor cores with operands rounded to TF32 (10 mantissa bits, about 1e-3
+//            relative error): cuBLAS's TF32 math mode for the dense products and the grouped
+//            expert products' tensor-core tile (cuda/mma_tile_gemm.cuh).
+//   TF32x3   the expert products on the tensor cores at float32 accuracy (each operand split
+//            into two TF32 parts, three products: cuda/mma_tile_gemm.cuh); cuBLAS, which has no
+//            such mode, keeps full float32 for the dense products.
+// bfloat16 operands (--precision bf16) always use the tensor cores, whatever this says.
+enum class CudaFloat32Products { Float32, TF32, TF32x3 };
+void set_cuda_float32_products(CudaFloat32Products mode);
+CudaFloat32Products cuda_float32_products();
 
 // TEST-ONLY. While one is alive, backend(device) returns `stand_in` for every device of `type`.
 // tests/counting_backend.h uses it to run "CUDA" tensors through a transfer-counting wrapper of

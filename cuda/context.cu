@@ -167,11 +167,21 @@ void synchronize() { MOELAB_CUDA_CHECK(cudaStreamSynchronize(stream())); }
 
 namespace moelab {
 
-// core/backend.h. Only cuBLAS's products change: the grouped expert products (cuda/grouped_matmul.cu)
-// are moelab's own float32 kernel either way.
-void set_cuda_tf32(bool on) {
-  MOELAB_CUDA_CHECK(
-      cuda::cublas_library().set_math_mode(cuda::cublas(), on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+// core/backend.h. cuBLAS's math mode for the dense products; the grouped expert products
+// (cuda/grouped_matmul.cu) read the mode itself when they launch.
+namespace {
+std::atomic<CudaFloat32Products>& float32_products_mode() {
+  static std::atomic<CudaFloat32Products> mode{CudaFloat32Products::Float32};
+  return mode;
 }
+}  // namespace
+
+void set_cuda_float32_products(CudaFloat32Products mode) {
+  MOELAB_CUDA_CHECK(cuda::cublas_library().set_math_mode(
+      cuda::cublas(), mode == CudaFloat32Products::TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  float32_products_mode().store(mode, std::memory_order_relaxed);
+}
+
+CudaFloat32Products cuda_float32_products() { return float32_products_mode().load(std::memory_order_relaxed); }
 
 }  // namespace moelab

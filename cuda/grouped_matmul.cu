@@ -47,11 +47,17 @@
 // groups that overlap, more tiles than slots: some rows are then left unwritten) but never a
 // read or write outside the tensors.
 //
-// Cost, honestly. This runs on the CUDA cores in FP32/FP64 FMAs: no tensor cores, no TF32, no
-// asynchronous copies (cp.async) or vector loads from global memory. What it buys is a MoE layer
-// with no host round trip.
-// A faster version (tensor-core MMA tiles, cp.async pipelining, or cuBLASLt grouped GEMM with
-// device-side size arrays if a future CUDA allows it) would change only this file.
+// The tensor cores. bfloat16 operands (--precision bf16), and float32 ones when core/backend.h's
+// CudaFloat32Products asks for TF32 or 3xTF32 (--precision tf32 / tf32x3), run on the tensor-core
+// tile of cuda/mma_tile_gemm.cuh (WMMA fragments, float32 accumulation, float32 results) in the
+// same two kernels, the same grid and the same split; MOELAB_GROUPED_TILE then does not apply, and
+// MOELAB_MMA_BLOCKS=1|2 sizes the tile's registers for 1 or 2 resident blocks per SM.
+//
+// Cost, honestly. The float32 default runs on the CUDA cores in FP32/FP64 FMAs; the tensor-core
+// tile is plain WMMA: no asynchronous copies (cp.async, TMA), no Hopper wgmma, one shared tile.
+// What it all buys is a MoE layer with no host round trip.
+// A faster version (wgmma tiles, cp.async pipelining, or cuBLASLt grouped GEMM with device-side
+// size arrays if a future CUDA allows it) would change only this file and its tile headers.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -65,6 +71,7 @@
 #include "cuda/device_errors.cuh"
 #include "cuda/device_utils.cuh"
 #include "cuda/group_offsets.cuh"
+#include "cuda/mma_tile_gemm.cuh"
 #include "cuda/tile_gemm.cuh"
 
 namespace moelab {
@@ -82,6 +89,38 @@ constexpr unsigned int kMaxGridYZ = 65535;      // CUDA's limit on grid.y and gr
 constexpr std::int64_t kMaxWidth = 1 << 24;     // in and out below this: tile_product's int offsets
 
 using cuda::clamped_offset;
+
+// The tensor-core tiles (cuda/mma_tile_gemm.cuh): float32 operands as TF32 or 3xTF32, bfloat16
+// operands as they are; all three write float32.
+// BLOCKS: the resident blocks per SM their registers are sized for (__launch_bounds__), 2 (128
+// registers a thread; some spill to local memory) or 1 (up to 255, no spill);
+// MOELAB_MMA_BLOCKS=1|2 chooses (below).
+template <int kBlocks>
+using Tf32Tile = cuda::MmaTile<float, cuda::MmaKind::TF32, kBlocks>;
+template <int kBlocks>
+using Tf32x3Tile = cuda::MmaTile<float, cuda::MmaKind::TF32x3, kBlocks>;
+template <int kBlocks>
+using Bf16Tile = cuda::MmaTile<__nv_bfloat16, cuda::MmaKind::BF16, kBlocks>;
+
+template <class Tl>
+struct IsMmaTile : std::false_type {};
+template <class In, cuda::MmaKind kKind, int kBlocks>
+struct IsMmaTile<cuda::MmaTile<In, kKind, kBlocks>> : std::true_type {};
+
+// The element type a tile writes: float32 for the tensor-core tiles, the operands' T otherwise.
+template <class T, class Tl>
+using ProductOut = std::conditional_t<IsMmaTile<Tl>::value, float, T>;
+
+// tile_product or mma_tile_product, by the tile type (same operands and counts).
+template <class T, class Tl, bool kATransposed, bool kBTransposed>
+__device__ __forceinline__ void any_tile_product(const T* a, std::int64_t lda, const T* b, std::int64_t ldb,
+                                                 int m_count, int n_count, std::int64_t k_count,
+                                                 ProductOut<T, Tl>* c, std::int64_t ldc) {
+  if constexpr (IsMmaTile<Tl>::value)
+    cuda::mma_tile_product<T, Tl, kATransposed, kBTransposed>(a, lda, b, ldb, m_count, n_count, k_count, c, ldc);
+  else
+    tile_product<T, Tl, kATransposed, kBTransposed>(a, lda, b, ldb, m_count, n_count, k_count, c, ldc);
+}
 
 // ---------------------------------------------------------------- the offsets check
 
@@ -108,9 +147,9 @@ __global__ void check_offsets_kernel(const std::int32_t* offsets, std::int64_t g
 // x: [rows, in], w: [groups, in, out] (or [groups, out, in] when kTransW), out: [rows, out].
 // grid = (row-tile slots, column tiles); see the header for how a block finds its group.
 template <class T, class Tl, bool kTransW>
-__global__ void __launch_bounds__(kTileThreads, 2)
+__global__ void __launch_bounds__(kTileThreads, Tl::BlocksPerSM)
     grouped_forward_kernel(const T* x, const T* w, const std::int32_t* offsets, std::int64_t groups,
-                           std::int64_t rows, std::int64_t in, std::int64_t out_dim, T* out) {
+                           std::int64_t rows, std::int64_t in, std::int64_t out_dim, ProductOut<T, Tl>* out) {
   std::int64_t slot = blockIdx.x;
   std::int64_t group = -1, tile_row = 0, group_end = 0;
   std::int64_t r0 = clamped_offset(offsets, 0, rows);
@@ -134,8 +173,8 @@ __global__ void __launch_bounds__(kTileThreads, 2)
   const std::int64_t ldb = kTransW ? in : out_dim;
   const int m_count = static_cast<int>(group_end - tile_row < Tl::M ? group_end - tile_row : Tl::M);
   const int n_count = static_cast<int>(out_dim - n0 < Tl::N ? out_dim - n0 : Tl::N);
-  tile_product<T, Tl, false, kTransW>(x + tile_row * in, in, b, ldb, m_count, n_count, in,
-                                      out + tile_row * out_dim + n0, out_dim);
+  any_tile_product<T, Tl, false, kTransW>(x + tile_row * in, in, b, ldb, m_count, n_count, in,
+                                          out + tile_row * out_dim + n0, out_dim);
 }
 
 // out rows offsets[groups] .. rows-1 (clamped) := 0; out: [rows, out_dim].
@@ -153,10 +192,10 @@ __global__ void zero_rows_past_groups_kernel(const std::int32_t* offsets, std::i
 //   dw_part[c][e] = x_e[run c]^T @ dy_e[run c]   dw_part: [splits, groups, in, out]
 // (splits = 1: dw_part is dw itself; otherwise sum_splits_kernel adds the runs in order c = 0, 1, ...).
 template <class T, class Tl>
-__global__ void __launch_bounds__(kTileThreads, 2)
+__global__ void __launch_bounds__(kTileThreads, Tl::BlocksPerSM)
     grouped_weight_grad_kernel(const T* x, const T* dy, const std::int32_t* offsets, std::int64_t groups,
                                std::int64_t splits, std::int64_t rows, std::int64_t in, std::int64_t out_dim,
-                               T* dw_part) {
+                               ProductOut<T, Tl>* dw_part) {
   const std::int64_t e = blockIdx.z / splits, c = blockIdx.z % splits;
   const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.y) * Tl::M;
   const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * Tl::N;
@@ -165,10 +204,10 @@ __global__ void __launch_bounds__(kTileThreads, 2)
   const std::int64_t r0 = g0 + length * c / splits, k_count = g0 + length * (c + 1) / splits - r0;
   const int m_count = static_cast<int>(in - i0 < Tl::M ? in - i0 : Tl::M);
   const int n_count = static_cast<int>(out_dim - n0 < Tl::N ? out_dim - n0 : Tl::N);
-  T* dw = dw_part + c * groups * in * out_dim;
+  ProductOut<T, Tl>* dw = dw_part + c * groups * in * out_dim;
   // A[m][k] = x_e^T[i0 + m][k] = x[(r0 + k) * in + i0 + m]; B[k][n] = dy[(r0 + k) * out + n0 + n].
-  tile_product<T, Tl, true, false>(x + r0 * in + i0, in, dy + r0 * out_dim + n0, out_dim, m_count, n_count, k_count,
-                                   dw + (e * in + i0) * out_dim + n0, out_dim);
+  any_tile_product<T, Tl, true, false>(x + r0 * in + i0, in, dy + r0 * out_dim + n0, out_dim, m_count, n_count,
+                                       k_count, dw + (e * in + i0) * out_dim + n0, out_dim);
 }
 
 // dw[i] = part[0][i] + part[1][i] + ... + part[splits - 1][i], in that order; part: [splits, count].
@@ -236,7 +275,8 @@ void with_tile(TileShape shape, Body&& body) {
 // out = grouped x @ op(w) with tile Tl; the grid covers the worst case (see the header).
 template <class T, class Tl>
 void launch_grouped_forward(const T* x, const T* w, const std::int32_t* offsets, std::int64_t groups,
-                            std::int64_t rows, std::int64_t in, std::int64_t out_dim, bool trans_w, T* out) {
+                            std::int64_t rows, std::int64_t in, std::int64_t out_dim, bool trans_w,
+                            ProductOut<T, Tl>* out) {
   const std::int64_t slots = ceil_div(rows, Tl::M) + groups, column_tiles = ceil_div(out_dim, Tl::N);
   MOELAB_CHECK(slots <= INT_MAX && column_tiles <= kMaxGridYZ && in < kMaxWidth && out_dim < kMaxWidth,
                "grouped_matmul", "N = ", rows, ", E = ", groups, ", in = ", in, ", out = ", out_dim,
@@ -273,7 +313,8 @@ std::int64_t max_splits() {
 
 template <class T, class Tl>
 void launch_grouped_weight_grad(const T* x, const T* dy, const std::int32_t* offsets, std::int64_t groups,
-                                std::int64_t rows, std::int64_t in, std::int64_t out_dim, T* dw) {
+                                std::int64_t rows, std::int64_t in, std::int64_t out_dim, ProductOut<T, Tl>* dw) {
+  using Out = ProductOut<T, Tl>;
   const std::int64_t column_tiles = ceil_div(out_dim, Tl::N), row_tiles = ceil_div(in, Tl::M);
   const std::int64_t tiles = column_tiles * row_tiles * groups;
   std::int64_t splits = std::min(max_splits(), std::max<std::int64_t>(1, ceil_div(kTargetBlocks, tiles)));
@@ -292,11 +333,11 @@ void launch_grouped_weight_grad(const T* x, const T* dy, const std::int32_t* off
     MOELAB_CUDA_CHECK_LAUNCH();
     return;
   }
-  cuda::DeviceBuffer<T> part(static_cast<std::size_t>(splits * count));
+  cuda::DeviceBuffer<Out> part(static_cast<std::size_t>(splits * count));
   grouped_weight_grad_kernel<T, Tl>
       <<<grid, kTileThreads, 0, cuda::stream()>>>(x, dy, offsets, groups, splits, rows, in, out_dim, part.get());
   MOELAB_CUDA_CHECK_LAUNCH();
-  sum_splits_kernel<T><<<cuda::blocks_for(count), cuda::kThreads, 0, cuda::stream()>>>(part.get(), splits, count, dw);
+  sum_splits_kernel<Out><<<cuda::blocks_for(count), cuda::kThreads, 0, cuda::stream()>>>(part.get(), splits, count, dw);
   MOELAB_CUDA_CHECK_LAUNCH();
 }
 
@@ -311,50 +352,84 @@ void check_group_offsets(const std::int32_t* offsets, std::int64_t groups, std::
 
 }  // namespace cuda
 
+namespace {
+
+// The tensor-core tiles' blocks per SM (MOELAB_MMA_BLOCKS=1 or 2, default 2; see Tf32Tile).
+int mma_blocks_per_sm() {
+  static const int blocks = [] {
+    const char* value = std::getenv("MOELAB_MMA_BLOCKS");
+    if (value == nullptr || *value == '\0') return 2;
+    const std::string text(value);
+    MOELAB_CHECK(text == "1" || text == "2", "grouped_matmul", "MOELAB_MMA_BLOCKS='", text, "': expected 1 or 2");
+    return text == "1" ? 1 : 2;
+  }();
+  return blocks;
+}
+
+// Calls body.template operator()<T, Tl>() with the operands' element type and the tile of a
+// product whose operands have `dtype`: bfloat16 on the tensor cores (Bf16Tile, float32 out);
+// float32 on the tensor cores when core/backend.h's CudaFloat32Products asks for them
+// (Tf32Tile, Tf32x3Tile), else the CUDA-core tile `shape` (MOELAB_GROUPED_TILE); float64 on 64 x 64.
+template <class Body>
+void with_product_tile(DType dtype, TileShape shape, Body&& body) {
+  const auto tensor_cores = [&]<int kBlocks>() {
+    if (dtype == DType::BFloat16) return body.template operator()<__nv_bfloat16, Bf16Tile<kBlocks>>(), true;
+    if (dtype != DType::Float32) return false;
+    switch (cuda_float32_products()) {
+      case CudaFloat32Products::TF32: return body.template operator()<float, Tf32Tile<kBlocks>>(), true;
+      case CudaFloat32Products::TF32x3: return body.template operator()<float, Tf32x3Tile<kBlocks>>(), true;
+      case CudaFloat32Products::Float32: return false;
+    }
+    return false;
+  };
+  const bool done = mma_blocks_per_sm() == 1 ? tensor_cores.template operator()<1>() : tensor_cores.template operator()<2>();
+  if (done) return;
+  dispatch_float(dtype, [&]<class T>() { with_tile<T>(shape, [&]<class Tl>() { body.template operator()<T, Tl>(); }); });
+}
+
+// A tensor's elements as T; bfloat16 tensors hold core/bfloat16.h's 16 bits, which are
+// __nv_bfloat16's.
+template <class T>
+const T* elements(const Tensor& t) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return static_cast<const __nv_bfloat16*>(t.raw());
+  else return t.data<T>();
+}
+
+}  // namespace
+
 void CudaBackend::grouped_matmul(const Tensor& x, const Tensor& w, const Tensor& offsets, bool trans_w,
                                  Tensor& out) {
-  // x: [N, in], w: [E, in, out] or [E, out, in], offsets: int32 [E + 1] on the GPU, out: [N, out].
-  // bfloat16 x and w: widened (exact) and multiplied by the float32 kernels below; a tensor-core
-  // bf16 tile is not written yet.
-  if (x.dtype() == DType::BFloat16)
-    return grouped_matmul(x.to(DType::Float32), w.to(DType::Float32), offsets, trans_w, out);
+  // x: [N, in], w: [E, in, out] or [E, out, in], offsets: int32 [E + 1] on the GPU, out: [N, out]
+  // (float32 for bfloat16 x and w).
   const std::int64_t groups = w.size(0), rows = x.size(0), in = x.size(1), out_dim = out.size(1);
   const std::int32_t* off = offsets.data<std::int32_t>();
   cuda::check_group_offsets(off, groups, rows, cuda::kGroupedMatmul);  // also for empty sizes
   if (out.numel() == 0) return;
-  dispatch_float(x.dtype(), [&]<class T>() {
-    const T* px = x.data<T>();
-    const T* pw = w.data<T>();
-    T* po = out.data<T>();
-    if (groups > 0) {  // in == 0 is fine: every tile is a sum over nothing and is written as zeros
-      with_tile<T>(grouped_tiles().forward, [&]<class Tl>() {
-        launch_grouped_forward<T, Tl>(px, pw, off, groups, rows, in, out_dim, trans_w, po);
-      });
-    }
+  with_product_tile(x.dtype(), grouped_tiles().forward, [&]<class T, class Tl>() {
+    using Out = ProductOut<T, Tl>;
+    Out* po = out.data<Out>();
+    if (groups > 0)  // in == 0 is fine: every tile is a sum over nothing and is written as zeros
+      launch_grouped_forward<T, Tl>(elements<T>(x), elements<T>(w), off, groups, rows, in, out_dim, trans_w, po);
     // The rows past offsets[E]: a grid-stride loop over at most all N rows (most threads of a
     // grid sized for the worst case find nothing to do; capped, since the count is unknown here).
     const unsigned int zero_blocks = std::min(cuda::blocks_for(rows * out_dim), 1024u);
-    zero_rows_past_groups_kernel<T><<<zero_blocks, cuda::kThreads, 0, cuda::stream()>>>(off, groups, rows, out_dim,
-                                                                                         po);
+    zero_rows_past_groups_kernel<Out><<<zero_blocks, cuda::kThreads, 0, cuda::stream()>>>(off, groups, rows, out_dim,
+                                                                                           po);
     MOELAB_CUDA_CHECK_LAUNCH();
   });
 }
 
 void CudaBackend::grouped_matmul_weight_grad(const Tensor& x, const Tensor& dy, const Tensor& offsets, Tensor& dw) {
-  // x: [N, in], dy: [N, out], offsets: int32 [E + 1] on the GPU, dw: [E, in, out] = x_e^T @ dy_e.
-  if (x.dtype() == DType::BFloat16)  // widened, as above
-    return grouped_matmul_weight_grad(x.to(DType::Float32), dy.to(DType::Float32), offsets, dw);
+  // x: [N, in], dy: [N, out], offsets: int32 [E + 1] on the GPU, dw: [E, in, out] = x_e^T @ dy_e
+  // (float32 for bfloat16 x and dy).
   const std::int64_t groups = dw.size(0), rows = x.size(0), in = x.size(1), out_dim = dy.size(1);
   const std::int32_t* off = offsets.data<std::int32_t>();
   cuda::check_group_offsets(off, groups, rows, cuda::kGroupedMatmulWeightGrad);  // also for empty sizes
   if (dw.numel() == 0) return;
-  dispatch_float(x.dtype(), [&]<class T>() {
-    const T* px = x.data<T>();
-    const T* pdy = dy.data<T>();
-    T* pdw = dw.data<T>();
-    with_tile<T>(grouped_tiles().weight_grad, [&]<class Tl>() {
-      launch_grouped_weight_grad<T, Tl>(px, pdy, off, groups, rows, in, out_dim, pdw);
-    });
+  with_product_tile(x.dtype(), grouped_tiles().weight_grad, [&]<class T, class Tl>() {
+    using Out = ProductOut<T, Tl>;
+    launch_grouped_weight_grad<T, Tl>(elements<T>(x), elements<T>(dy), off, groups, rows, in, out_dim,
+                                      dw.data<Out>());
   });
 }
 

@@ -17,6 +17,7 @@ const CudaProbe& cuda_probe() {
   return probe;
 }
 
-void set_cuda_tf32(bool) {}
+void set_cuda_float32_products(CudaFloat32Products) {}
+CudaFloat32Products cuda_float32_products() { return CudaFloat32Products::Float32; }
 
 }  // namespace moelab

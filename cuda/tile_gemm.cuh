@@ -39,6 +39,7 @@ struct Tile {
   static constexpr int ThreadsX = 16;             // threads along a tile's columns
   static constexpr int ThreadsY = 16;             // threads along a tile's rows
   static constexpr int Threads = ThreadsX * ThreadsY;  // 256
+  static constexpr int BlocksPerSM = 2;           // the kernels' __launch_bounds__: at most 128 registers
   static constexpr int RegM = M / ThreadsY;       // output rows per thread
   static constexpr int RegN = N / ThreadsX;       // output columns per thread
   // kVec (float only): a thread owns rows ty*4 + {0..3} and M/2 + ty*4 + {0..3} (columns alike),
@@ -65,7 +66,7 @@ using WideTile = Tile<128, 128, true>;  // float32 only
 using PipelinedTile = Tile<128, 128, true, 2>;  // float32 only
 
 template <class T, class Tl>
-struct __align__(16) SharedTiles {
+struct __align__(32) SharedTiles {  // 32: the alignment WMMA loads need (cuda/mma_tile_gemm.cuh)
   T a[Tl::K][Tl::M + Tl::Pad];  // a[k][m] = A[m][k0 + k]  (+1: no bank conflicts on the stores)
   T b[Tl::K][Tl::N + Tl::Pad];  // b[k][n] = B[k0 + k][n]
 };
@@ -77,6 +78,62 @@ __device__ __forceinline__ int register_row(int t, int i, int half) {
   if constexpr (Tl::Vec) return (i / 4) * half + t * 4 + i % 4;
   return t + i * Tl::ThreadsY;
 }
+
+// One thread's share of a block's k-steps (the operands as tile_product describes them): fetch(k0)
+// reads LoadsA elements of A and LoadsB of B of the k-step at k0 from global memory into
+// registers, stash(tile) writes them into a shared tile. Consecutive threads read consecutive
+// addresses of the row-major source (coalesced); out-of-range elements (past m_count, n_count or
+// k_count) load as 0. Offsets inside a k-step are int (below 128 * lda + 16: the host keeps lda
+// and ldb, the matrices' widths, below 2^24), which spares the registers 64-bit index
+// arithmetic would take. Shared by tile_product and the tensor-core tile (cuda/mma_tile_gemm.cuh).
+template <class T, class Tl, bool kATransposed, bool kBTransposed>
+struct TileLoads {
+  const T* a;
+  std::int64_t lda;
+  const T* b;
+  std::int64_t ldb;
+  int m_count, n_count;
+  std::int64_t k_count;
+  T a_next[Tl::LoadsA], b_next[Tl::LoadsB];
+
+  __device__ __forceinline__ void fetch(std::int64_t k0) {
+    const T* a_step = kATransposed ? a + k0 * lda : a + k0;  // A[.][k0], B[k0][.]
+    const T* b_step = kBTransposed ? b + k0 : b + k0 * ldb;
+    const int k_left = k_count - k0 < Tl::K ? static_cast<int>(k_count - k0) : Tl::K;
+    const int lda32 = static_cast<int>(lda), ldb32 = static_cast<int>(ldb);
+#pragma unroll
+    for (int l = 0; l < Tl::LoadsA; ++l) {
+      const int at = static_cast<int>(threadIdx.x) + l * Tl::Threads;
+      const int m = kATransposed ? at % Tl::M : at / Tl::K;  // transposed: m is the contiguous index
+      const int k = kATransposed ? at / Tl::M : at % Tl::K;
+      T v{};  // zero (also for __nv_bfloat16, whose T(0) would be ambiguous)
+      if (m < m_count && k < k_left) v = a_step[kATransposed ? k * lda32 + m : m * lda32 + k];
+      a_next[l] = v;
+    }
+#pragma unroll
+    for (int l = 0; l < Tl::LoadsB; ++l) {
+      const int at = static_cast<int>(threadIdx.x) + l * Tl::Threads;
+      const int n = kBTransposed ? at / Tl::K : at % Tl::N;  // not transposed: n is the contiguous index
+      const int k = kBTransposed ? at % Tl::K : at / Tl::N;
+      T v{};  // zero (also for __nv_bfloat16, whose T(0) would be ambiguous)
+      if (n < n_count && k < k_left) v = b_step[kBTransposed ? n * ldb32 + k : k * ldb32 + n];
+      b_next[l] = v;
+    }
+  }
+
+  __device__ __forceinline__ void stash(SharedTiles<T, Tl>& tile) const {
+#pragma unroll
+    for (int l = 0; l < Tl::LoadsA; ++l) {
+      const int at = static_cast<int>(threadIdx.x) + l * Tl::Threads;
+      tile.a[kATransposed ? at / Tl::M : at % Tl::K][kATransposed ? at % Tl::M : at / Tl::K] = a_next[l];
+    }
+#pragma unroll
+    for (int l = 0; l < Tl::LoadsB; ++l) {
+      const int at = static_cast<int>(threadIdx.x) + l * Tl::Threads;
+      tile.b[kBTransposed ? at % Tl::K : at / Tl::N][kBTransposed ? at / Tl::K : at % Tl::N] = b_next[l];
+    }
+  }
+};
 
 // One Tl::M x Tl::N tile C = A @ B by the whole block (call it from every thread of a 256-thread block):
 //   A: [m_count, k_count], A[m][k] = a[kATransposed ? k * lda + m : m * lda + k], m_count <= Tl::M
@@ -96,47 +153,9 @@ __device__ void tile_product(const T* a, std::int64_t lda, const T* b, std::int6
 #pragma unroll
     for (int j = 0; j < Tl::RegN; ++j) acc[i][j] = T(0);
 
-  // This thread's share of the k-step at k0: LoadsA elements of A and LoadsB of B, read from
-  // global memory into registers (fetch), then written to a shared tile (stash). Offsets inside
-  // a k-step are int (below 128 * lda + 16: the host keeps lda and ldb, the matrices' widths,
-  // below kMaxWidth = 2^24), which spares the registers 64-bit index arithmetic would take.
-  T a_next[Tl::LoadsA], b_next[Tl::LoadsB];
-  const auto fetch = [&](std::int64_t k0) {
-    const T* a_step = kATransposed ? a + k0 * lda : a + k0;  // A[.][k0], B[k0][.]
-    const T* b_step = kBTransposed ? b + k0 : b + k0 * ldb;
-    const int k_left = k_count - k0 < Tl::K ? static_cast<int>(k_count - k0) : Tl::K;
-    const int lda32 = static_cast<int>(lda), ldb32 = static_cast<int>(ldb);
-#pragma unroll
-    for (int l = 0; l < Tl::LoadsA; ++l) {
-      const int at = static_cast<int>(threadIdx.x) + l * Tl::Threads;
-      const int m = kATransposed ? at % Tl::M : at / Tl::K;  // transposed: m is the contiguous index
-      const int k = kATransposed ? at / Tl::M : at % Tl::K;
-      T v = T(0);
-      if (m < m_count && k < k_left) v = a_step[kATransposed ? k * lda32 + m : m * lda32 + k];
-      a_next[l] = v;
-    }
-#pragma unroll
-    for (int l = 0; l < Tl::LoadsB; ++l) {
-      const int at = static_cast<int>(threadIdx.x) + l * Tl::Threads;
-      const int n = kBTransposed ? at / Tl::K : at % Tl::N;  // not transposed: n is the contiguous index
-      const int k = kBTransposed ? at % Tl::K : at / Tl::N;
-      T v = T(0);
-      if (n < n_count && k < k_left) v = b_step[kBTransposed ? n * ldb32 + k : k * ldb32 + n];
-      b_next[l] = v;
-    }
-  };
-  const auto stash = [&](SharedTiles<T, Tl>& tile) {
-#pragma unroll
-    for (int l = 0; l < Tl::LoadsA; ++l) {
-      const int at = static_cast<int>(threadIdx.x) + l * Tl::Threads;
-      tile.a[kATransposed ? at / Tl::M : at % Tl::K][kATransposed ? at % Tl::M : at / Tl::K] = a_next[l];
-    }
-#pragma unroll
-    for (int l = 0; l < Tl::LoadsB; ++l) {
-      const int at = static_cast<int>(threadIdx.x) + l * Tl::Threads;
-      tile.b[kBTransposed ? at % Tl::K : at / Tl::N][kBTransposed ? at / Tl::K : at % Tl::N] = b_next[l];
-    }
-  };
+  TileLoads<T, Tl, kATransposed, kBTransposed> loads{a, lda, b, ldb, m_count, n_count, k_count};
+  const auto fetch = [&](std::int64_t k0) { loads.fetch(k0); };
+  const auto stash = [&](SharedTiles<T, Tl>& tile) { loads.stash(tile); };
   // acc += this k-step's A tile @ B tile, k = 0, 1, ..., 15 in order.
   const auto multiply = [&](const SharedTiles<T, Tl>& tile) {
 #pragma unroll

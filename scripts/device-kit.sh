@@ -8,6 +8,8 @@
 #   lib/      libz.a, lib/cmake/doctest/                          zlib statically; doctest's CMake files
 #   share/    eigen3/cmake/ cmake/nlohmann_json/ cmake/CLI11/     the other CMake package files
 #   fashion-mnist/                                                the dataset test_softmoe_mnist_effect reads
+# and, when data/mnist holds the standard MNIST files (scripts/get-mnist.sh --full), .device/mnist/
+# with them gzipped (gpu-check's mnist stage; carry .device/mnist too).
 # The package files locate their headers relative to themselves, so the kit works from any folder.
 #
 # Use (here, then on the GPU machine with .device/kit carried along):
@@ -49,4 +51,14 @@ grep -q '"/usr"' "$kit/lib/cmake/doctest/doctestTargets.cmake" && { echo "device
 # Eigen's unsupported modules and docs are not used: leave them out to keep the kit small.
 rm -rf "$kit/include/eigen3/unsupported"
 
+# MNIST for gpu-check's mnist stage, gzipped (the loader reads .gz): .device/mnist, when
+# scripts/get-mnist.sh --full has put the four IDX files in data/mnist.
+if [[ -f data/mnist/train-images-idx3-ubyte ]]; then
+  rm -rf .device/mnist
+  mkdir -p .device/mnist
+  for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+    gzip -c data/mnist/$f > .device/mnist/$f.gz
+  done
+  echo "device-kit: MNIST gzipped into .device/mnist ($(du -sh .device/mnist | cut -f1))"
+fi
 echo "device-kit: $(du -sh "$kit" | cut -f1) in $kit"

@@ -6,7 +6,9 @@
 #   scripts/gpu-check.sh STAGE...     the stages in the order given, e.g. `build test sync sanitize demo`
 #
 #   build     configure with CUDA against the kit (no alt-isa copy: the GPU machine runs the GPU
-#             checks), build everything into build-gpu/ (kept while the machine stays warm)
+#             checks), build everything into build-gpu/ (kept while the machine stays warm);
+#             BUILD_TARGETS="a b ...": those targets only (e.g. "moelab_cli train_step_bench" and the
+#             test_cuda_* programs, for a short loan)
 #   test      the whole ctest suite (TEST_FILTER=REGEX: those tests only) with MOELAB_REQUIRE_CUDA=1:
 #             a GPU test that would skip fails;
 #             then the grouped-product parity cases again with each other tile shape
@@ -17,8 +19,19 @@
 #             (default 128d) (refused on some machines: the stage then says so)
 #   demo      moelab phonebook --preset demo on the GPU (DEMO_CPU=1: on the CPU too)
 #   l2norm    moelab softmoe-l2norm --preset cpu on the GPU
+#   mma       the 8-expert step in tf32, tf32x3 and bf16 (the expert products on the tensor cores:
+#             cuda/mma_tile_gemm.cuh) with MOELAB_MMA_BLOCKS=1 and =2; the faster for tf32 goes to
+#             mma-best.txt, which bench then uses
 #   bench     bench/compare_gpu.sh: the three GPU-scale models, moelab vs PyTorch (the columns of
-#             COLUMNS_RUN, default all: fp32, tf32, bf16; eager and compiled; three MoE codes)
+#             COLUMNS_RUN, default all: fp32, tf32, bf16; eager and compiled; three MoE codes);
+#             cut at the deadline, it summarises the runs that finished
+#   tuned     bench/pytorch/check_tuned_model.py on this machine's PyTorch: the benchmark's PyTorch
+#             model (SDPA, fused AdamW, grouped_mm where present) is the function moelab is tested
+#             against
+#   stepsan   compute-sanitizer memcheck on train_step_bench --steps 2 at the GPU preset's sizes
+#             (8 and 64 experts; float32, then tf32 and bf16 on 8 experts: the tensor-core tiles)
+#   mnist     moelab softmoe-mnist --preset paper --device cuda, the whole grid, MNIST from
+#             .device/mnist (carry it: the four IDX files, gzipped; scripts/device-kit.sh)
 #   tiles     the two MoE models' step with each grouped-product setting (MOELAB_GROUPED_TILE,
 #             MOELAB_GROUPED_SPLIT) and once with MOELAB_CUDA_GENERIC=1; tilebench: bench with the
 #             fastest of them
@@ -30,7 +43,7 @@
 # summary.txt (one line per stage) and gpu-check.tgz (each stage's log and result files). The
 # last lines printed are the summary table. DEADLINE=N (seconds) makes the sanitizer and paper
 # stages stop starting runs that would pass it, so a call's limit cuts nothing mid-file;
-# SANITIZE_BUDGET=N caps the sanitizer stage alone.
+# SANITIZE_BUDGET=N caps the sanitizer stage alone, BENCH_BUDGET=N the bench stage.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=runs/gpu-check
@@ -65,7 +78,9 @@ stage_build() {
   keep "$out/machine.txt"
   cmake -S . -B "$build" -DMOELAB_CUDA=ON -DMOELAB_ALT_ISA=OFF -DCMAKE_PREFIX_PATH="$kit" -DZLIB_ROOT="$kit" \
     > "$out/build.log" 2>&1 || { keep "$out/build.log"; tail -30 "$out/build.log"; echo "configure FAILED"; return 1; }
-  cmake --build "$build" -j "$jobs" >> "$out/build.log" 2>&1 ||
+  local targets=()
+  [[ -n ${BUILD_TARGETS:-} ]] && read -r -a targets <<< "$BUILD_TARGETS"
+  cmake --build "$build" -j "$jobs" ${targets[@]+--target "${targets[@]}"} >> "$out/build.log" 2>&1 ||
     { keep "$out/build.log"; grep -E "error" -A5 "$out/build.log" | head -60; echo "build FAILED"; return 1; }
   grep -E "warning" "$out/build.log" | head -20
   echo "ok, $(grep -c 'warning' "$out/build.log") warning lines"
@@ -191,14 +206,100 @@ stage_l2norm() {
 }
 
 stage_bench() {
-  MOELAB_BUILD=$build PYTHON=${PYTHON:-python3} COMPILE_TIMEOUT=${COMPILE_TIMEOUT:-90} bench/compare_gpu.sh --steps 20 \
+  # The tensor-core tiles' setting the mma stage found faster, unless given.
+  [[ -z ${MOELAB_MMA_BLOCKS:-} && -f $out/mma-best.txt ]] && export MOELAB_MMA_BLOCKS=$(cat "$out/mma-best.txt")
+  echo "MOELAB_MMA_BLOCKS=${MOELAB_MMA_BLOCKS:-2 (default)}"
+  local limit
+  limit=$(left); (( limit > ${BENCH_BUDGET:-100000} )) && limit=$BENCH_BUDGET
+  (( limit < 60 )) && { echo "not run (deadline)"; return 1; }
+  timeout "$limit" env MOELAB_BUILD=$build PYTHON=${PYTHON:-python3} COMPILE_TIMEOUT=${COMPILE_TIMEOUT:-90} bench/compare_gpu.sh --steps 20 \
     > "$out/bench.log" 2>&1
   local rc=$?
+  if [[ $rc == 124 ]]; then  # cut at the deadline: the summary of the runs that finished
+    echo "cut at the deadline; the summary of what finished:" >> "$out/bench.log"
+    SUMMARY_ONLY=1 MOELAB_BUILD=$build PYTHON=${PYTHON:-python3} bench/compare_gpu.sh >> "$out/bench.log" 2>&1
+  fi
   keep "$out/bench.log"
   local f
   for f in bench-results/gpu_*.json; do keep "$f"; done
   tail -8 "$out/bench.log"
   [[ $rc == 0 ]] && echo "ok" || echo "FAILED (rc $rc)"
+  return $rc
+}
+
+# The 8-expert step with the expert products on the tensor cores, each precision with
+# MOELAB_MMA_BLOCKS=1 and =2 (cuda/grouped_matmul.cu); the faster for tf32 goes to mma-best.txt.
+stage_mma() {
+  local log=$out/mma.log rc=0 precision blocks name tps best=2 best_tps=0
+  : > "$log"
+  printf '%-8s %-7s %12s\n' precision blocks tokens/s
+  for precision in tf32 bf16 tf32x3; do
+    for blocks in 2 1; do
+      (( $(left) < 30 )) && { echo "$precision $blocks: not run (deadline)"; rc=1; continue; }
+      name=$out/mma-$precision-$blocks.json
+      MOELAB_MMA_BLOCKS=$blocks timeout 60 "$build/train_step_bench" --device cuda --preset gpu --experts 8 --k 2 \
+        --steps 20 --precision $precision --out "$name" >> "$log" 2>&1 || { rc=1; echo "$precision $blocks FAILED"; }
+      tps=$(grep -oE '"tokens_per_second": *[0-9.]+' "$name" 2>/dev/null | grep -oE '[0-9.]+$')
+      printf '%-8s %-7s %12.0f\n' "$precision" "$blocks" "${tps:-0}"
+      keep "$name"
+      if [[ $precision == tf32 && -n $tps ]] && awk -v a="$tps" -v b="$best_tps" 'BEGIN { exit !(a > b) }'; then
+        best=$blocks
+        best_tps=$tps
+      fi
+    done
+  done
+  echo "$best" > "$out/mma-best.txt"
+  keep "$log"
+  [[ $rc == 0 ]] && echo "ok, faster for tf32: MOELAB_MMA_BLOCKS=$best" || echo "FAILED or cut (see mma.log)"
+  return $rc
+}
+
+stage_tuned() {
+  timeout 120 "${PYTHON:-python3}" bench/pytorch/check_tuned_model.py > "$out/tuned.log" 2>&1
+  local rc=$?
+  keep "$out/tuned.log"
+  grep -E "^(ok|skipped|FAIL|MISMATCH)" "$out/tuned.log" | cut -c1-150
+  [[ $rc == 0 ]] && echo "ok" || echo "FAILED (rc $rc; see tuned.log)"
+  return $rc
+}
+
+# compute-sanitizer memcheck on two training steps (after the program's 5 warm-up steps) at the
+# benchmark's sizes: the split weight gradient's scratch buffer, groups of thousands of rows.
+stage_stepsan() {
+  local log=$out/stepsan.log rc=0 limit args
+  : > "$log"
+  for args in "--experts 8 --k 2" "--experts 64 --k 2" "--experts 8 --k 2 --precision tf32" \
+      "--experts 8 --k 2 --precision bf16"; do
+    limit=$(left); (( limit > 150 )) && limit=150
+    (( limit < 30 )) && { echo "== $args: not run (deadline)" >> "$log"; rc=1; continue; }
+    echo "== memcheck train_step_bench $args" >> "$log"
+    # shellcheck disable=SC2086  # $args: several options
+    timeout "$limit" compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 "$build/train_step_bench" \
+      --device cuda --preset gpu $args --steps 2 --out "$out/stepsan.json" >> "$log" 2>&1 ||
+      { echo "   exit $? (limit ${limit} s)" >> "$log"; rc=1; }
+  done
+  keep "$log"
+  grep -E "^== |ERROR SUMMARY|exit [0-9]+|not supported" "$log" | head -16
+  [[ $rc == 0 ]] && echo "ok: $(grep -c 'ERROR SUMMARY: 0 errors' "$log") memcheck runs clean" ||
+    echo "FAILED, refused or cut short (see stepsan.log)"
+  return $rc
+}
+
+# The implicit-bias paper's whole MNIST grid on the GPU (docs/EXPERIMENTS.md: under 2 minutes of
+# steps estimated); what finished is kept whatever happens.
+stage_mnist() {
+  local limit took dir=$out/softmoe-mnist-paper
+  limit=$(left); (( limit > ${MNIST_TIMEOUT:-400} )) && limit=${MNIST_TIMEOUT:-400}
+  (( limit < 60 )) && { echo "not run (deadline)"; return 1; }
+  [[ -d .device/mnist ]] || { echo ".device/mnist is missing: run scripts/device-kit.sh and carry it"; return 1; }
+  rm -rf "$dir"
+  timed took timeout "$limit" "$build/moelab" softmoe-mnist --preset paper --device cuda --set data_dir=.device/mnist \
+    --out "$dir" > "$out/mnist.log" 2>&1
+  local rc=$?
+  keep "$out/mnist.log"
+  tar czf "$out/keep/softmoe-mnist-paper.tgz" -C "$out" softmoe-mnist-paper 2>/dev/null
+  grep -E "trained|Verdict|holds|differs|contradicts|rror" "$out/mnist.log" | tail -8 | cut -c1-160
+  [[ $rc == 0 ]] && echo "ok ($took s)" || echo "FAILED or cut at $limit s (rc $rc; see mnist.log)"
   return $rc
 }
 
@@ -297,9 +398,9 @@ stage_paper() {
   return $rc
 }
 
-[[ $# -gt 0 ]] || { sed -n '2,24p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 2; }
 for stage in "$@"; do
-  declare -F "stage_$stage" > /dev/null || { echo "gpu-check: unknown stage '$stage'"; sed -n '2,24p' "$0"; exit 2; }
+  declare -F "stage_$stage" > /dev/null || { echo "gpu-check: unknown stage '$stage'"; sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 2; }
 done
 status=0
 for stage in "$@"; do
