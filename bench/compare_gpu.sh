@@ -181,7 +181,7 @@ for name in list(names):
                 best16_cell["tokens_per_second"] / row["columns"]["moelab-bf16"]["tokens_per_second"])
     rows[name] = row
 
-first = next((r for n in names for c in columns if c != "moelab" and (r := load(n, c))), {})
+first = next((r for n in names for c in columns if not c.startswith("moelab") and (r := load(n, c))), {})
 summary = {"gpu": first.get("gpu"), "torch_version": first.get("torch_version"),
            "cuda_version": first.get("cuda_version"), "peaks_tflops": peaks, "columns": columns,
            "pytorch_model": "bench/pytorch/tuned_model.py", "models": rows}

@@ -207,6 +207,8 @@ int main(int argc, char** argv) {
                              {"fraction_of_peak",
                               peak_tflops > 0 ? nlohmann::json(achieved_tflops / peak_tflops) : nlohmann::json()},
                              {"final_loss", last_loss}};
+    // Beside PyTorch's torch.cuda.max_memory_allocated (bench/pytorch/train_step.py).
+    if (device.is_cuda()) report["peak_memory_bytes"] = cuda_peak_memory_bytes();
     const std::filesystem::path path(out_path);
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
     std::ofstream(path) << report.dump(2) << "\n";

@@ -179,6 +179,11 @@ enum class CudaFloat32Products { Float32, TF32, TF32x3 };
 void set_cuda_float32_products(CudaFloat32Products mode);
 CudaFloat32Products cuda_float32_products();
 
+// The most GPU memory the tensors held at once since the process started: the caching
+// allocator's high-water mark of blocks handed out (sizes rounded as cuda/caching_allocator.h
+// rounds them, as torch.cuda.max_memory_allocated counts PyTorch's blocks); 0 without CUDA.
+std::size_t cuda_peak_memory_bytes();
+
 // TEST-ONLY. While one is alive, backend(device) returns `stand_in` for every device of `type`.
 // tests/counting_backend.h uses it to run "CUDA" tensors through a transfer-counting wrapper of
 // the CPU backend, so that a CPU-only machine sees every host<->device copy a GPU run would make.

@@ -31,6 +31,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
+#include "cuda/caching_allocator.h"
 #include "cuda/context.h"
 #include "cuda/device_errors.cuh"
 #include "cuda/libraries.h"
@@ -183,5 +184,7 @@ void set_cuda_float32_products(CudaFloat32Products mode) {
 }
 
 CudaFloat32Products cuda_float32_products() { return float32_products_mode().load(std::memory_order_relaxed); }
+
+std::size_t cuda_peak_memory_bytes() { return cuda::allocator_stats().peak_bytes_in_use; }
 
 }  // namespace moelab

@@ -20,4 +20,6 @@ const CudaProbe& cuda_probe() {
 void set_cuda_float32_products(CudaFloat32Products) {}
 CudaFloat32Products cuda_float32_products() { return CudaFloat32Products::Float32; }
 
+std::size_t cuda_peak_memory_bytes() { return 0; }
+
 }  // namespace moelab
