@@ -124,12 +124,14 @@ struct Claim {
   std::string rule;       // how the verdict was reached: the rule and the counts
 };
 
-// What a claims function reads: the run folder (its CSVs), config.json's "settings" and the run's
-// seed (for what the report recomputes from them, e.g. shortest-path's trivial baseline).
+// What a claims function reads: the run folder (its CSVs), config.json's "settings", the run's
+// seed (for what the report recomputes from them, e.g. shortest-path's trivial baseline) and the
+// device it ran on as config.json records it ("cpu" or "cuda": for claims about timings).
 struct ClaimsInput {
   std::filesystem::path dir;
   nlohmann::ordered_json settings;
   std::uint64_t seed = 0;
+  std::string device = "cpu";
 };
 using ClaimsFunction = std::function<std::vector<Claim>(const ClaimsInput&)>;
 

@@ -309,7 +309,7 @@ int run_job_grid(const RunContext& ctx, const JobGrid& grid) {
   }
   // The paper's claims, from the CSVs the report just wrote (runner/claims.h).
   if (grid.claims && std::filesystem::exists(ctx.dir.file("summary.md"))) {
-    const std::vector<Claim> claims = grid.claims({ctx.dir.path(), s.to_json(), ctx.seed});
+    const std::vector<Claim> claims = grid.claims({ctx.dir.path(), s.to_json(), ctx.seed, ctx.device.is_cuda() ? "cuda" : "cpu"});
     write_claims_section(ctx.dir.path(), claims);
     std::printf("\n%s", claims_section(claims).c_str());
   }

@@ -26,7 +26,7 @@ int run_claims_command(const std::vector<Experiment>& experiments, const std::st
     return 2;
   }
   ClaimsInput input{folder, config.contains("settings") ? config.at("settings") : nlohmann::ordered_json::object(),
-                    config.value("seed", std::uint64_t{0})};
+                    config.value("seed", std::uint64_t{0}), config.value("device", std::string("cpu"))};
   const std::vector<Claim> claims = experiment->claims(input);
   if (!check) {
     write_claims_section(folder, claims);

@@ -228,7 +228,7 @@ std::vector<Claim> softmoe_mnist_claims(const ClaimsInput& in) {
     c.ours = counts.cells == 0 ? "no timings"
                                : (wide.tellp() > 0 ? wide.str() + "; " : std::string()) + "faster beyond the spread in " +
                                      std::to_string(counts.beyond) + " of " + std::to_string(counts.cells) +
-                                     " (layer, n, batch) groups (" + std::to_string(trials) + " passes each, CPU)";
+                                     " (layer, n, batch) groups (" + std::to_string(trials) + " passes each, " + (in.device == "cuda" ? "GPU" : "CPU") + ")";
     c.verdict = grade(counts);
     c.rule = "per (layer, n, batch), the time with all experts minus the time with the fewest kept against their two "
              "stds over passes added: " + counts_text(counts, "the passes' spread") +
