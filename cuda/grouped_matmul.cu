@@ -50,8 +50,10 @@
 // The tensor cores. bfloat16 operands (--precision bf16), and float32 ones when core/backend.h's
 // CudaFloat32Products asks for TF32 or 3xTF32 (--precision tf32 / tf32x3), run on the tensor-core
 // tile of cuda/mma_tile_gemm.cuh (WMMA fragments, float32 accumulation, float32 results) in the
-// same two kernels, the same grid and the same split; MOELAB_GROUPED_TILE then does not apply, and
-// MOELAB_MMA_BLOCKS=1|2 sizes the tile's registers for 1 or 2 resident blocks per SM.
+// same two kernels, the same grid and the same split; MOELAB_GROUPED_TILE then does not apply. Their
+// registers are sized for 2 resident blocks per SM (128 a thread; the forward kernels spill up to
+// 312 bytes): on an H200 that was 9-10% faster than 1 block with 255 registers and no spill
+// (docs/results/gpu-h200-2026-11-30, measured at 87b8e8c with both compiled in).
 //
 // Cost, honestly. The float32 default runs on the CUDA cores in FP32/FP64 FMAs; the tensor-core
 // tile is plain WMMA: no asynchronous copies (cp.async, TMA), no Hopper wgmma, one shared tile.
@@ -92,20 +94,14 @@ using cuda::clamped_offset;
 
 // The tensor-core tiles (cuda/mma_tile_gemm.cuh): float32 operands as TF32 or 3xTF32, bfloat16
 // operands as they are; all three write float32.
-// BLOCKS: the resident blocks per SM their registers are sized for (__launch_bounds__), 2 (128
-// registers a thread; some spill to local memory) or 1 (up to 255, no spill);
-// MOELAB_MMA_BLOCKS=1|2 chooses (below).
-template <int kBlocks>
-using Tf32Tile = cuda::MmaTile<float, cuda::MmaKind::TF32, kBlocks>;
-template <int kBlocks>
-using Tf32x3Tile = cuda::MmaTile<float, cuda::MmaKind::TF32x3, kBlocks>;
-template <int kBlocks>
-using Bf16Tile = cuda::MmaTile<__nv_bfloat16, cuda::MmaKind::BF16, kBlocks>;
+using Tf32Tile = cuda::MmaTile<float, cuda::MmaKind::TF32>;
+using Tf32x3Tile = cuda::MmaTile<float, cuda::MmaKind::TF32x3>;
+using Bf16Tile = cuda::MmaTile<__nv_bfloat16, cuda::MmaKind::BF16>;
 
 template <class Tl>
 struct IsMmaTile : std::false_type {};
-template <class In, cuda::MmaKind kKind, int kBlocks>
-struct IsMmaTile<cuda::MmaTile<In, kKind, kBlocks>> : std::true_type {};
+template <class In, cuda::MmaKind kKind>
+struct IsMmaTile<cuda::MmaTile<In, kKind>> : std::true_type {};
 
 // The element type a tile writes: float32 for the tensor-core tiles, the operands' T otherwise.
 template <class T, class Tl>
@@ -354,36 +350,20 @@ void check_group_offsets(const std::int32_t* offsets, std::int64_t groups, std::
 
 namespace {
 
-// The tensor-core tiles' blocks per SM (MOELAB_MMA_BLOCKS=1 or 2, default 2; see Tf32Tile).
-int mma_blocks_per_sm() {
-  static const int blocks = [] {
-    const char* value = std::getenv("MOELAB_MMA_BLOCKS");
-    if (value == nullptr || *value == '\0') return 2;
-    const std::string text(value);
-    MOELAB_CHECK(text == "1" || text == "2", "grouped_matmul", "MOELAB_MMA_BLOCKS='", text, "': expected 1 or 2");
-    return text == "1" ? 1 : 2;
-  }();
-  return blocks;
-}
-
 // Calls body.template operator()<T, Tl>() with the operands' element type and the tile of a
 // product whose operands have `dtype`: bfloat16 on the tensor cores (Bf16Tile, float32 out);
 // float32 on the tensor cores when core/backend.h's CudaFloat32Products asks for them
 // (Tf32Tile, Tf32x3Tile), else the CUDA-core tile `shape` (MOELAB_GROUPED_TILE); float64 on 64 x 64.
 template <class Body>
 void with_product_tile(DType dtype, TileShape shape, Body&& body) {
-  const auto tensor_cores = [&]<int kBlocks>() {
-    if (dtype == DType::BFloat16) return body.template operator()<__nv_bfloat16, Bf16Tile<kBlocks>>(), true;
-    if (dtype != DType::Float32) return false;
+  if (dtype == DType::BFloat16) return body.template operator()<__nv_bfloat16, Bf16Tile>();
+  if (dtype == DType::Float32) {
     switch (cuda_float32_products()) {
-      case CudaFloat32Products::TF32: return body.template operator()<float, Tf32Tile<kBlocks>>(), true;
-      case CudaFloat32Products::TF32x3: return body.template operator()<float, Tf32x3Tile<kBlocks>>(), true;
-      case CudaFloat32Products::Float32: return false;
+      case CudaFloat32Products::TF32: return body.template operator()<float, Tf32Tile>();
+      case CudaFloat32Products::TF32x3: return body.template operator()<float, Tf32x3Tile>();
+      case CudaFloat32Products::Float32: break;
     }
-    return false;
-  };
-  const bool done = mma_blocks_per_sm() == 1 ? tensor_cores.template operator()<1>() : tensor_cores.template operator()<2>();
-  if (done) return;
+  }
   dispatch_float(dtype, [&]<class T>() { with_tile<T>(shape, [&]<class Tl>() { body.template operator()<T, Tl>(); }); });
 }
 

@@ -44,14 +44,12 @@ enum class MmaKind { TF32, TF32x3, BF16 };
 // The tensor-core tile: 128 x 128, 256 threads, k 16 a step; In is the operands' element type
 // (float for the TF32 kinds, __nv_bfloat16 for BF16). The members tile_product's loads read
 // (M, N, K, Threads, LoadsA, LoadsB, Pad) have the same meaning as in Tile.
-// kBlocks: the resident blocks per SM the kernels' registers are sized for (their
-// __launch_bounds__): 2 caps a thread at 128 registers, 1 at 255.
-template <class In, MmaKind kKind, int kBlocks = 2>
+template <class In, MmaKind kKind>
 struct MmaTile {
   static_assert((kKind == MmaKind::BF16) == std::is_same_v<In, __nv_bfloat16>,
                 "BF16 takes __nv_bfloat16 operands, the TF32 kinds float");
   static constexpr MmaKind Kind = kKind;
-  static constexpr int BlocksPerSM = kBlocks;
+  static constexpr int BlocksPerSM = 2;  // the kernels' __launch_bounds__ (cuda/grouped_matmul.cu says why)
   static constexpr int M = 128, N = 128, K = 16;
   static constexpr int Threads = 256;
   static constexpr int Warps = Threads / 32;

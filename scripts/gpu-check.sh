@@ -20,8 +20,7 @@
 #   demo      moelab phonebook --preset demo on the GPU (DEMO_CPU=1: on the CPU too)
 #   l2norm    moelab softmoe-l2norm --preset cpu on the GPU
 #   mma       the 8-expert step in tf32, tf32x3 and bf16 (the expert products on the tensor cores:
-#             cuda/mma_tile_gemm.cuh) with MOELAB_MMA_BLOCKS=1 and =2; the faster for tf32 goes to
-#             mma-best.txt, which bench then uses
+#             cuda/mma_tile_gemm.cuh), one run each
 #   bench     bench/compare_gpu.sh: the three GPU-scale models, moelab vs PyTorch (the columns of
 #             COLUMNS_RUN, default all: fp32, tf32, bf16; eager and compiled; three MoE codes);
 #             cut at the deadline, it summarises the runs that finished
@@ -206,9 +205,6 @@ stage_l2norm() {
 }
 
 stage_bench() {
-  # The tensor-core tiles' setting the mma stage found faster, unless given.
-  [[ -z ${MOELAB_MMA_BLOCKS:-} && -f $out/mma-best.txt ]] && export MOELAB_MMA_BLOCKS=$(cat "$out/mma-best.txt")
-  echo "MOELAB_MMA_BLOCKS=${MOELAB_MMA_BLOCKS:-2 (default)}"
   local limit
   limit=$(left); (( limit > ${BENCH_BUDGET:-100000} )) && limit=$BENCH_BUDGET
   (( limit < 60 )) && { echo "not run (deadline)"; return 1; }
@@ -227,30 +223,22 @@ stage_bench() {
   return $rc
 }
 
-# The 8-expert step with the expert products on the tensor cores, each precision with
-# MOELAB_MMA_BLOCKS=1 and =2 (cuda/grouped_matmul.cu); the faster for tf32 goes to mma-best.txt.
+# The 8-expert step with the expert products on the tensor cores, in each of their precisions.
 stage_mma() {
-  local log=$out/mma.log rc=0 precision blocks name tps best=2 best_tps=0
+  local log=$out/mma.log rc=0 precision name tps
   : > "$log"
-  printf '%-8s %-7s %12s\n' precision blocks tokens/s
+  printf '%-8s %12s\n' precision tokens/s
   for precision in tf32 bf16 tf32x3; do
-    for blocks in 2 1; do
-      (( $(left) < 30 )) && { echo "$precision $blocks: not run (deadline)"; rc=1; continue; }
-      name=$out/mma-$precision-$blocks.json
-      MOELAB_MMA_BLOCKS=$blocks timeout 60 "$build/train_step_bench" --device cuda --preset gpu --experts 8 --k 2 \
-        --steps 20 --precision $precision --out "$name" >> "$log" 2>&1 || { rc=1; echo "$precision $blocks FAILED"; }
-      tps=$(grep -oE '"tokens_per_second": *[0-9.]+' "$name" 2>/dev/null | grep -oE '[0-9.]+$')
-      printf '%-8s %-7s %12.0f\n' "$precision" "$blocks" "${tps:-0}"
-      keep "$name"
-      if [[ $precision == tf32 && -n $tps ]] && awk -v a="$tps" -v b="$best_tps" 'BEGIN { exit !(a > b) }'; then
-        best=$blocks
-        best_tps=$tps
-      fi
-    done
+    (( $(left) < 30 )) && { echo "$precision: not run (deadline)"; rc=1; continue; }
+    name=$out/mma-$precision.json
+    timeout 60 "$build/train_step_bench" --device cuda --preset gpu --experts 8 --k 2 --steps 20 \
+      --precision $precision --out "$name" >> "$log" 2>&1 || { rc=1; echo "$precision FAILED"; }
+    tps=$(grep -oE '"tokens_per_second": *[0-9.]+' "$name" 2>/dev/null | grep -oE '[0-9.]+$')
+    printf '%-8s %12.0f\n' "$precision" "${tps:-0}"
+    keep "$name"
   done
-  echo "$best" > "$out/mma-best.txt"
   keep "$log"
-  [[ $rc == 0 ]] && echo "ok, faster for tf32: MOELAB_MMA_BLOCKS=$best" || echo "FAILED or cut (see mma.log)"
+  [[ $rc == 0 ]] && echo "ok" || echo "FAILED or cut (see mma.log)"
   return $rc
 }
 
