@@ -12,7 +12,8 @@
 #   runner     runner/ and tasks/: the standard headers and nlohmann/json
 #   tests      every test (compiled at -O1, see moelab_test_flags): the standard headers,
 #              nlohmann/json and doctest
-#   programs   examples/ and bench/: the standard headers, nlohmann/json and CLI11
+#   programs   examples/ and bench/ (compiled at -O1): the standard headers, nlohmann/json and
+#              CLI11; not fma_peak and gemm_bench, whose timed loops keep -O3 (CMakeLists.txt)
 # Left out on purpose:
 #   - core/cpu/ (moelab_cpu_objects, moelab_alt_cpu_objects) and every file with its own compile
 #     options (-ffp-contract=off, -mavx512f, ...): the files whose instruction set and rounding
