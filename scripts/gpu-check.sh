@@ -153,11 +153,17 @@ stage_sanitize() {
     MOELAB_GROUPED_TILE=$tile run_sanitized "racecheck grouped, MOELAB_GROUPED_TILE=$tile" --tool racecheck \
       --racecheck-report all --error-exitcode 9 "$build/test_cuda_parity" -tc='*grouped*'
   done
-  keep "$log"
-  grep -E "^== |ERROR SUMMARY|RACECHECK SUMMARY|not supported|exit [0-9]+" "$log" | head -24
-  [[ $rc == 0 ]] && echo "ok: $(grep -c 'ERROR SUMMARY: 0 errors' "$log") memcheck runs clean" ||
-    echo "FAILED, refused or cut short (see sanitizer.log)"
-  return $rc
+  sanitizer_verdict "$log" $rc 24
+}
+
+# sanitizer_verdict LOG RC LINES: keeps LOG, prints its run headers and summaries (at most LINES)
+# and the stage's result line; returns RC.
+sanitizer_verdict() {
+  keep "$1"
+  grep -E "^== |ERROR SUMMARY|RACECHECK SUMMARY|not supported|exit [0-9]+" "$1" | head -"$3"
+  [[ $2 == 0 ]] && echo "ok: $(grep -c 'ERROR SUMMARY: 0 errors' "$1") memcheck runs clean" ||
+    echo "FAILED, refused or cut short (see $(basename "$1"))"
+  return "$2"
 }
 
 # timed SECONDS_VAR COMMAND...: runs COMMAND, puts its wall time in seconds into SECONDS_VAR
@@ -266,11 +272,7 @@ stage_stepsan() {
       --device cuda --preset gpu $args --steps 2 --out "$out/stepsan.json" >> "$log" 2>&1 ||
       { echo "   exit $? (limit ${limit} s)" >> "$log"; rc=1; }
   done
-  keep "$log"
-  grep -E "^== |ERROR SUMMARY|exit [0-9]+|not supported" "$log" | head -16
-  [[ $rc == 0 ]] && echo "ok: $(grep -c 'ERROR SUMMARY: 0 errors' "$log") memcheck runs clean" ||
-    echo "FAILED, refused or cut short (see stepsan.log)"
-  return $rc
+  sanitizer_verdict "$log" $rc 16
 }
 
 # The implicit-bias paper's whole MNIST grid on the GPU (docs/EXPERIMENTS.md: under 2 minutes of
