@@ -39,7 +39,8 @@
 // thread, with no atomics, so the result is bitwise the same run after run and for every tile
 // shape; the weight gradient's splits, a function of the shapes only (never of the GPU), add the
 // runs' sums in a fixed order. Not bitwise the CPU's: nvcc contracts the multiply-adds into FMAs,
-// the CPU's blocked GEMM sums in another order.
+// the CPU's blocked GEMM sums in another order. The tensor-core tiles (below) are deterministic
+// too, run after run, but with bits of their own.
 //
 // The offsets are checked on the device (check_group_offsets, cuda/group_offsets.cuh): a bad
 // entry is reported at the next synchronisation, and every kernel reads them clamped to [0, N]
