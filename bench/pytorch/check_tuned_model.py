@@ -63,7 +63,7 @@ def compare(label, config, moe_kind=None, capacity_factor=0.0, tolerance=1e-10, 
     tuned_model.load_fixture_weights(tuned, fixture)
     tokens = torch.randint(0, config["vocab"], (config["batch"], config["seq"]))
     targets = torch.randint(0, config["vocab"], (config["batch"], config["seq"]))
-    worst = {}
+    worst = {}  # name -> (relative difference, its bound)
     logits_f = fixture(tokens)
     loss_f = make_fixtures.loss_fn(logits_f, targets)
     loss_f.backward()
@@ -83,19 +83,15 @@ def compare(label, config, moe_kind=None, capacity_factor=0.0, tolerance=1e-10, 
             return ((got - want).abs().max() / (want.abs().max() or 1.0)).item()
         return ((got - want).norm() / (want.norm() or 1.0)).item()
 
-    worst["logits"] = difference(logits_t, logits_f)
-    worst["loss"] = abs(loss_t.item() - loss_f.item()) / abs(loss_f.item())
-    grad_scale = 1.0 if bf16_device is None else 4.0  # the gradients' bound: 4x the values' in bf16
+    # Each tensor's (difference, bound); in bf16 the gradients' bound is 4x the values' (see the header).
+    grad_bound = tolerance if bf16_device is None else 4 * tolerance
+    worst["logits"] = (difference(logits_t, logits_f), tolerance)
+    worst["loss"] = (abs(loss_t.item() - loss_f.item()) / abs(loss_f.item()), tolerance)
     expected = fixture_grads_in_tuned_names(fixture, tuned)
     for name, g in gradients(tuned).items():
-        g = g.to("cpu", torch.float64)
-        worst["grad " + name] = difference(g, expected[name]) / grad_scale
-    key, value = max(worst.items(), key=lambda kv: kv[1])
-    ok = value <= tolerance
-    if key.startswith("grad "):
-        value, bound = value * grad_scale, tolerance * grad_scale
-    else:
-        bound = tolerance
+        worst["grad " + name] = (difference(g.to("cpu", torch.float64), expected[name]), grad_bound)
+    key, (value, bound) = max(worst.items(), key=lambda kv: kv[1][0] / kv[1][1])
+    ok = value <= bound
     print(f"{'ok' if ok else 'MISMATCH'}  {label}: largest relative difference {value:.2e} ({key}), "
           f"bound {bound:g}; attention: {'sdpa' if tuned_model.has_sdpa() else 'written out'}")
     return ok
