@@ -166,7 +166,9 @@ std::string claims_section(const std::vector<Claim>& claims) {
       << " | " << table_cell(c.reference.empty() ? "none recorded" : c.reference) << " | **" << verdict_name(c.verdict)
       << "** |\n";
   s << "\n";
-  for (const Claim& c : claims) s << "- " << c.name << ": " << c.rule << "\n";
+  // Each rule line repeats its row's first cell: several rows share a figure's name (a claim and
+  // its second row, one per metric), and "Fig. 1: ..." alone did not say which row a line judged.
+  for (const Claim& c : claims) s << "- " << c.name << ": " << c.statement << " — " << c.rule << "\n";
   s << "\n";
   return s.str();
 }

@@ -33,7 +33,8 @@
 //
 // The summary's "## Claims" section (claims_section) is a table, one row per claim: the paper's
 // number, ours with the number of seeds and their spread, an independent reference where one was
-// recorded, the verdict; then each claim's rule and counts. `moelab claims DIR` recomputes it from
+// recorded, the verdict; then each claim's rule and counts, on a line that begins with the row's
+// first cell ("Fig. 1: <statement> — <rule>"). `moelab claims DIR` recomputes it from
 // a finished folder's CSVs (a recorded result included) and `moelab claims --check DIR` fails when
 // summary.md holds anything else (tests/docs_claims.sh runs it on every record).
 #pragma once
@@ -135,7 +136,7 @@ struct ClaimsInput {
 };
 using ClaimsFunction = std::function<std::vector<Claim>(const ClaimsInput&)>;
 
-// "## Claims\n\n" + the table + the rules (markdown, ending in a blank line).
+// "## Claims\n\n" + the table + the rules, one line per row (markdown, ending in a blank line).
 std::string claims_section(const std::vector<Claim>& claims);
 
 // summary.md's text with its "## Claims" section replaced by `section` (up to the next "## "

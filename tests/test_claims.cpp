@@ -138,6 +138,14 @@ TEST_CASE("with_claims_section: inserted before the first section, replaced in p
   CHECK(claims_section({Claim{"a", "x | y", "p", "o", "", Verdict::Holds, ""}}).find("x \\| y") != std::string::npos);
 }
 
+TEST_CASE("claims_section: each rule line names its row, so two rows of one figure are told apart") {
+  const std::string section =
+      claims_section({Claim{"Fig. 1", "stored knowledge follows total", "p", "o", "", Verdict::Holds, "rule A"},
+                      Claim{"Fig. 1", "second row: extraction follows total", "p", "o", "", Verdict::Differs, "rule B"}});
+  CHECK(section.find("\n- Fig. 1: stored knowledge follows total — rule A\n") != std::string::npos);
+  CHECK(section.find("\n- Fig. 1: second row: extraction follows total — rule B\n") != std::string::npos);
+}
+
 TEST_CASE("paired_beyond: ten seeds that all agree are beyond the spread that the stds alone would not give") {
   // b = a - 1 on every seed while a's own spread is about 3: the stds overlap, the pairing does not.
   const std::vector<double> a = {1, 4, 7, 2, 9, 5, 3, 8, 6, 10};
