@@ -1,7 +1,8 @@
 // bench/gemm_bench.cpp — float32 GEMM throughput of moelab's CPU matmul against OpenBLAS.
 //
 // Measures C = A @ B at 1024x1024x1024 and at the shapes of a small transformer's training step
-// (2048x128 @ 128x128: attention projections; 2048x128 @ 128x512: an FFN with f = 4d), both
+// (2048x128 @ 128x128: attention projections; 2048x128 @ 128x512: an FFN with f = 4d), or at the
+// shapes given with --shape (e.g. 64x64x64, one expert's product in the 64-expert model), both
 // engines on the same thread count, in the same process, and writes GFLOP/s (2*M*N*K / seconds)
 // to a JSON file. This is a benchmark, not a test: it asserts nothing about speed.
 //
@@ -10,7 +11,7 @@
 // threads (OpenMP and OpenBLAS both spin-wait after work) are idle; report each engine's median
 // phase. The two results are compared elementwise as a sanity check.
 //
-//   gemm_bench [--threads 2] [--phases 7] [--out bench-results/gemm.json]
+//   gemm_bench [--threads 2] [--phases 7] [--shape MxKxN ...] [--out bench-results/gemm.json]
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -54,13 +55,16 @@ double time_phase(Fn&& fn, int reps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"float32 GEMM throughput: moelab (Eigen kernels, our threading) vs OpenBLAS sgemm"};
+  CLI::App app{"float32 GEMM throughput: moelab's blocked GEMM (core/cpu/gemm_f32.cpp) vs OpenBLAS sgemm"};
   int threads = 2, phases = 7;
   std::string out_path = "bench-results/gemm.json";
+  std::vector<std::string> shape_texts;
   app.add_option("--threads", threads, "threads for both engines")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--phases", phases, "alternating timed phases per engine and shape")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  app.add_option("--shape", shape_texts,
+                 "a product M x K x N to measure instead of the default shapes, written MxKxN (repeat for several)");
   app.add_option("--out", out_path, "JSON file to write")->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -80,9 +84,23 @@ int main(int argc, char** argv) {
     std::int64_t m, k, n;
     const char* what;
   };
-  const std::vector<GemmShape> shapes = {{1024, 1024, 1024, "square"},
-                                         {2048, 128, 128, "transformer step: x @ W_qkvo (d 128)"},
-                                         {2048, 128, 512, "transformer step: x @ W_up (d 128, f 512)"}};
+  std::vector<GemmShape> shapes = {{1024, 1024, 1024, "square"},
+                                   {2048, 128, 128, "transformer step: x @ W_qkvo (d 128)"},
+                                   {2048, 128, 512, "transformer step: x @ W_up (d 128, f 512)"}};
+  if (!shape_texts.empty()) {
+    shapes.clear();
+    for (const std::string& text : shape_texts) {
+      long long m = 0, k = 0, n = 0;
+      char end = 0;
+      if (std::sscanf(text.c_str(), "%lldx%lldx%lld%c", &m, &k, &n, &end) != 3 || m < 1 || k < 1 || n < 1 ||
+          m * k > (1LL << 31) || k * n > (1LL << 31) || m * n > (1LL << 31)) {
+        std::fprintf(stderr, "gemm_bench: --shape %s: expected MxKxN with positive sizes (e.g. 64x64x64), "
+                             "each matrix at most 2^31 elements\n", text.c_str());
+        return 2;
+      }
+      shapes.push_back({m, k, n, "--shape"});
+    }
+  }
   nlohmann::json report;
   report["threads"] = threads;
   report["cpu"] = moelab::cpu::cpu_description();  // CPU and the GEMM kernels' instruction set
