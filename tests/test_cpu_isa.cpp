@@ -137,9 +137,12 @@ TEST_CASE("every kernel set this CPU runs gives the same products, bitwise for t
 
 TEST_CASE("a row-major B read in place (products of few rows) gives the bits of a packed B") {
   // C's first rows do not depend on how many rows C has: a product of 100 rows packs B (many A
-  // panels share it), one of 4 or 24 rows reads B where it is (gemm_f32.cpp, b_in_place). k = 300
-  // makes two KC slices (the second accumulates), n = 196 leaves a partial panel at the right edge.
-  const std::int64_t k = 300, n = 196;
+  // panels share it, and B's rows, n = 600 floats apart, are farther apart than any instruction
+  // set reads in place), one of 1 or 4 rows (also 13 or 24 with AVX-512's 12-row tile: two row
+  // panels at most) reads B where it is (gemm_f32.cpp, b_in_place).
+  // k = 300 makes two KC slices (the second accumulates), n = 600 leaves a partial panel at the
+  // right edge (600 = 37 x 16 + 8 = 18 x 32 + 24).
+  const std::int64_t k = 300, n = 600;
   const std::vector<float> a = random_values(100 * k, 7), b = random_values(k * n, 8);
   std::vector<const GemmKernels*> sets{&gemm_kernels(CpuIsa::Generic)};
   if (detected_isa() >= CpuIsa::Avx2) sets.push_back(&gemm_kernels(CpuIsa::Avx2));
