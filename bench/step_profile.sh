@@ -3,7 +3,8 @@
 # CPU's FMA peak a faster matrix product alone could bring it.
 #
 # For each benchmark model (dense; MoE 8 experts top-2; MoE 64 experts top-2 at d 64) it runs
-# train_step_bench on one thread under `perf record` (a sampling profiler: cpu-clock, so it works on
+# train_step_bench (100 steps, so that building the model, which perf samples too, is a percent or
+# two of the samples at most) on one thread under `perf record` (a sampling profiler: cpu-clock, so it works on
 # virtual machines without hardware counters), ROUNDS times in turn, and splits the samples into
 # the GEMM (moelab's blocked GEMM: its micro-kernels, driver and packing, core/cpu/gemm_*.cpp) and
 # everything else. With F the step's model FLOPs, P the FMA peak of the instruction set the GEMM
@@ -41,7 +42,7 @@ for ((r = 0; r < rounds; ++r)); do
     name=${entry%%:*}
     read -r -a options <<< "${entry#*:}"
     perf record -q -e cpu-clock -F 2000 -o "$tmp/$name.$r.data" \
-      "$build"/train_step_bench --threads 1 --steps 20 "${options[@]}" --out "$tmp/$name.$r.json" > /dev/null
+      "$build"/train_step_bench --threads 1 --steps 100 "${options[@]}" --out "$tmp/$name.$r.json" > /dev/null
     # One line per symbol: "share% symbol" (self time, as perf counts it).
     perf report -q -i "$tmp/$name.$r.data" --no-children --sort symbol 2> /dev/null > "$tmp/$name.$r.txt"
   done
@@ -54,7 +55,7 @@ tmp, rounds, commit = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 peak = json.load(open(f"{tmp}/fma_peak.json"))
 GEMM = re.compile(r"micro_kernel|Blocked::run|pack_[ab]_panel|gemm_f32|small_gemm|gemm_bf16")
 report = {"commit": commit, "cpu": peak["cpu"], "fma_peak": peak, "rounds": rounds,
-          "method": "perf record -e cpu-clock on train_step_bench --threads 1 --steps 20; medians over rounds",
+          "method": "perf record -e cpu-clock on train_step_bench --threads 1 --steps 100; medians over rounds",
           "models": {}}
 print(f"{'model':8} {'tokens/s':>9} {'of peak':>8} {'GEMM share':>11} {'GEMM GFLOP/s':>13} {'ceiling':>8}  largest others")
 for name in ("dense", "moe8", "moe64"):
