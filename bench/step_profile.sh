@@ -70,7 +70,7 @@ for name in ("dense", "moe8", "moe64"):
             m = re.match(r"\s*([0-9.]+)%\s+\[[.k]\]\s+(.*\S)", line)
             if not m:
                 continue
-            share, symbol = float(m.group(1)) / 100, m.group(2)
+            share, symbol = float(m.group(1)) / 100, re.sub(r"(\s+-)+$", "", m.group(2))  # perf's empty columns
             total += share
             if GEMM.search(symbol):
                 gemm += share
