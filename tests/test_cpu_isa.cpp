@@ -60,6 +60,7 @@ std::vector<Product> products() {
       out.push_back({1030, 20, 33, ta, tb});    // blocked: many row panels, threads share them
       out.push_back({25, 40, 1100, ta, tb});    // blocked: two NC blocks
       out.push_back({300, 70, 6, ta, tb});      // narrow tile everywhere (n <= 8), edge rows
+      out.push_back({53, 70, 5, ta, tb});       // narrow tile, an edge of 5 rows (53 = 4 x 12 + 5 = 2 x 24 + 5)
       out.push_back({77, 300, 16, ta, tb});     // n = 16: avx512's narrow tile against avx2's wide one
       out.push_back({64, 16, 64, ta, tb});      // attention at d 64 (k = 16), blocked
     }

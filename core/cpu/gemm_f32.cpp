@@ -15,7 +15,11 @@
 // right edge), which also makes a transposed B free: only the packing loop knows the layout. A is
 // read in place: the micro-kernel broadcasts one element of A per row and step, and takes A's
 // layout as a stride (row-major A through GemmKernels::tile_rows, a transposed A through tile);
-// only the partial panel at the bottom edge is packed, with zero rows. The training step's A has
+// the partial panel at the bottom edge runs a tile of its own row count (GemmKernels: edge,
+// edge_rows). It used to be packed with zero rows, computed whole into scratch and copied: with
+// the AVX2 tile, one expert's products of 45-83 rows by 64 ran 1.04-1.15x faster without that, a
+// narrow product of 50 rows 1.5x, and a [2048, 128] @ [128, 128] one within 3% (the same process
+// alternating the two codes in 5 ms slices, medians of 40; the bits the same). The training step's A has
 // 128 columns or fewer and meets few columns of B, so packing it (and blocking its rows by MC for
 // L2, as BLIS does for large matrices) did not pay: with it, the driver outside the micro-kernel
 // took 26% of a 2048 x 128 @ 128 x 128 product's time (perf, one thread).
@@ -63,17 +67,6 @@ struct Operand {
   std::int64_t row_stride, col_stride;
   float at(std::int64_t i, std::int64_t j) const { return data[i * row_stride + j * col_stride]; }
 };
-
-// Packs rows [i0, i0+rows) x inner [p0, p0+kc) of op(A), rows <= mr, as one panel[p][r] of mr
-// rows, zero padded: only for the bottom edge, full panels are read in place.
-void pack_a_panel(const Operand& a, int mr, std::int64_t i0, std::int64_t rows, std::int64_t p0, std::int64_t kc,
-                  float* out) {
-  for (std::int64_t p = 0; p < kc; ++p) {
-    for (std::int64_t r = 0; r < rows; ++r) out[r] = a.at(i0 + r, p0 + p);
-    for (std::int64_t r = rows; r < mr; ++r) out[r] = 0.0f;
-    out += mr;
-  }
-}
 
 #ifdef __AVX2__
 // r[0..7] as the rows of an 8 x 8 matrix -> its transpose, in place (the usual unpack / shuffle /
@@ -188,7 +181,6 @@ struct Blocked {
     // as with a packed B: only where B is read from changes, never a bit of C.
     const bool b_in_place = team == 1 && op_b.col_stride == 1 &&
                             (last_panel - first_panel <= kInPlaceRowPanels || op_b.row_stride <= kInPlaceRowFloats);
-    alignas(64) float edge_a[kMaxMR * KC];  // the bottom edge's A panel, packed and zero padded
     const std::int64_t nc_block = column_block(NR);
     for (std::int64_t jc = 0; jc < n; jc += nc_block) {
       const std::int64_t nc = std::min(nc_block, n - jc);
@@ -214,23 +206,21 @@ struct Blocked {
         }
         for (std::int64_t i = row_begin; i < row_end; i += MR) {
           const std::int64_t rows = std::min<std::int64_t>(MR, row_end - i);
-          // A's panel: in place when full, else packed with zero rows below.
+          // A's panel, read in place; the bottom edge's panel of rows < MR rows takes the tile of
+          // that many rows (GemmTiles::edge), so no padding rows are computed.
           const float* a_panel = &op_a.data[i * op_a.row_stride + pc * op_a.col_stride];
-          auto tile = a_row_major ? tiles.tile_rows : tiles.tile;
-          std::int64_t a_stride = a_row_major ? op_a.row_stride : op_a.col_stride;
-          if (rows < MR) {
-            pack_a_panel(op_a, MR, i, rows, pc, kc, edge_a);
-            a_panel = edge_a, tile = tiles.tile, a_stride = MR;
-          }
+          const std::int64_t a_stride = a_row_major ? op_a.row_stride : op_a.col_stride;
+          const MicroKernel tile = rows == MR ? (a_row_major ? tiles.tile_rows : tiles.tile)
+                                              : (a_row_major ? tiles.edge_rows[rows] : tiles.edge[rows]);
           for (std::int64_t jr = 0; jr < nc; jr += NR) {
             const std::int64_t cols = std::min<std::int64_t>(NR, nc - jr);
             float* c = out + i * ldc + jc + jr;
             const bool b_here = b_in_place && cols == NR;  // a full panel of B, read where it is
             const float* b_panel = b_here ? &op_b.data[pc * op_b.row_stride + jc + jr] : packed_b + jr * kc;
             const std::int64_t b_stride = b_here ? op_b.row_stride : NR;
-            if (rows == MR && cols == NR) {
+            if (cols == NR) {
               tile(kc, a_panel, a_stride, b_panel, b_stride, c, ldc, accumulate);
-            } else {  // a partial tile: compute it whole into scratch, then copy (or add) its valid part
+            } else {  // the right edge: compute the tile whole into scratch, then copy (or add) its valid part
               alignas(64) float part[kMaxMR * kMaxNR];
               tile(kc, a_panel, a_stride, b_panel, b_stride, part, NR, false);
               for (std::int64_t r = 0; r < rows; ++r)

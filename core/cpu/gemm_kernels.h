@@ -12,6 +12,9 @@
 //       read in place (b_stride = its row stride)
 //   tile_rows(kc, a, a_stride, b_panel, b_stride, c, ldc, accumulate)
 //       the same with A(r, p) = a[r * a_stride + p]: a row-major A read in place, unpacked
+//   edge[r], edge_rows[r]   (1 <= r < mr)
+//       tile and tile_rows for a tile of only r rows: the bottom edge of a product whose rows are
+//       not a multiple of mr (128 = 21 x 6 + 2 with the AVX2 tile; one expert's ~64 rows)
 //   small(a, a_rs, a_cs, b, b_rs, b_cs, c, m, k, n)
 //       C [m, n] = op(A) [m, k] @ op(B) [k, n] without packing, for tiny products; element (i, p)
 //       of op(A) is a[i * a_rs + p * a_cs], element (p, j) of op(B) is b[p * b_rs + j * b_cs]
@@ -30,12 +33,15 @@ namespace moelab::cpu {
 // One tile shape: C tiles of mr x nr, A read as a packed panel or a transposed A (tile) or as a
 // row-major A (tile_rows). b_panel's kc rows of nr floats are b_stride floats apart: nr when B was
 // packed, B's own row stride when a row-major B is read in place.
+using MicroKernel = void (*)(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel,
+                             std::int64_t b_stride, float* c, std::int64_t ldc, bool accumulate);
+
+constexpr int kMaxMR = 24, kMaxNR = 32;
+
 struct GemmTiles {
   int mr, nr;
-  void (*tile)(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel, std::int64_t b_stride,
-               float* c, std::int64_t ldc, bool accumulate);
-  void (*tile_rows)(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel,
-                    std::int64_t b_stride, float* c, std::int64_t ldc, bool accumulate);
+  MicroKernel tile, tile_rows;
+  MicroKernel edge[kMaxMR], edge_rows[kMaxMR];  // [r]: r rows, 1 <= r < mr ([0] unused)
 };
 
 struct GemmKernels {
@@ -45,8 +51,6 @@ struct GemmKernels {
   void (*small)(const float* a, std::int64_t a_rs, std::int64_t a_cs, const float* b, std::int64_t b_rs,
                 std::int64_t b_cs, float* c, std::int64_t m, std::int64_t k, std::int64_t n);
 };
-
-constexpr int kMaxMR = 24, kMaxNR = 32;
 
 // The kernels for one instruction set; throws moelab::Error for a set this build or CPU lacks.
 const GemmKernels& gemm_kernels(CpuIsa isa);

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "core/cpu/gemm_kernels.h"
 
@@ -110,10 +111,17 @@ void small_gemm(const float* a, std::int64_t a_rs, std::int64_t a_cs, const floa
   }
 }
 
+// The tile of MR x NR and its bottom-edge tiles of 1 .. MR-1 rows (the same loop, fewer rows).
+template <class Isa, int MR, int NR, int... R>
+constexpr GemmTiles tiles(std::integer_sequence<int, R...>) {
+  static_assert(MR <= kMaxMR && NR <= kMaxNR && NR % Isa::lanes == 0);
+  GemmTiles t{MR, NR, &micro_kernel<Isa, MR, NR, false>, &micro_kernel<Isa, MR, NR, true>, {}, {}};
+  ((t.edge[R + 1] = &micro_kernel<Isa, R + 1, NR, false>, t.edge_rows[R + 1] = &micro_kernel<Isa, R + 1, NR, true>), ...);
+  return t;
+}
 template <class Isa, int MR, int NR>
 constexpr GemmTiles tiles() {
-  static_assert(MR <= kMaxMR && NR <= kMaxNR && NR % Isa::lanes == 0);
-  return GemmTiles{MR, NR, &micro_kernel<Isa, MR, NR, false>, &micro_kernel<Isa, MR, NR, true>};
+  return tiles<Isa, MR, NR>(std::make_integer_sequence<int, MR - 1>());
 }
 
 template <class Isa>
