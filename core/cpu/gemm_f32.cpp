@@ -19,8 +19,8 @@
 // edge_rows). It used to be packed with zero rows, computed whole into scratch and copied: with
 // the AVX2 tile, one expert's products of 45-83 rows by 64 ran 1.04-1.15x faster without that, a
 // narrow product of 50 rows 1.5x, and a [2048, 128] @ [128, 128] one within 3% (the same process
-// alternating the two codes in 5 ms slices, medians of 40; the bits the same). The training step's A has
-// 128 columns or fewer and meets few columns of B, so packing it (and blocking its rows by MC for
+// alternating the two codes in 5 ms slices, medians of 40; the bits the same). The training
+// step's A has 128 columns or fewer and meets few columns of B, so packing it (and blocking its rows by MC for
 // L2, as BLIS does for large matrices) did not pay: with it, the driver outside the micro-kernel
 // took 26% of a 2048 x 128 @ 128 x 128 product's time (perf, one thread).
 // The micro-kernel keeps the whole MR x NR tile of C in vector registers and, for each k, does
@@ -61,11 +61,10 @@ constexpr std::int64_t kInPlaceRowFloats = 512;  // nor when B's rows are at mos
 // a product has a partial panel.
 constexpr std::int64_t column_block(std::int64_t nr) { return NC / nr * nr; }
 
-// Element (i, p) of op(A) and (p, j) of op(B), whatever the storage.
+// op(A) or op(B), whatever the storage: element (i, j) is data[i * row_stride + j * col_stride].
 struct Operand {
   const float* data;
   std::int64_t row_stride, col_stride;
-  float at(std::int64_t i, std::int64_t j) const { return data[i * row_stride + j * col_stride]; }
 };
 
 #ifdef __AVX2__
@@ -220,7 +219,7 @@ struct Blocked {
             const std::int64_t b_stride = b_here ? op_b.row_stride : NR;
             if (cols == NR) {
               tile(kc, a_panel, a_stride, b_panel, b_stride, c, ldc, accumulate);
-            } else {  // the right edge: compute the tile whole into scratch, then copy (or add) its valid part
+            } else {  // the right edge: the whole tile into scratch, then its valid part copied (or added)
               alignas(64) float part[kMaxMR * kMaxNR];
               tile(kc, a_panel, a_stride, b_panel, b_stride, part, NR, false);
               for (std::int64_t r = 0; r < rows; ++r)

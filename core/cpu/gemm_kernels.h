@@ -30,14 +30,15 @@
 
 namespace moelab::cpu {
 
-// One tile shape: C tiles of mr x nr, A read as a packed panel or a transposed A (tile) or as a
-// row-major A (tile_rows). b_panel's kc rows of nr floats are b_stride floats apart: nr when B was
-// packed, B's own row stride when a row-major B is read in place.
 using MicroKernel = void (*)(std::int64_t kc, const float* a, std::int64_t a_stride, const float* b_panel,
                              std::int64_t b_stride, float* c, std::int64_t ldc, bool accumulate);
 
 constexpr int kMaxMR = 24, kMaxNR = 32;
 
+// One tile shape: C tiles of mr x nr, A read as a packed panel or a transposed A (tile) or as a
+// row-major A (tile_rows), and the same for the bottom edge's tiles of fewer rows. b_panel's kc
+// rows of nr floats are b_stride floats apart: nr when B was packed, B's own row stride when a
+// row-major B is read in place.
 struct GemmTiles {
   int mr, nr;
   MicroKernel tile, tile_rows;

@@ -116,7 +116,9 @@ template <class Isa, int MR, int NR, int... R>
 constexpr GemmTiles tiles(std::integer_sequence<int, R...>) {
   static_assert(MR <= kMaxMR && NR <= kMaxNR && NR % Isa::lanes == 0);
   GemmTiles t{MR, NR, &micro_kernel<Isa, MR, NR, false>, &micro_kernel<Isa, MR, NR, true>, {}, {}};
-  ((t.edge[R + 1] = &micro_kernel<Isa, R + 1, NR, false>, t.edge_rows[R + 1] = &micro_kernel<Isa, R + 1, NR, true>), ...);
+  ((t.edge[R + 1] = &micro_kernel<Isa, R + 1, NR, false>,  //
+    t.edge_rows[R + 1] = &micro_kernel<Isa, R + 1, NR, true>),
+   ...);
   return t;
 }
 template <class Isa, int MR, int NR>

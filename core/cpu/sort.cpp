@@ -57,7 +57,8 @@ void topk_row(const T* x, std::int64_t n, int k, std::vector<std::int32_t>& orde
     for (std::int32_t j = 0; j < static_cast<std::int32_t>(n); ++j) {
       if (kept == k && !greater(x[j], x[scanned[k - 1]])) continue;
       int slot = kept < k ? kept++ : k - 1;  // j displaces the k-th best (or fills a free slot)
-      for (; slot > 0 && greater(x[j], x[scanned[slot - 1]]); --slot) scanned[slot] = scanned[slot - 1];
+      for (; slot > 0 && greater(x[j], x[scanned[slot - 1]]); --slot)
+        scanned[slot] = scanned[slot - 1];
       scanned[slot] = j;
     }
     best = scanned;
