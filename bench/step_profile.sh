@@ -4,10 +4,10 @@
 #
 # For each benchmark model (dense; MoE 8 experts top-2; MoE 64 experts top-2 at d 64) it runs
 # train_step_bench (100 steps, so that building the model, which perf samples too, is a percent or
-# two of the samples at most) on one thread under `perf record` (a sampling profiler: cpu-clock, so it works on
-# virtual machines without hardware counters), ROUNDS times in turn, and splits the samples into
-# the GEMM (moelab's blocked GEMM: its micro-kernels, driver and packing, core/cpu/gemm_*.cpp) and
-# everything else. With F the step's model FLOPs, P the FMA peak of the instruction set the GEMM
+# two of the samples at most) on one thread under `perf record` (a sampling profiler: cpu-clock,
+# so it works on virtual machines without hardware counters), ROUNDS times in turn, and splits the
+# samples into the GEMM (moelab's blocked GEMM: its micro-kernels, driver and packing,
+# core/cpu/gemm_*.cpp) and everything else. With F the step's model FLOPs, P the FMA peak of the instruction set the GEMM
 # kernels ran (bench/fma_peak.cpp), t the step time and s_other the non-GEMM share of it:
 #   fraction of peak    = (F / P) / t
 #   GEMM rate in the step <= F / (s_gemm t)           (F also counts attention's own products)
