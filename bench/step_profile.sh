@@ -7,8 +7,9 @@
 # two of the samples at most) on one thread under `perf record` (a sampling profiler: cpu-clock,
 # so it works on virtual machines without hardware counters), ROUNDS times in turn, and splits the
 # samples into the GEMM (moelab's blocked GEMM: its micro-kernels, driver and packing,
-# core/cpu/gemm_*.cpp) and everything else. With F the step's model FLOPs, P the FMA peak of the instruction set the GEMM
-# kernels ran (bench/fma_peak.cpp), t the step time and s_other the non-GEMM share of it:
+# core/cpu/gemm_*.cpp) and everything else. With F the step's model FLOPs, P the FMA peak of the
+# instruction set the GEMM kernels ran (bench/fma_peak.cpp), t the step time and s_other the
+# non-GEMM share of it:
 #   fraction of peak    = (F / P) / t
 #   GEMM rate in the step <= F / (s_gemm t)           (F also counts attention's own products)
 #   ceiling             = (F / P) / (F / P + s_other t)
