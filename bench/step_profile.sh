@@ -21,8 +21,9 @@
 # MOELAB_BUILD=<folder> picks the build (build/); MOELAB_CPU_ISA=avx2 profiles the AVX2 kernels on
 # an AVX-512 CPU (and takes the AVX2 peak). Writes bench-results/step_profile.json (one entry per
 # model: the medians over the rounds, and every round) and prints a table. Needs perf (Debian:
-# linux-perf; as a user other than root, kernel.perf_event_paranoid <= 2) and python3; nothing else should run on the machine meanwhile (the figures drift
-# with other load: see docs/results/bench.md).
+# linux-perf; as a user other than root, kernel.perf_event_paranoid <= 2) and python3; nothing
+# else should run on the machine meanwhile (the figures drift with other load: see
+# docs/results/bench.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
