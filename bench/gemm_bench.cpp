@@ -12,6 +12,12 @@
 // phase. The two results are compared elementwise as a sanity check.
 //
 //   gemm_bench [--threads 2] [--phases 7] [--shape MxKxN ...] [--out bench-results/gemm.json]
+//
+// --micro-kernel measures instead the register tile alone (core/cpu/gemm_kernels.h: the active
+// instruction set's wide tile, mr x nr, from a row-major A and from a packed one) on operands
+// that stay in L1, one thread, for inner lengths kc = 8 .. 256: the ceiling the kernel itself sets,
+// to set beside the FMA peak (bench/fma_peak) and beside what whole products reach. Short kc is
+// what attention's per-head products run (kc = the head width, 16 or 32).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include "core/cpu/cpu_features.h"
+#include "core/cpu/gemm_kernels.h"
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "core/parallel.h"
@@ -52,6 +59,35 @@ double time_phase(Fn&& fn, int reps) {
   return std::chrono::duration<double>(Clock::now() - start).count() / reps;
 }
 
+// The wide tile of the active kernels, C [mr, nr] = A [mr, kc] @ B panel [kc, nr], on operands that
+// fit in L1, for several kc: GFLOP/s, median of `phases` phases of ~0.1 s each, the row-major-A
+// and packed-A variants alternating.
+nlohmann::json micro_kernel_report(int phases) {
+  using namespace moelab::cpu;
+  const GemmTiles& tiles = gemm_kernels(active_isa()).wide;
+  nlohmann::json rows = nlohmann::json::array();
+  std::printf("micro-kernel %d x %d (%s), operands in L1, one thread:\n", tiles.mr, tiles.nr,
+              isa_name(active_isa()));
+  for (std::int64_t kc : {8, 16, 32, 64, 128, 256}) {
+    // A row-major with rows 256 floats apart (a [T, d] activation at d 256), or packed [kc][mr].
+    const std::int64_t a_stride = std::max<std::int64_t>(kc, 256);
+    std::vector<float> a(static_cast<std::size_t>(tiles.mr * a_stride), 0.5f), b(static_cast<std::size_t>(kc * tiles.nr), 0.25f);
+    std::vector<float> c(static_cast<std::size_t>(tiles.mr * tiles.nr));
+    const double flops = 2.0 * tiles.mr * tiles.nr * static_cast<double>(kc);
+    const int reps = static_cast<int>(1.0e10 / flops);  // ~0.1 s at 100 GFLOP/s
+    std::vector<double> row_major, packed;
+    for (int p = 0; p < phases; ++p) {
+      row_major.push_back(time_phase([&] { tiles.tile_rows(kc, a.data(), a_stride, b.data(), tiles.nr, c.data(), tiles.nr, false); }, reps));
+      packed.push_back(time_phase([&] { tiles.tile(kc, a.data(), tiles.mr, b.data(), tiles.nr, c.data(), tiles.nr, false); }, reps));
+    }
+    const double g_rows = flops / median(row_major) / 1e9, g_packed = flops / median(packed) / 1e9;
+    std::printf("  kc %3lld   row-major A %6.1f GFLOP/s   packed A %6.1f GFLOP/s\n", static_cast<long long>(kc), g_rows,
+                g_packed);
+    rows.push_back({{"kc", kc}, {"row_major_a_gflops", g_rows}, {"packed_a_gflops", g_packed}});
+  }
+  return {{"mr", tiles.mr}, {"nr", tiles.nr}, {"rows", rows}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,10 +102,25 @@ int main(int argc, char** argv) {
   app.add_option("--shape", shape_texts,
                  "a product M x K x N to measure instead of the default shapes, written MxKxN (repeat for several)");
   app.add_option("--out", out_path, "JSON file to write")->capture_default_str();
+  bool micro_kernel = false;
+  app.add_flag("--micro-kernel", micro_kernel,
+               "measure the register tile alone on operands in L1 (kc = 8 .. 256, one thread) instead of whole "
+               "products")
+      ->excludes("--shape");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (micro_kernel) {
+    moelab::set_num_threads(1);
+    nlohmann::json report = {{"cpu", moelab::cpu::cpu_description()}, {"phases", phases},
+                             {"micro_kernel", micro_kernel_report(phases)}};
+    const std::filesystem::path path(out_path);
+    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path) << report.dump(2) << "\n";
+    std::printf("wrote %s\n", out_path.c_str());
+    return 0;
   }
 
   moelab::set_num_threads(threads);

@@ -34,6 +34,12 @@
 // Method: 5 warm-up steps, then --steps timed steps; reports the median step time and
 // tokens/s = batch * seq / median. Writes JSON (default bench-results/train_step_moelab.json).
 // A benchmark, not a test: it asserts nothing about speed.
+//
+// --gemm-profile (CPU, fp32) also times every matrix product of the timed steps by shape
+// (core/cpu/gemm_profile.h) and writes the table into the JSON ("gemm_profile": per shape the calls
+// and milliseconds a step, its GFLOP/s and its share of the products' time) and the largest rows to
+// stdout: which products run slowly inside the step, which a sampling profiler cannot tell apart.
+// The clock reads make the profiled steps a little slower than unprofiled ones.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -41,11 +47,13 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "autograd/precision.h"
 #include "core/backend.h"
 #include "core/cpu/cpu_features.h"
+#include "core/cpu/gemm_profile.h"
 #include "core/factories.h"
 #include "core/openmp_wait.h"
 #include "core/parallel.h"
@@ -55,6 +63,68 @@
 #include "nn/optim/adam.h"
 
 using namespace moelab;
+
+namespace {
+
+// The products of `steps` profiled steps (core/cpu/gemm_profile.h), per step, in the JSON shape by
+// shape; printed grouped by everything but m (an MoE's expert products differ in m alone, one
+// shape per expert's row count), the largest groups first.
+nlohmann::json gemm_profile_report(int steps, double step_seconds_total) {
+  const std::vector<cpu::GemmShapeTime> shapes = cpu::gemm_profile();
+  double total = 0;
+  for (const cpu::GemmShapeTime& s : shapes) total += s.seconds;
+  nlohmann::json rows = nlohmann::json::array();
+  struct Group {
+    cpu::GemmShapeTime sum;  // m unused
+    std::int64_t m_min, m_max, shapes;
+    double flops;
+  };
+  std::vector<Group> groups;
+  for (const cpu::GemmShapeTime& s : shapes) {
+    rows.push_back({{"m", s.m}, {"k", s.k}, {"n", s.n}, {"trans_a", s.trans_a}, {"trans_b", s.trans_b},
+                    {"strided", s.strided}, {"calls_per_step", double(s.calls) / steps},
+                    {"ms_per_step", 1e3 * s.seconds / steps}, {"gflops", s.flops() / s.seconds / 1e9},
+                    {"share", s.seconds / total}});
+    auto same = [&](const Group& g) {
+      return g.sum.k == s.k && g.sum.n == s.n && g.sum.trans_a == s.trans_a && g.sum.trans_b == s.trans_b &&
+             g.sum.strided == s.strided;
+    };
+    auto g = std::find_if(groups.begin(), groups.end(), same);
+    if (g == groups.end()) {
+      groups.push_back({s, s.m, s.m, 1, s.flops()});
+    } else {
+      g->sum.calls += s.calls, g->sum.seconds += s.seconds, g->flops += s.flops(), g->shapes += 1;
+      g->m_min = std::min(g->m_min, s.m), g->m_max = std::max(g->m_max, s.m);
+    }
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const Group& x, const Group& y) { return x.sum.seconds > y.sum.seconds; });
+  std::printf("the step's products (m x k x n; T: that operand transposed; s: blocks of a larger matrix), "
+              "%.1f ms a step = %.1f%% of the step:\n",
+              1e3 * total / steps, 100.0 * total / step_seconds_total);
+  for (std::size_t i = 0; i < groups.size() && i < 12; ++i) {
+    const Group& g = groups[i];
+    const std::string m = g.shapes == 1 ? std::to_string(g.m_min)
+                                        : std::to_string(g.m_min) + "-" + std::to_string(g.m_max);
+    std::printf("  %9s x %5lld%s x %5lld%s%s  %7.0f calls  %6.2f ms  %5.1f GFLOP/s  %4.1f%%\n", m.c_str(),
+                static_cast<long long>(g.sum.k), g.sum.trans_a ? "T" : " ", static_cast<long long>(g.sum.n),
+                g.sum.trans_b ? "T" : " ", g.sum.strided ? " s" : "  ", double(g.sum.calls) / steps,
+                1e3 * g.sum.seconds / steps, g.flops / g.sum.seconds / 1e9, 100.0 * g.sum.seconds / total);
+  }
+  if (groups.size() > 12) {
+    double rest = 0, rest_flops = 0;
+    for (std::size_t i = 12; i < groups.size(); ++i) rest += groups[i].sum.seconds, rest_flops += groups[i].flops;
+    std::printf("  %zu more groups  %6.2f ms  %5.1f GFLOP/s  %4.1f%%\n",
+                groups.size() - 12, 1e3 * rest / steps, rest_flops / rest / 1e9, 100.0 * rest / total);
+  }
+  return {{"steps", steps},
+          {"ms_per_step", 1e3 * total / steps},
+          {"share_of_step", total / step_seconds_total},
+          {"method", "each float32 product timed on its thread (steady_clock), summed by shape over the timed "
+                     "steps; with several threads, products that run side by side add up"},
+          {"shapes", rows}};
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   moelab::wait_passively_unless_set(argv);  // as moelab's programs run (core/openmp_wait.h)
@@ -95,6 +165,10 @@ int main(int argc, char** argv) {
   app.add_option("--experts", experts, "MoE experts per layer (0: dense FFN)")->check(CLI::Range(0, 4096))->capture_default_str();
   app.add_option("--k", k, "experts per token (with --experts)")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--out", out_path, "JSON file to write")->capture_default_str();
+  bool gemm_profile = false;
+  app.add_flag("--gemm-profile", gemm_profile,
+               "time every matrix product of the timed steps by shape (CPU, fp32): a table on stdout and "
+               "\"gemm_profile\" in the JSON");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -109,6 +183,11 @@ int main(int argc, char** argv) {
     unless_given("--d", d, 512);
     unless_given("--heads", heads, 8);
     unless_given("--layers", layers, 8);
+  }
+  if (gemm_profile && (device_name != "cpu" || precision != "fp32")) {
+    std::fprintf(stderr, "train_step_bench: --gemm-profile times the CPU's float32 products: use it with --device "
+                         "cpu --precision fp32\n");
+    return 2;
   }
   try {
     set_num_threads(threads);
@@ -166,6 +245,8 @@ int main(int argc, char** argv) {
     };
     for (int i = 0; i < 5; ++i) step();  // (MoE aux losses are off: the router learns via its gates)
     std::vector<double> seconds;
+    cpu::clear_gemm_profile();
+    cpu::set_gemm_profiling(gemm_profile);
     for (int i = 0; i < steps; ++i) {
       compute.synchronize();  // (item() already waits for the step; this makes the bracket explicit)
       const auto start = std::chrono::steady_clock::now();
@@ -173,6 +254,9 @@ int main(int argc, char** argv) {
       compute.synchronize();
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
+    cpu::set_gemm_profiling(false);
+    double step_seconds_total = 0;
+    for (double x : seconds) step_seconds_total += x;
     std::sort(seconds.begin(), seconds.end());
     const double median = seconds[seconds.size() / 2];
     const double tokens = static_cast<double>(batch * seq);
@@ -209,6 +293,7 @@ int main(int argc, char** argv) {
                              {"final_loss", last_loss}};
     // Beside PyTorch's torch.cuda.max_memory_allocated (bench/pytorch/train_step.py).
     if (device.is_cuda()) report["peak_memory_bytes"] = cuda_peak_memory_bytes();
+    if (gemm_profile) report["gemm_profile"] = gemm_profile_report(steps, step_seconds_total);
     const std::filesystem::path path(out_path);
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
     std::ofstream(path) << report.dump(2) << "\n";

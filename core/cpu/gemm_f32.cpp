@@ -33,7 +33,8 @@
 // product called inside a parallel region (matmul.cpp gives each thread whole products of a batch)
 // runs on its thread alone, without opening a region of its own. Every element of C is summed over
 // k in the same order whatever the thread count and whichever way A is read, so results are
-// bitwise identical for 1, 2 or 16 threads.
+// bitwise identical for 1, 2 or 16 threads. Each product is timed by shape while the profile of
+// core/cpu/gemm_profile.h is on (bench/train_step_bench --gemm-profile).
 #include "core/cpu/gemm_f32.h"
 
 #include <omp.h>
@@ -45,6 +46,7 @@
 #include <memory>
 
 #include "core/cpu/gemm_kernels.h"
+#include "core/cpu/gemm_profile.h"
 #include "core/cpu/thread_count.h"
 #include "core/error.h"
 
@@ -266,8 +268,10 @@ void gemm_f32(const float* a, const float* b, float* out, std::int64_t m, std::i
 
 void gemm_f32(const GemmKernels& kern, const float* a, const float* b, float* out, std::int64_t m, std::int64_t k,
               std::int64_t n, bool trans_a, bool trans_b) {
-  if (k <= KC && m * n * k <= kSmallProduct && !trans_b)
+  if (k <= KC && m * n * k <= kSmallProduct && !trans_b) {
+    const GemmProfileScope profile(m, k, n, trans_a, false, false);
     return kern.small(a, trans_a ? 1 : k, trans_a ? m : 1, b, n, 1, out, m, k, n);
+  }
   gemm_f32_strided(kern, a, trans_a ? m : k, b, trans_b ? k : n, out, n, m, k, n, trans_a, trans_b);
 }
 
@@ -280,6 +284,8 @@ void gemm_f32_strided(const float* a, std::int64_t lda, const float* b, std::int
 void gemm_f32_strided(const GemmKernels& kern, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
                       float* out, std::int64_t ldc, std::int64_t m, std::int64_t k, std::int64_t n, bool trans_a,
                       bool trans_b) {
+  const GemmProfileScope profile(m, k, n, trans_a, trans_b,
+                                 lda != (trans_a ? m : k) || ldb != (trans_b ? k : n) || ldc != n);
   const Operand op_a = trans_a ? Operand{a, 1, lda} : Operand{a, lda, 1};
   const Operand op_b = trans_b ? Operand{b, 1, ldb} : Operand{b, ldb, 1};
   // A product at most one vector wide takes the narrow tile (core/cpu/gemm_kernels.h).
