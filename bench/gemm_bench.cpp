@@ -60,8 +60,8 @@ double time_phase(Fn&& fn, int reps) {
 }
 
 // The wide tile of the active kernels, C [mr, nr] = A [mr, kc] @ B panel [kc, nr], on operands that
-// fit in L1, for several kc: GFLOP/s, median of `phases` phases of ~0.1 s each, the row-major-A
-// and packed-A variants alternating.
+// fit in L1, for several kc: GFLOP/s of the best and the median of `phases` phases of ~0.1 s each,
+// the row-major-A and packed-A variants alternating.
 nlohmann::json micro_kernel_report(int phases) {
   using namespace moelab::cpu;
   const GemmTiles& tiles = gemm_kernels(active_isa()).wide;
@@ -80,10 +80,15 @@ nlohmann::json micro_kernel_report(int phases) {
       row_major.push_back(time_phase([&] { tiles.tile_rows(kc, a.data(), a_stride, b.data(), tiles.nr, c.data(), tiles.nr, false); }, reps));
       packed.push_back(time_phase([&] { tiles.tile(kc, a.data(), tiles.mr, b.data(), tiles.nr, c.data(), tiles.nr, false); }, reps));
     }
-    const double g_rows = flops / median(row_major) / 1e9, g_packed = flops / median(packed) / 1e9;
-    std::printf("  kc %3lld   row-major A %6.1f GFLOP/s   packed A %6.1f GFLOP/s\n", static_cast<long long>(kc), g_rows,
-                g_packed);
-    rows.push_back({{"kc", kc}, {"row_major_a_gflops", g_rows}, {"packed_a_gflops", g_packed}});
+    // The best phase is the ceiling (other load only ever slows a phase down); the median beside it.
+    auto best = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
+    const double g_rows = flops / best(row_major) / 1e9, g_packed = flops / best(packed) / 1e9;
+    std::printf("  kc %3lld   row-major A %6.1f GFLOP/s (median %5.1f)   packed A %6.1f GFLOP/s (median %5.1f)\n",
+                static_cast<long long>(kc), g_rows, flops / median(row_major) / 1e9, g_packed,
+                flops / median(packed) / 1e9);
+    rows.push_back({{"kc", kc}, {"row_major_a_gflops_best", g_rows}, {"packed_a_gflops_best", g_packed},
+                    {"row_major_a_gflops_median", flops / median(row_major) / 1e9},
+                    {"packed_a_gflops_median", flops / median(packed) / 1e9}});
   }
   return {{"mr", tiles.mr}, {"nr", tiles.nr}, {"rows", rows}};
 }
