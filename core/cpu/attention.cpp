@@ -24,9 +24,19 @@
 // alone. There is no mask pass and no -inf: masked entries of p are written as 0 and never
 // exponentiated. The score scale is applied to each row before its softmax (in the backward, to ds).
 // Blocks of 24 rows keep every non-transposed B read in place (at most two row panels,
-// gemm_f32.cpp); transposing k and v once per head so that the scores read them in place too
-// measured no faster. On the benchmark model's heads (B 32, T 64, H 4, hd 32, one thread) the
+// gemm_f32.cpp). On the benchmark model's heads (B 32, T 64, H 4, hd 32, one thread) the
 // forward took about half and the backward three quarters of the composed ops' time.
+//
+// These blocks are still the slowest products of the training step: 21-28 GFLOP/s inside it
+// (train_step_bench --gemm-profile), 15-25% of its product time, where the GEMM's register tile
+// alone reaches 78-83 at an inner length of 16-32 (gemm_bench --micro-kernel). Measured and no
+// better (one program alternating this code and a variant, both head widths 32 and 16, the same
+// bits): blocks of 12, 18, 30, 36, 48 or 64 rows (0.87-1.07x); k and v transposed once per head
+// so that the scores read B in place (0.87-0.94x); k^T packed once per head into the tile's
+// panels and the tiles called directly, without the per-block packing and the GEMM driver
+// (forward 0.98-1.03x); each head's q, k, v (and dy) first copied into contiguous buffers, so no
+// operand is read 512 bytes a row apart (1.00-1.07x against an A-against-A 1.02-1.04x); the next
+// pair's rows prefetched (1.02-1.12x, some 1% of the step). What makes them slow is not yet found.
 //
 // Arithmetic: float32 products run moelab's GEMM on the blocks; float64 (gradcheck) a plain loop.
 // Each softmax row is computed as core/cpu/softmax.cpp computes it (the row max, exact_exp, a
