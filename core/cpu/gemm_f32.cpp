@@ -120,6 +120,10 @@ void pack_b_panel(const Operand& b, int nr, std::int64_t p0, std::int64_t kc, st
   // eight p from eight columns, eight stores of eight columns for one p. It is a copy, so the
   // packed values, and every result, are the same bits as the scalar loop's, which does the edges.
   std::int64_t c_done = 0, p_done = 0;
+  // The padding columns, zeroed in one pass over the panel before the copy fills the others: a
+  // loop per p over the nr - cols padding floats compiled to a memset call each, and cost a
+  // partial panel's product ([24, 32] @ [32, 24]^T, attention's first block) 1.19x its time.
+  if (cols < nr) std::fill_n(out, kc * nr, 0.0f);
 #ifdef __AVX2__
   c_done = cols - cols % 8, p_done = kc - kc % 8;
   for (std::int64_t c = 0; c < c_done; c += 8) {
@@ -136,8 +140,6 @@ void pack_b_panel(const Operand& b, int nr, std::int64_t p0, std::int64_t kc, st
     const float* src = b.data + (j0 + c) * b.col_stride + p0;
     for (std::int64_t p = c < c_done ? p_done : 0; p < kc; ++p) out[p * nr + c] = src[p];
   }
-  for (std::int64_t p = 0; p < kc; ++p)
-    for (std::int64_t c = cols; c < nr; ++c) out[p * nr + c] = 0.0f;
 }
 
 // Scratch that lives as long as the thread: products run thousands of times a step, and a fresh
