@@ -13,8 +13,9 @@
 //
 // bench/train_step_bench.cpp --gemm-profile writes it for the benchmark's training step. Off by
 // default: then a product pays one relaxed atomic load. On, it reads the clock twice a product
-// (about 50 ns; attention's smallest products take a few microseconds) and takes a lock, so the
-// step runs a little slower than unprofiled. The time is each product's own, on the thread that
+// and takes a lock: about 0.1 us a product (attention's [24, 32] @ [32, 24]^T block, one thread:
+// 1.12-1.20 us unprofiled, 1.23-1.30 profiled), so the smallest products read up to ~9% slower
+// than they run, and the step a little slower. The time is each product's own, on the thread that
 // ran it: products that run side by side (a batch of them shared among threads) add up to more
 // than the wall time; with one thread the seconds are the step's wall time in products.
 #pragma once
