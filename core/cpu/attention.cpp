@@ -36,7 +36,11 @@
 // panels and the tiles called directly, without the per-block packing and the GEMM driver
 // (forward 0.98-1.03x); each head's q, k, v (and dy) first copied into contiguous buffers, so no
 // operand is read 512 bytes a row apart (1.00-1.07x against an A-against-A 1.02-1.04x); the next
-// pair's rows prefetched (1.02-1.12x, some 1% of the step). What makes them slow is not yet found.
+// pair's rows prefetched (1.02-1.12x, some 1% of the step); the scores computed in a buffer that
+// stays in L1/L2 and copied to p after the pair (0.95-1.0x). It comes with the working set: per
+// (sequence, head) pair the forward took 15 us and the backward 16-17 with 1-2 sequences (all in
+// L2), 24 and 32 us with 32 (7 MB of q, k, v, p and y). Why, when neither prefetching nor copying
+// recovers it, is not yet found (this machine gives perf no hardware counters).
 //
 // Arithmetic: float32 products run moelab's GEMM on the blocks; float64 (gradcheck) a plain loop.
 // Each softmax row is computed as core/cpu/softmax.cpp computes it (the row max, exact_exp, a
