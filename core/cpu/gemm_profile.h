@@ -8,7 +8,7 @@
 //   set_gemm_profiling(true);
 //   ... run steps ...
 //   set_gemm_profiling(false);
-//   for (const GemmShapeTime& s : gemm_profile()) ...   // slowest total first
+//   for (const GemmShapeTime& s : gemm_profile()) ...   // the largest total time first
 //   clear_gemm_profile();
 //
 // bench/train_step_bench.cpp --gemm-profile writes it for the benchmark's training step. Off by
