@@ -30,11 +30,11 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "bench/write_json.h"
 #include "core/cpu/cpu_features.h"
 
 #if defined(__x86_64__)
@@ -179,9 +179,7 @@ int main(int argc, char** argv) {
                            {"peak_gflops", peak},
                            {"peak_isa", peak_isa},
                            {"checksum", sink}};
-  const std::filesystem::path path(out_path);
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  std::ofstream(path) << report.dump(2) << "\n";
+  if (!moelab::bench::write_json(out_path, report, "fma_peak")) return 1;
   std::printf("one core's float32 FMA peak: %.1f GFLOP/s (%s) -> %s\n", peak, peak_isa.c_str(), out_path.c_str());
   return 0;
 }

@@ -24,11 +24,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
 
+#include "bench/write_json.h"
 #include "core/cpu/cpu_features.h"
 #include "core/cpu/gemm_kernels.h"
 #include "core/factories.h"
@@ -121,9 +121,7 @@ int main(int argc, char** argv) {
     moelab::set_num_threads(1);
     nlohmann::json report = {{"cpu", moelab::cpu::cpu_description()}, {"phases", phases},
                              {"micro_kernel", micro_kernel_report(phases)}};
-    const std::filesystem::path path(out_path);
-    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-    std::ofstream(path) << report.dump(2) << "\n";
+    if (!moelab::bench::write_json(out_path, report, "gemm_bench")) return 1;
     std::printf("wrote %s\n", out_path.c_str());
     return 0;
   }
@@ -206,9 +204,7 @@ int main(int argc, char** argv) {
     std::printf("   (%s)\n", s.what);
     report["shapes"].push_back(row);
   }
-  const std::filesystem::path path(out_path);
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  std::ofstream(path) << report.dump(2) << "\n";
+  if (!moelab::bench::write_json(out_path, report, "gemm_bench")) return 1;
   std::printf("wrote %s\n", out_path.c_str());
   return 0;
 }

@@ -45,12 +45,12 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "autograd/precision.h"
+#include "bench/write_json.h"
 #include "core/backend.h"
 #include "core/cpu/cpu_features.h"
 #include "core/cpu/gemm_profile.h"
@@ -294,9 +294,7 @@ int main(int argc, char** argv) {
     // Beside PyTorch's torch.cuda.max_memory_allocated (bench/pytorch/train_step.py).
     if (device.is_cuda()) report["peak_memory_bytes"] = cuda_peak_memory_bytes();
     if (gemm_profile) report["gemm_profile"] = gemm_profile_report(steps, step_seconds_total);
-    const std::filesystem::path path(out_path);
-    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-    std::ofstream(path) << report.dump(2) << "\n";
+    if (!moelab::bench::write_json(out_path, report, "train_step_bench")) return 1;
     std::printf("moelab (%s, %s): %.0f tokens/s (median step %.1f ms, %d threads, %lld parameters, loss %.3f), "
                 "%.4f TFLOPS",
                 device_name.c_str(), precision.c_str(), tokens_per_second, median * 1e3, threads,
