@@ -5,6 +5,8 @@
 //   DeviceMath<T>::exp(x) ...                       expf/exp, logf/log, ... picked by T
 //   block_sum(value, scratch)                       sum over the block, in a fixed tree order
 //   first_index(), grid_stride()                    a grid-stride loop: for (i = first_index(); i < n; i += grid_stride())
+//   warp_sum(value)                                 sum over the 32 lanes of a warp, the same bits on every lane
+//   ceil_div(a, b), with_word(dtype, body)          launch arithmetic; a dtype's element as an unsigned word
 //
 // Determinism of block_sum: each thread's value enters a shared-memory tree whose shape depends
 // only on blockDim.x (a power of two, at most 1024), so for a given launch configuration the same
@@ -60,6 +62,17 @@ struct DeviceMath<double> {
   static __device__ double mul_rounded(double x, double y) { return __dmul_rn(x, y); }
 };
 
+// Blocks (or chunks) of b that cover a: the smallest c with c * b >= a, for a >= 0 and b > 0.
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Calls body.template operator()<Word>() with Word the unsigned integer of the element's size
+// (8 bytes: std::uint64_t, else std::uint32_t): for kernels that move elements without reading them.
+template <class Body>
+void with_word(DType dtype, Body&& body) {
+  if (dtype_size(dtype) == 8) body.template operator()<std::uint64_t>();
+  else body.template operator()<std::uint32_t>();
+}
+
 // Threads per block for row-wise kernels: the smallest power of two >= n, between 32 and 256.
 inline int row_threads(std::int64_t n) {
   int threads = 32;
@@ -81,6 +94,18 @@ __device__ inline double block_sum(double value, double* scratch) {
   const double total = scratch[0];
   __syncthreads();  // scratch may be reused right after
   return total;
+}
+
+// Every lane of a warp, for the __shfl_*_sync masks.
+constexpr unsigned kFullWarpMask = 0xffffffffu;
+
+// Sum of v over the 32 lanes of a warp by a butterfly of __shfl_xor_sync: every lane gets the
+// same bits, because a + b == b + a bit for bit, so the two lanes of each pair hold equal values
+// after every round. The whole warp must call it.
+__device__ inline double warp_sum(double v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullWarpMask, v, offset);
+  return v;
 }
 
 // Maximum of `value` over the block (NaN wins: a NaN anywhere gives NaN), as block_sum.

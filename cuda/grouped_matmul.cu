@@ -217,7 +217,7 @@ __global__ void sum_splits_kernel(const T* part, std::int64_t splits, std::int64
   }
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+using cuda::ceil_div;
 
 // The tile of the float32 forward and weight-gradient kernels (float64 always uses 64 x 64: a
 // 128 x 128 tile's 64 double accumulators a thread would spill): MOELAB_GROUPED_TILE=SHAPE or

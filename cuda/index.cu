@@ -181,12 +181,7 @@ __global__ void scatter_last_by_row_kernel(const T* src, const std::int32_t* ind
 // Index rows up to this long use one thread per output element in scatter_add_last.
 constexpr std::int64_t kShortRow = 64;
 
-// Launches body.template operator()<Word>() with Word the unsigned integer of the element size.
-template <class Body>
-void with_word(DType dtype, Body&& body) {
-  if (dtype_size(dtype) == 8) body.template operator()<std::uint64_t>();
-  else body.template operator()<std::uint32_t>();
-}
+using cuda::with_word;  // a dtype's element as an unsigned word (cuda/device_utils.cuh)
 
 }  // namespace
 

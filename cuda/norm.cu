@@ -22,7 +22,7 @@
 //     so a row's sum is bitwise the same run after run. No shared memory, no atomics. Then the
 //     lanes write their columns (coalesced). Rows are independent: warps grid-stride over rows.
 //   dw and db: sums over rows, in a fixed order, in two kernels and no atomics:
-//     1. the rows are cut into chunks of kRowChunk; block (chunk, column tile) has one thread per
+//     1. the rows are cut into chunks of kRowsPerPartial; block (chunk, column tile) has one thread per
 //        column, which adds its chunk's rows in ascending order (in double) into
 //        partial[chunk, column] (consecutive threads read consecutive columns: coalesced);
 //     2. one thread per column adds partial[0..chunks-1, column] in ascending chunk order and
@@ -34,22 +34,18 @@
 
 #include "cuda/context.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/device_utils.cuh"
 #include "cuda/rounded_math.cuh"
 
 namespace moelab {
 namespace {
 
-constexpr unsigned kFullMask = 0xffffffffu;
-constexpr std::int64_t kRowChunk = 64;   // rows per partial sum of dw/db
-constexpr int kColumnThreads = 256;      // columns per block of the dw/db kernels
+constexpr std::int64_t kRowsPerPartial = 64;  // rows per partial sum of dw/db
+constexpr int kColumnThreads = 256;           // columns per block of the dw/db kernels
 
 using namespace cuda::rounded;  // mul, add, ...: no FMA contraction (cuda/rounded_math.cuh)
 
-// Sum over the 32 lanes of a warp, the same bits on every lane.
-__device__ inline double warp_sum(double v) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullMask, v, offset);
-  return v;
-}
+using cuda::warp_sum;
 
 // The first row of this warp and the row stride of the grid (warp-uniform: every lane agrees).
 __device__ inline std::int64_t first_warp() {
@@ -152,8 +148,8 @@ __global__ void weight_grad_partial_kernel(const T* x, const T* mean, const T* r
                                            std::int64_t d, double* partial_w, double* partial_b) {
   const std::int64_t c = static_cast<std::int64_t>(blockIdx.y) * blockDim.x + threadIdx.x;
   if (c >= d) return;
-  const std::int64_t chunk = blockIdx.x, r0 = chunk * kRowChunk;
-  const std::int64_t r1 = r0 + kRowChunk < rows ? r0 + kRowChunk : rows;
+  const std::int64_t chunk = blockIdx.x, r0 = chunk * kRowsPerPartial;
+  const std::int64_t r1 = r0 + kRowsPerPartial < rows ? r0 + kRowsPerPartial : rows;
   double acc_w = 0, acc_b = 0;
   for (std::int64_t r = r0; r < r1; ++r) {
     const T mu = mean ? mean[r] : T(0);
@@ -181,7 +177,7 @@ __global__ void sum_partials_kernel(const double* partial, std::int64_t chunks, 
 template <class T>
 void weight_grads(const Tensor& x, const T* mean, const Tensor& rstd, const Tensor& dy, Tensor& dw, Tensor* db) {
   const std::int64_t d = x.size(-1), rows = x.numel() / d;
-  const std::int64_t chunks = (rows + kRowChunk - 1) / kRowChunk;
+  const std::int64_t chunks = (rows + kRowsPerPartial - 1) / kRowsPerPartial;
   const std::int64_t tiles = (d + kColumnThreads - 1) / kColumnThreads;
   MOELAB_CHECK(tiles <= 65535 && chunks <= 0x7fffffff, "norm backward", "x ", x.shape(),
                " is too large for the CUDA weight-gradient kernels");

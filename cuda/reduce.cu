@@ -12,8 +12,8 @@
 // so GPU and CPU agree to rounding (double accumulation makes that ~1 ulp of float32), not bitwise.
 //
 // Contiguous axis (inner == 1): row o is x[o*n : (o+1)*n].
-//   The row is cut into chunks of kRowChunk elements; one block per (row, chunk) sums its chunk
-//   (each thread a strided slice, in double, then block_sum's fixed tree). One chunk: the block
+//   The row is cut into chunks of kRowBlockElements elements; one block per (row, chunk) sums its
+//   chunk (each thread a strided slice, in double, then block_sum's fixed tree). One chunk: the block
 //   writes the result. Several (a long row with few rows, e.g. sum over everything): partial
 //   sums go to a scratch buffer and a second kernel adds each row's chunks in order.
 // Strided axis (inner > 1): x[o, k, c] at x[(o*n + k)*inner + c]; adjacent threads take adjacent
@@ -32,9 +32,9 @@
 namespace moelab {
 namespace {
 
-constexpr std::int64_t kRowChunk = 32768;        // elements of a contiguous row per block
-constexpr std::int64_t kStridedChunk = 256;      // values of k per thread in the chunked strided sum
-constexpr std::int64_t kManyOutputs = 1 << 15;   // enough outputs to keep the GPU busy one thread each
+constexpr std::int64_t kRowBlockElements = 32768;  // elements of a contiguous row per block
+constexpr std::int64_t kStridedChunk = 256;        // values of k per thread in the chunked strided sum
+constexpr std::int64_t kManyOutputs = 1 << 15;     // enough outputs to keep the GPU busy one thread each
 
 // ---------------------------------------------------------------- sums
 // grid.x = outer * chunks; block b sums row b / chunks, chunk b % chunks.
@@ -42,8 +42,8 @@ template <class T>
 __global__ void sum_rows_kernel(const T* x, std::int64_t n, std::int64_t chunks, T* out, double* partial) {
   extern __shared__ double scratch[];
   const std::int64_t row = blockIdx.x / chunks, chunk = blockIdx.x % chunks;
-  const std::int64_t begin = chunk * kRowChunk;
-  const std::int64_t end = begin + kRowChunk < n ? begin + kRowChunk : n;
+  const std::int64_t begin = chunk * kRowBlockElements;
+  const std::int64_t end = begin + kRowBlockElements < n ? begin + kRowBlockElements : n;
   const T* xr = x + row * n;
   double acc = 0.0;
   for (std::int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) acc += double(xr[i]);
@@ -164,7 +164,7 @@ void CudaBackend::sum(const Tensor& x, std::int64_t outer, std::int64_t n, std::
     const T* px = x.data<T>();
     T* po = out.data<T>();
     if (inner == 1) {
-      const std::int64_t chunks = (n + kRowChunk - 1) / kRowChunk;
+      const std::int64_t chunks = (n + kRowBlockElements - 1) / kRowBlockElements;
       const int threads = chunks > 1 ? 256 : cuda::row_threads(n);
       const std::int64_t blocks = outer * chunks;
       MOELAB_CHECK(blocks <= 0x7fffffffLL, "sum", "too many rows for one launch: ", outer, " x ", n);

@@ -73,7 +73,7 @@ constexpr int kScanThreads = 256;                    // threads of a one-block s
 using cuda::first_index;
 using cuda::grid_stride;
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+using cuda::ceil_div;
 // std::min is host-only for nvcc (without --expt-relaxed-constexpr); this one serves the kernels.
 template <class T>
 __device__ inline T smaller(T a, T b) { return b < a ? b : a; }

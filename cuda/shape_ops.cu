@@ -144,12 +144,7 @@ bool walk_in_words(const Walk& walk, std::int64_t per_word, const void* x, const
   return true;
 }
 
-// Calls body.template operator()<Word>() with the unsigned integer of the element's size.
-template <class Body>
-void with_word(DType dtype, Body&& body) {
-  if (dtype_size(dtype) == 8) body.template operator()<std::uint64_t>();
-  else body.template operator()<std::uint32_t>();
-}
+using cuda::with_word;  // a dtype's element as an unsigned word (cuda/device_utils.cuh)
 
 }  // namespace
 

@@ -105,7 +105,6 @@ __global__ void log_softmax_backward_kernel(const T* y, const T* dy, T* dx, std:
 
 constexpr int kWarpRowMax = 1024;  // the longest row a warp takes (32 lanes x 32 registers)
 constexpr int kRowsPerBlock = 8;   // warps (rows) per 256-thread block
-constexpr unsigned int kFullWarp = 0xffffffffu;
 
 // The last two are the attention's (cuda/attention.cu), each three passes over the [B*H, T, S]
 // scores fused into one: softmax of the causally masked, scaled scores (scale * s, then -inf
@@ -132,19 +131,13 @@ template <class T>
 __device__ T warp_max(T v) {  // NaN wins, as block_max
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) {
-    const T other = __shfl_xor_sync(kFullWarp, v, offset);
+    const T other = __shfl_xor_sync(cuda::kFullWarpMask, v, offset);
     if (other > v || other != other) v = other;
   }
   return v;
 }
 
-// The same sum in every lane: a + b == b + a bit for bit, so the two lanes of each butterfly
-// pair hold equal values after every round.
-__device__ double warp_sum(double v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kFullWarp, v, offset);
-  return v;
-}
+using cuda::warp_sum;  // the same sum in every lane (cuda/device_utils.cuh)
 
 // Row r = blockIdx.x * 8 + warp of [rows, n]: kOp on a (x, or y for the backwards) and b (dy;
 // unused by the forwards), into out. The same formulas as the block kernels above.

@@ -44,8 +44,7 @@ namespace {
 
 constexpr int kWarpK = 16;          // largest k served by the one-warp-per-row selection
 constexpr int kTile = 1024;         // positions sorted in shared memory per block
-constexpr int kTileThreads = 512;   // one compare-exchange pair per thread
-constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kSortThreads = 512;   // one compare-exchange pair per thread
 constexpr std::int32_t kNoPosition = 0x7fffffff;  // a lane with no candidate left
 
 using cuda::first_index;
@@ -125,9 +124,9 @@ __global__ void topk_warp_kernel(const T* x, std::int64_t rows, std::int64_t n, 
       T bv = has ? val[head] : T(0);
       std::int32_t bi = has ? idx[head] : kNoPosition;
       for (int offset = 16; offset > 0; offset /= 2) {
-        const T ov = __shfl_xor_sync(kFullMask, bv, offset);
-        const std::int32_t oi = __shfl_xor_sync(kFullMask, bi, offset);
-        const int ohas = __shfl_xor_sync(kFullMask, has, offset);
+        const T ov = __shfl_xor_sync(cuda::kFullWarpMask, bv, offset);
+        const std::int32_t oi = __shfl_xor_sync(cuda::kFullWarpMask, bi, offset);
+        const int ohas = __shfl_xor_sync(cuda::kFullWarpMask, has, offset);
         if (ohas && (!has || value_before(ov, oi, bv, bi))) {
           bv = ov;
           bi = oi;
@@ -211,7 +210,7 @@ void sort_positions(Order before, std::int64_t rows, std::int64_t n, std::int32_
   const std::int64_t tiles_per_row = (n + kTile - 1) / kTile;
   MOELAB_CHECK(rows * tiles_per_row <= std::numeric_limits<std::int32_t>::max(), "sort",
                "too many rows for the CUDA sort: ", rows, " rows of ", n);
-  sort_tiles_kernel<Order><<<static_cast<unsigned>(rows * tiles_per_row), kTileThreads, 0, cuda::stream()>>>(
+  sort_tiles_kernel<Order><<<static_cast<unsigned>(rows * tiles_per_row), kSortThreads, 0, cuda::stream()>>>(
       before, n, tiles_per_row, out);
   MOELAB_CUDA_CHECK_LAUNCH();
   std::int32_t* src = out;
