@@ -114,13 +114,13 @@ void judge_rank_cells(Claim& c, const std::vector<RankCell>& cells, const std::s
     ++judged_cells;
     const MeanStd d = mean_std(differences), a = mean_std(first_rho), b = mean_std(second_rho);
     counts.add(d.mean, d.std, d.count);
+    const std::string seeds = std::to_string(differences.size()) + (differences.size() == 1 ? " seed" : " seeds");
     ours += (ours.empty() ? "" : "; ") + (cell.label.empty() ? std::string() : cell.label + ": ") +
             "Spearman's rho with " + first_name + " " + format_number(a.mean, "%.2f") + " ± " +
             format_number(a.std, "%.2f") + ", with " + second_name + " " + format_number(b.mean, "%.2f") + " ± " +
             format_number(b.std, "%.2f") +
-            (cells.size() == 1 ? " (per seed over " + std::to_string(models) + " models, " +
-                                     std::to_string(differences.size()) + " seeds)"
-                               : " (" + std::to_string(differences.size()) + " seeds)");
+            (cells.size() == 1 ? " (per seed over " + std::to_string(models) + " models, " + seeds + ")"
+                               : " (" + seeds + ")");
   }
   if (judged_cells == 0 && same_order > 0) {
     c.ours = "not separable on this grid: its models are in the same order by " + first_name + " as by " +

@@ -109,6 +109,8 @@ TEST_CASE("judge_rank_cells: one cell per load, each named, each judged within i
   CHECK(c.ours.find("400 people: Spearman's rho with total 1.00") != std::string::npos);
   CHECK(c.rule.find("one cell per corpus size (2)") != std::string::npos);
   CHECK(c.rule.find("1 cell with fewer than 2 seeds not judged") != std::string::npos);
+  CHECK(c.ours.find("(2 seeds); 800 people: ") != std::string::npos);
+  CHECK(c.ours.find("(1 seed) (per seed over 3 models)") != std::string::npos);  // not "1 seeds"
   // Two cells that disagree: no verdict either way.
   const RankCell against{"1600 people",
                          {RankSample{{3, 2, 1}, {1, 2, 3}, {3, 1, 2}}, RankSample{{3.5, 2, 1}, {1, 2, 3}, {3, 1, 2}}}};
