@@ -163,6 +163,11 @@ TEST_CASE("pretrain: tokens=word trains on word pieces: its own vocabulary, fewe
     // corpus: 271 to 273 tokens over seeds 0-2); 150 steps take it below a fifth of that.
     CHECK(r.real("perplexity") < 55.0);
   }
+  // One seed: the comparisons give the differences without a spread to set them against (a std
+  // of 0 from one seed would put every difference "beyond" it).
+  const std::string summary = read_text(dir.file("summary.md"));
+  CHECK(summary.find("one seed on a side: no spread to compare with") != std::string::npos);
+  CHECK(summary.find("the seeds' spread, ") == std::string::npos);
 }
 
 TEST_CASE("pretrain: a load sweep with passes: the steps follow each load, stored bits, one claim cell per load") {

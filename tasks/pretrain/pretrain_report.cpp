@@ -44,12 +44,13 @@ std::string pct(double share) { return format_number(100 * share, "%.1f"); }
 std::string pct_pm(const std::vector<double>& v) { return pct(mean_of(v)) + " ± " + pct(std_of(v)); }
 
 // "+4.2 points (beyond the seeds' spread, 3.1)": a difference of means and how it compares with
-// the two spreads added.
-std::string difference(const std::vector<double>& a, const std::vector<double>& b, bool* beyond = nullptr) {
+// the two spreads added. A side of one seed has no spread (its std is 0, not small), so then the
+// difference is given alone: "+4.2 points (one seed on a side: no spread to compare with)".
+std::string difference(const std::vector<double>& a, const std::vector<double>& b) {
   const double diff = mean_of(a) - mean_of(b), spread = std_of(a) + std_of(b);
-  const bool clear = std::fabs(diff) > spread;
-  if (beyond) *beyond = clear;
-  return format_number(100 * diff, "%+.1f") + " points (" + (clear ? "beyond" : "within") + " the seeds' spread, " +
+  const std::string points = format_number(100 * diff, "%+.1f") + " points (";
+  if (a.size() < 2 || b.size() < 2) return points + "one seed on a side: no spread to compare with)";
+  return points + (std::fabs(diff) > spread ? "beyond" : "within") + " the seeds' spread, " +
          format_number(100 * spread, "%.1f") + ")";
 }
 
