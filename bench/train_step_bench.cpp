@@ -28,8 +28,10 @@
 // the default is the H100 SXM's (and H200's) dense rate for it: fp32 67 TFLOPS (no tensor cores,
 // what moelab's cuBLAS calls use: cuda/context.cu), tf32 495, bf16 990 (H100 PCIe: fp32 51);
 // tf32x3 (float32 accuracy from three TF32 products) is held to float32's 67. On
-// the CPU there is no default, since a datasheet's is not what one core does: pass the measured
-// one (bench/fma_peak: one core's FMA peak, times the threads), else fraction_of_peak is null.
+// the CPU there is no default, since a datasheet's is not what one core does: --cpu-peak-from
+// reads the measured one from bench/fma_peak's JSON (the best rate of the instruction set the GEMM
+// kernels run, times the threads: bench/cpu_peak.h), or --peak-tflops takes it as a number; with
+// neither, fraction_of_peak is null.
 //
 // Method: 5 warm-up steps, then --steps timed steps; reports the median step time and
 // tokens/s = batch * seq / median. Writes JSON (default bench-results/train_step_moelab.json).
@@ -50,6 +52,7 @@
 #include <vector>
 
 #include "autograd/precision.h"
+#include "bench/cpu_peak.h"
 #include "bench/write_json.h"
 #include "core/backend.h"
 #include "core/cpu/cpu_features.h"
@@ -150,10 +153,17 @@ int main(int argc, char** argv) {
                  "products each; the dense products full float32: core/backend.h)")
       ->check(CLI::IsMember({"fp32", "bf16", "tf32", "tf32x3"}))
       ->capture_default_str();
-  app.add_option("--peak-tflops", peak_tflops,
-                 "the peak in TFLOPS for fraction_of_peak, of the precision used (default on a GPU: H100 SXM / "
-                 "H200, fp32 67, tf32 495, bf16 990; on the CPU none: pass fma_peak's figure x threads)")
-      ->check(CLI::PositiveNumber);
+  CLI::Option* peak_option =
+      app.add_option("--peak-tflops", peak_tflops,
+                     "the peak in TFLOPS for fraction_of_peak, of the precision used (default on a GPU: H100 SXM / "
+                     "H200, fp32 67, tf32 495, bf16 990; on the CPU none: pass fma_peak's figure x threads, or "
+                     "use --cpu-peak-from)")
+          ->check(CLI::PositiveNumber);
+  std::string cpu_peak_file;
+  app.add_option("--cpu-peak-from", cpu_peak_file,
+                 "CPU: take the peak for fraction_of_peak from bench/fma_peak's JSON measured on this machine (the "
+                 "best GFLOP/s of the instruction set the GEMM kernels run, x --threads)")
+      ->excludes(peak_option);
   app.add_option("--threads", threads, "CPU threads")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--steps", steps, "timed steps (after 5 warm-up steps)")->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--vocab", vocab, "vocabulary size")->check(CLI::Range(2, 1 << 20))->capture_default_str();
@@ -184,6 +194,27 @@ int main(int argc, char** argv) {
     unless_given("--heads", heads, 8);
     unless_given("--layers", layers, 8);
   }
+  if (!cpu_peak_file.empty() && device_name != "cpu") {
+    std::fprintf(stderr, "train_step_bench: --cpu-peak-from is the CPU's peak: use --peak-tflops with --device %s\n",
+                 device_name.c_str());
+    return 2;
+  }
+  if (!cpu_peak_file.empty() && precision != "fp32") {
+    std::fprintf(stderr, "train_step_bench: --cpu-peak-from holds float32 FMA peaks: use it with --precision fp32\n");
+    return 2;
+  }
+  std::string peak_source;
+  if (!cpu_peak_file.empty()) {
+    try {
+      const moelab::bench::CpuPeak peak = moelab::bench::cpu_peak_from(cpu_peak_file, threads);
+      peak_tflops = peak.tflops, peak_source = peak.source;
+    } catch (const Error& e) {
+      std::fprintf(stderr, "train_step_bench: --cpu-peak-from: %s\n", e.what());
+      return 2;
+    }
+  } else if (peak_tflops > 0) {
+    peak_source = "--peak-tflops";
+  }
   if (gemm_profile && (device_name != "cpu" || precision != "fp32")) {
     std::fprintf(stderr, "train_step_bench: --gemm-profile times the CPU's float32 products: use it with --device "
                          "cpu --precision fp32\n");
@@ -201,7 +232,10 @@ int main(int argc, char** argv) {
       if (precision == "tf32") set_cuda_float32_products(CudaFloat32Products::TF32);
       if (precision == "tf32x3") set_cuda_float32_products(CudaFloat32Products::TF32x3);
       // tf32x3 against float32's peak: it is float32 arithmetic in accuracy, whatever units run it.
-      if (peak_tflops == 0) peak_tflops = precision == "tf32" ? 495.0 : precision == "bf16" ? 990.0 : 67.0;
+      if (peak_tflops == 0) {
+        peak_tflops = precision == "tf32" ? 495.0 : precision == "bf16" ? 990.0 : 67.0;
+        peak_source = "H100 SXM / H200 datasheet, " + precision;
+      }
     } else if (precision == "tf32" || precision == "tf32x3") {
       std::fprintf(stderr, "train_step_bench: --precision %s is for --device cuda\n", precision.c_str());
       return 2;
@@ -290,6 +324,7 @@ int main(int argc, char** argv) {
                              {"peak_tflops", peak_tflops > 0 ? nlohmann::json(peak_tflops) : nlohmann::json()},
                              {"fraction_of_peak",
                               peak_tflops > 0 ? nlohmann::json(achieved_tflops / peak_tflops) : nlohmann::json()},
+                             {"peak_source", peak_source.empty() ? nlohmann::json() : nlohmann::json(peak_source)},
                              {"final_loss", last_loss}};
     // Beside PyTorch's torch.cuda.max_memory_allocated (bench/pytorch/train_step.py).
     if (device.is_cuda()) report["peak_memory_bytes"] = cuda_peak_memory_bytes();
@@ -302,7 +337,7 @@ int main(int argc, char** argv) {
     if (peak_tflops > 0)
       std::printf(" = %.1f%% of %g", 100.0 * achieved_tflops / peak_tflops, peak_tflops);
     else
-      std::printf(" (no --peak-tflops: no fraction of peak)");
+      std::printf(" (no --peak-tflops or --cpu-peak-from: no fraction of peak)");
     std::printf(" -> %s\n", out_path.c_str());
   } catch (const Error& e) {
     std::fprintf(stderr, "train_step_bench: %s\n", e.what());

@@ -4,11 +4,16 @@
 #     per-shape rows and the products' share of the step, and the table on stdout;
 #   - --gemm-profile where it cannot measure (--precision bf16: the bf16 products do not run the
 #     float32 GEMM) is refused with status 2, before any step;
-#   - gemm_bench --micro-kernel: one row per inner length kc = 8 .. 256 in the JSON.
+#   - gemm_bench --micro-kernel: one row per inner length kc = 8 .. 256 in the JSON;
+#   - train_step_bench --cpu-peak-from: fraction_of_peak against fma_peak's measured rate of the
+#     set the kernels run, times the threads (checked to the digit); a file from another CPU, a
+#     file that is not fma_peak's, --peak-tflops beside it, --precision bf16 (fma_peak measures
+#     float32) are refused with status 2 before any JSON is written.
 # Speed is not checked (benchmarks assert nothing about it); the output's form is.
-# Run by ctest as bench_profiles:  sh tests/bench_profile_check.sh build/train_step_bench build/gemm_bench
+# Run by ctest as bench_profiles:
+#   sh tests/bench_profile_check.sh build/train_step_bench build/gemm_bench build/fma_peak
 set -u
-train_step_bench=$1 gemm_bench=$2
+train_step_bench=$1 gemm_bench=$2 fma_peak=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -40,6 +45,42 @@ fi
 "$gemm_bench" --micro-kernel --shape 2x2x2 >/dev/null 2>&1
 status=$?
 [ "$status" = 2 ] || fail "gemm_bench --micro-kernel --shape exited $status, not 2 (they exclude each other)"
+
+# The CPU peak from fma_peak's JSON (a short measurement: its value does not matter, its use does).
+if "$fma_peak" --reps 1 --iters 100000 --out "$work/fma.json" >"$work/fma.txt" 2>&1; then
+  # shellcheck disable=SC2086
+  if "$train_step_bench" $(echo "$toy" | sed 's/--threads 1/--threads 2/') --cpu-peak-from "$work/fma.json" --out "$work/peak.json" >"$work/peak.txt" 2>&1; then
+    python3 - "$work/fma.json" "$work/peak.json" <<'PY' || fail "--cpu-peak-from: $(cat "$work/peak.json")"
+import json, sys
+fma, step = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+isa = step["cpu"].rsplit("(", 1)[1].rstrip(")")          # the set the step's kernels ran
+want = fma["sets"][isa]["best_gflops"] * 2 / 1e3          # x 2 threads, in TFLOPS
+assert abs(step["peak_tflops"] - want) <= 1e-12 * want, (step["peak_tflops"], want)
+assert abs(step["fraction_of_peak"] - step["achieved_tflops"] / want) <= 1e-9, step["fraction_of_peak"]
+assert step["peak_source"].startswith("fma_peak ") and isa in step["peak_source"], step["peak_source"]
+PY
+  else
+    fail "train_step_bench --cpu-peak-from failed: $(cat "$work/peak.txt")"
+  fi
+  sed 's/"cpu": "[^"(]*/"cpu": "Some Other CPU /' "$work/fma.json" >"$work/other.json"
+  printf '{"benchmark": "gemm_bench"}\n' >"$work/not_fma.json"
+  for refused in "--cpu-peak-from $work/other.json" "--cpu-peak-from $work/not_fma.json" \
+                 "--cpu-peak-from $work/fma.json --peak-tflops 1" "--cpu-peak-from $work/fma.json --precision bf16" \
+                 "--cpu-peak-from $work/missing.json"; do
+    rm -f "$work/refused.json"
+    # shellcheck disable=SC2086
+    "$train_step_bench" $toy $refused --out "$work/refused.json" >"$work/refused.txt" 2>&1
+    status=$?
+    [ "$status" = 2 ] || fail "train_step_bench $refused exited $status, not 2: $(cat "$work/refused.txt")"
+    [ ! -e "$work/refused.json" ] || fail "train_step_bench $refused wrote its JSON"
+    case $refused in
+      *other.json) grep -q "measured on another CPU" "$work/refused.txt" ||
+                     fail "the other CPU's file is not named as such: $(cat "$work/refused.txt")" ;;
+    esac
+  done
+else
+  fail "fma_peak failed: $(cat "$work/fma.txt")"
+fi
 
 [ "$failures" = 0 ] && echo "bench profiles: all checks passed"
 exit "$failures"
