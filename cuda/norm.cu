@@ -22,8 +22,8 @@
 //     so a row's sum is bitwise the same run after run. No shared memory, no atomics. Then the
 //     lanes write their columns (coalesced). Rows are independent: warps grid-stride over rows.
 //   dw and db: sums over rows, in a fixed order, in two kernels and no atomics:
-//     1. the rows are cut into chunks of kRowsPerPartial; block (chunk, column tile) has one thread per
-//        column, which adds its chunk's rows in ascending order (in double) into
+//     1. the rows are cut into chunks of kRowsPerPartial; block (chunk, column tile) has one
+//        thread per column, which adds its chunk's rows in ascending order (in double) into
 //        partial[chunk, column] (consecutive threads read consecutive columns: coalesced);
 //     2. one thread per column adds partial[0..chunks-1, column] in ascending chunk order and
 //        rounds to the dtype.
