@@ -18,8 +18,9 @@ std::string clock_text(double seconds);
 
 class Progress {
  public:
-  // total_steps >= 1; tokens_per_step for the rate (0: no rate shown).
-  Progress(std::string label, std::int64_t total_steps, std::int64_t tokens_per_step);
+  // total_steps >= 1; tokens_per_step for the rate (0: no rate shown); first_step: the steps
+  // already done when this line starts (a resumed run), left out of the rate and the time left.
+  Progress(std::string label, std::int64_t total_steps, std::int64_t tokens_per_step, std::int64_t first_step = 0);
 
   // After step `done` (1-based) with the training loss of that step.
   void update(std::int64_t done, double loss);
@@ -29,7 +30,7 @@ class Progress {
 
  private:
   std::string label_;
-  std::int64_t total_, tokens_per_step_, last_printed_step_ = 0;
+  std::int64_t total_, tokens_per_step_, first_step_, last_printed_step_;
   std::chrono::steady_clock::time_point start_, last_draw_;
   bool tty_, line_open_ = false;
   double smoothed_loss_ = 0;

@@ -54,15 +54,18 @@ LoopState train_loop(Module& model, Optimizer& opt, const LoopOptions& o, const 
   MOELAB_CHECK(o.eval_every >= 0, "train_loop", "eval_every must be >= 0, got ", o.eval_every);
   MOELAB_CHECK(o.accumulate >= 1, "train_loop", "accumulate must be >= 1, got ", o.accumulate);
   MOELAB_CHECK(static_cast<bool>(hooks.batch_loss), "train_loop", "no batch_loss function");
+  MOELAB_CHECK(o.start.step >= 0 && o.start.step < o.steps, "train_loop", "a resumed run's start.step must be in [0, ",
+               o.steps, "), got ", o.start.step);
   using Clock = std::chrono::steady_clock;
   const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   const auto start = Clock::now();
   const std::vector<Variable> params = model.parameters();  // the clipped norm's order
   std::unique_ptr<Progress> progress;
-  LoopState state;
+  LoopState state = o.start;
+  state.seconds = 0, state.stopped_early = false;
   model.train();
 
-  for (std::int64_t step = 1; step <= o.steps; ++step) {
+  for (std::int64_t step = o.start.step + 1; step <= o.steps; ++step) {
     const auto t0 = Clock::now();
     if (o.schedule) opt.set_lr_factor(o.schedule->factor((step - 1) / o.schedule_period));
     opt.zero_grad();
@@ -73,7 +76,7 @@ LoopState train_loop(Module& model, Optimizer& opt, const LoopOptions& o, const 
       StepLoss s = hooks.batch_loss(step);
       MOELAB_CHECK(s.loss.defined() && s.loss.numel() == 1, "train_loop", "batch_loss must return a 0-d loss, got ",
                    s.loss.defined() ? s.loss.data().str() : std::string("an undefined Variable"));
-      if (!progress && !o.label.empty()) progress = std::make_unique<Progress>(o.label, o.steps, s.items * o.accumulate);
+      if (!progress && !o.label.empty()) progress = std::make_unique<Progress>(o.label, o.steps, s.items * o.accumulate, o.start.step);
       Variable total = s.loss;
       Tensor part = s.loss.data();  // loss itself, or loss + 0 * total (NaN when total is not finite)
       if (const Variable aux = s.aux.total(); aux.defined()) {

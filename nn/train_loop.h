@@ -108,6 +108,11 @@ struct LoopOptions {
   // false (the default): a non-finite total loss is a moelab::Error. true: training goes on and
   // on_step sees the value (teacher-student: a diverged student is a result, its test loss inf).
   bool allow_non_finite = false;
+  // A resumed run: where it stood when it was saved (start.step steps done, their items and
+  // train_seconds); the loop goes on at step start.step + 1, 0 <= start.step < steps. The model,
+  // the optimizer and whatever draws the batches must have been restored to that step by the
+  // caller (tasks/common/train.h's TrainResume does it from a checkpoint).
+  LoopState start{};
 };
 
 struct LoopHooks {

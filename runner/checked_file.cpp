@@ -47,6 +47,25 @@ void write_all(int fd, const char* data, std::size_t bytes, const std::filesyste
 
 void simulate_full_disk_after(std::int64_t bytes) { simulated_room = bytes < 0 ? -1 : bytes; }
 
+std::string read_regular_file(const std::filesystem::path& path) {
+  const int fd = open_regular_file(path.string(), O_RDONLY, "read");
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      fail_io("cannot read", path, error);
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
 void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
   // One temporary name per process and host: jobs of one grid started together (mode=point under
   // GNU parallel or a job array, on one machine or several sharing the folder) may write the same

@@ -14,6 +14,7 @@
 //                                   path; on failure removes it again (several processes, on one
 //                                   host or several, may write the same path at once: each file
 //                                   lands whole; a link at path is replaced, its target untouched)
+//   read_regular_file(path)         the whole file (a regular file; never through a link)
 //   cut_file(path, bytes)           truncates a regular file (never through a link)
 //   AppendFile f(path);             opens for appending (creating the file); a link, a FIFO or a
 //                                   device there is refused (core/safe_file.h)
@@ -33,6 +34,10 @@
 namespace moelab {
 
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);
+
+// The whole of a regular file, read without following a link (core/safe_file.h); moelab::Error
+// naming the file for a link, a special file, or a read that fails.
+std::string read_regular_file(const std::filesystem::path& path);
 
 class AppendFile {
  public:

@@ -55,6 +55,7 @@ std::uint64_t replicate_seed(std::uint64_t run_seed, std::int64_t seed) {
 
 std::string point_file(const std::string& name) { return "points/" + name + ".json"; }
 std::string point_curve_file(const std::string& name) { return "points/" + name + ".csv"; }
+std::string point_resume_file(const std::string& name) { return "points/" + name + ".resume.safetensors"; }
 
 bool point_done(const RunDir& dir, const std::string& name) {
   return std::filesystem::exists(dir.file(point_file(name)));

@@ -74,9 +74,12 @@ void validate_job_settings(const Settings& s, const std::vector<std::string>& po
 // The run seed of replicate `seed` (see above).
 std::uint64_t replicate_seed(std::uint64_t run_seed, std::int64_t seed);
 
-// "points/<name>.json" and "points/<name>.csv" (relative to the run folder).
+// "points/<name>.json" and "points/<name>.csv" (relative to the run folder), and
+// "points/<name>.resume.safetensors": where a point that saves itself while it trains keeps its
+// checkpoint until it is done (tasks/common/train.h's TrainResume; pretrain's points do).
 std::string point_file(const std::string& name);
 std::string point_curve_file(const std::string& name);
+std::string point_resume_file(const std::string& name);
 bool point_done(const RunDir& dir, const std::string& name);
 // For experiments whose points save a file the report needs (a checkpoint): a finished point whose
 // file (relative to the run folder) is gone is marked not done, so that it runs again, and says so.

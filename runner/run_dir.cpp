@@ -108,6 +108,14 @@ void CsvFile::check_header(const std::filesystem::path& path, const std::vector<
                 "); use another --out folder or delete the file");
 }
 
+void CsvFile::restore(const std::string& text) {
+  const std::string header = join(header_) + "\n";
+  if (text.compare(0, header.size(), header) != 0)
+    throw Error("CsvFile " + path_.string() + ": a saved copy that does not begin with its header line");
+  cut_file(path_, 0);
+  file_.append(text);
+}
+
 void CsvFile::row(const std::vector<std::string>& cells) {
   if (cells.size() != header_.size())
     throw Error("CsvFile " + path_.string() + ": a row of " + std::to_string(cells.size()) +

@@ -49,6 +49,10 @@ class CsvFile {
   // Appends one row (as many cells as the header; cells with commas or quotes are quoted), whole
   // or not at all; moelab::Error naming the file and the reason when it cannot be written.
   void row(const std::vector<std::string>& cells);
+  // Makes the file `text` again (what it held when a run was saved: its header line and rows,
+  // tasks/common/train.h's TrainResume), cutting what was written since; moelab::Error when text
+  // does not begin with this file's header line.
+  void restore(const std::string& text);
   const std::filesystem::path& path() const { return path_; }
 
  private:

@@ -51,6 +51,22 @@ std::vector<std::int64_t> EpochSampler::next(Generator& gen) {
   return out;
 }
 
+EpochSampler::State EpochSampler::state() const {
+  return {order_, static_cast<std::int64_t>(position_), epochs_started_};
+}
+
+void EpochSampler::restore(const State& state) {
+  MOELAB_CHECK(state.order.size() == order_.size() && state.position >= 0 &&
+                   static_cast<std::size_t>(state.position) <= state.order.size() && state.epochs_started >= 0,
+               "EpochSampler", "a saved state of ", state.order.size(), " indices at position ", state.position,
+               " does not fit a sampler of ", order_.size());
+  for (std::int64_t i : state.order)
+    MOELAB_CHECK(i >= 0 && i < size_, "EpochSampler", "a saved index ", i, " is outside [0, ", size_, ")");
+  order_ = state.order;
+  position_ = static_cast<std::size_t>(state.position);
+  epochs_started_ = state.epochs_started;
+}
+
 std::int64_t EpochSampler::batches_per_epoch() const { return (size_ + batch_ - 1) / batch_; }
 
 std::int64_t EpochSampler::steps_for_epochs(std::int64_t epochs) const {

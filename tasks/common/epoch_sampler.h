@@ -74,6 +74,17 @@ class EpochSampler {
   // Epochs started so far (Epochs only; 0 before the first next()).
   std::int64_t epochs_started() const { return epochs_started_; }
 
+  // Where the sampler stands, for a checkpoint (tasks/common/train.h, TrainResume): the current
+  // epoch's order, the position in it and the epochs started. restore() takes back what state()
+  // gave, and the sampler then hands out what it would have; a state that cannot be this
+  // sampler's (another size, a position past the order, indices out of range) is a moelab::Error.
+  struct State {
+    std::vector<std::int64_t> order;
+    std::int64_t position = 0, epochs_started = 0;
+  };
+  State state() const;
+  void restore(const State& state);
+
   std::int64_t size() const { return size_; }
   std::int64_t batch() const { return batch_; }
   Sampling sampling() const { return sampling_; }

@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 
+#include "core/factories.h"
+#include "runner/checked_file.h"
 #include "runner/job_grid.h"
 #include "runner/plot.h"
 
@@ -57,6 +59,38 @@ Evaluation RoutingLog::around(Evaluation inner, const std::string& job) {
     }
     return inner ? inner(model, step) : std::map<std::string, double>{};
   };
+}
+
+nlohmann::json RoutingLog::state() const {
+  const std::filesystem::path path = state_->dir.file(point_routing_file(state_->point));
+  nlohmann::json j = {{"rows", state_->csv ? read_regular_file(path) : std::string()}, {"last", state_->probe.last}};
+  if (state_->probe.ids.defined()) {
+    const Tensor ids = state_->probe.ids.to(Device::cpu());
+    const std::int32_t* p = ids.data<std::int32_t>();
+    j["ids_shape"] = ids.shape().sizes();
+    j["ids"] = std::vector<std::int32_t>(p, p + ids.numel());
+  }
+  return j;
+}
+
+void RoutingLog::restore(const nlohmann::json& j) {
+  try {
+    const std::string rows = j.at("rows").get<std::string>();
+    const std::filesystem::path path = state_->dir.file(point_routing_file(state_->point));
+    state_->csv.reset();
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    if (!rows.empty()) {
+      write_file_atomic(path, rows);
+      state_->csv.emplace(state_->dir.csv(point_routing_file(state_->point), kHeader));
+    }
+    state_->probe.last = j.at("last").get<std::vector<std::vector<std::int32_t>>>();
+    if (j.contains("ids"))
+      state_->probe.ids = from_vector(j.at("ids").get<std::vector<std::int32_t>>(),
+                                      Shape(j.at("ids_shape").get<std::vector<std::int64_t>>()));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("RoutingLog: a saved state that is not one: ") + e.what());
+  }
 }
 
 std::size_t write_routing_report(const RunDir& dir, const std::vector<std::string>& points) {

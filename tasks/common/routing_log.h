@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "runner/run_dir.h"
 #include "tasks/common/load_probe.h"
 #include "tasks/common/train.h"
@@ -44,6 +46,12 @@ class RoutingLog {
   BatchSource probing(BatchSource inner);
   // The evaluation, preceded by this log's rows for job `job` when the model has MoE layers.
   Evaluation around(Evaluation inner, const std::string& job);
+
+  // For a checkpoint (tasks/common/train.h, TrainResume): the rows written so far and the probe
+  // (its batch and the routes of the last log point). restore() puts the rows file back as it was
+  // and takes the probe back, after probing() (which starts a new probe), before training goes on.
+  nlohmann::json state() const;
+  void restore(const nlohmann::json& state);
 
  private:
   struct State;

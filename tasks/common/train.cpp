@@ -4,20 +4,34 @@
 #include <deque>
 
 #include "core/error.h"
+#include "nn/io/checkpoint.h"
 #include "nn/loss.h"
 #include "nn/moe/moe_decoder.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/schedule.h"
 #include "nn/progress.h"
+#include "runner/checked_file.h"
 #include "runner/report.h"
 #include "nn/train_loop.h"
 
 namespace moelab {
 
+namespace {
+
+int stop_after_checkpoints = -1;  // simulate_stop_after_checkpoints; -1: off
+
+// The checkpoint's metadata key of the loop's and the caller's state (JSON text).
+constexpr char kResumeKey[] = "train_decoder.resume";
+
+}  // namespace
+
+void simulate_stop_after_checkpoints(int n) { stop_after_checkpoints = n < 0 ? -1 : n; }
+
 TrainReport train_decoder(Decoder& model, const TrainConfig& config, const BatchSource& next_batch,
                           Generator& data_gen, const Evaluation& evaluate, const std::string& label,
                           CsvFile* metrics,
-                          const std::function<bool(const std::map<std::string, double>&)>& stop_when) {
+                          const std::function<bool(const std::map<std::string, double>&)>& stop_when,
+                          const TrainResume* resume) {
   MOELAB_CHECK(config.steps >= 1, "train_decoder", "steps must be >= 1, got ", config.steps);
   // Decay the matrices (rank >= 2), not the norm gains or biases.
   ParamGroup decay{.params = {}, .lr = config.lr, .base_lr = config.lr, .weight_decay = config.weight_decay};
@@ -49,6 +63,30 @@ TrainReport train_decoder(Decoder& model, const TrainConfig& config, const Batch
     if (recent.size() > window) recent.pop_front();
     report.steps_done = state.step;
   };
+  // A resumed run: everything back as it stood after the saved step's evaluation (TrainResume).
+  LoopState start;
+  if (resume && std::filesystem::exists(std::filesystem::symlink_status(resume->path))) {
+    std::map<std::string, std::string> meta;
+    const std::int64_t step = load_checkpoint(resume->path.string(), model, &opt, &data_gen, &meta);
+    try {
+      const nlohmann::json j = nlohmann::json::parse(meta.at(kResumeKey));
+      MOELAB_CHECK(j.at("step").get<std::int64_t>() == step && step >= 1 && step < config.steps, "train_decoder",
+                   "the checkpoint '", resume->path.string(), "' is of step ", step, ", not a step of this run's ",
+                   config.steps);
+      start.step = step;
+      start.items = j.at("items").get<std::int64_t>();
+      start.train_seconds = j.at("train_seconds").get<double>();
+      for (double v : j.at("recent").get<std::vector<double>>()) recent.push_back(v);
+      report.metrics = j.at("metrics").get<std::map<std::string, double>>();
+      report.steps_done = step;
+      if (metrics) metrics->restore(j.at("metrics_csv").get<std::string>());
+      if (resume->restore) resume->restore(j.at("caller"));
+    } catch (const std::out_of_range&) {
+      throw Error("train_decoder: '" + resume->path.string() + "' is a checkpoint without the state to resume from");
+    } catch (const nlohmann::json::exception& e) {
+      throw Error("train_decoder: '" + resume->path.string() + "' holds a damaged resume state: " + e.what());
+    }
+  }
   hooks.evaluate = [&](const LoopState& state) {
     report.metrics = evaluate ? evaluate(model, state.step) : std::map<std::string, double>{};
     if (metrics) {
@@ -60,7 +98,23 @@ TrainReport train_decoder(Decoder& model, const TrainConfig& config, const Batch
       for (const auto& [name, value] : report.metrics) metrics->row({label, step, name, cell(value)});
     }
     interval_loss = 0, interval_steps = 0;
-    return stop_when && stop_when(report.metrics);
+    const bool stop = stop_when && stop_when(report.metrics);
+    if (resume && !stop && state.step < config.steps) {
+      // Reads only: saving changes nothing of what training does next.
+      const nlohmann::json j = {{"step", state.step},
+                                {"items", state.items},
+                                {"train_seconds", state.train_seconds},
+                                {"recent", std::vector<double>(recent.begin(), recent.end())},
+                                {"metrics", report.metrics},
+                                {"metrics_csv", metrics ? read_regular_file(metrics->path()) : std::string()},
+                                {"caller", resume->save ? resume->save() : nlohmann::json()}};
+      save_checkpoint(resume->path.string(), model, &opt, state.step, &data_gen, {{kResumeKey, j.dump()}});
+      if (stop_after_checkpoints > 0 && --stop_after_checkpoints == 0) {
+        stop_after_checkpoints = -1;
+        throw Error("train_decoder: stopped after a checkpoint (simulate_stop_after_checkpoints)");
+      }
+    }
+    return stop;
   };
   auto mean_recent = [&] {
     double sum = 0;
@@ -77,7 +131,8 @@ TrainReport train_decoder(Decoder& model, const TrainConfig& config, const Batch
   const LoopState done =
       train_loop(model, opt,
                  LoopOptions{.steps = config.steps, .schedule = schedule.get(), .clip = config.clip,
-                             .eval_every = config.eval_every, .label = label, .loss_name = "cross-entropy"},
+                             .eval_every = config.eval_every, .label = label, .loss_name = "cross-entropy",
+                             .start = start},
                  hooks);
   report.final_loss = mean_recent();
   report.stopped_early = done.stopped_early;

@@ -19,9 +19,12 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "core/random.h"
 #include "nn/decoder.h"
@@ -53,10 +56,34 @@ struct TrainReport {
   bool stopped_early = false;
 };
 
+// Saving a run at its evaluations and resuming it there (a crash, a stopped job, a machine that
+// went away). After every evaluation and its metrics rows, train_decoder writes a checkpoint to
+// `path` (nn/io/checkpoint.h: the model's parameters and buffers, the optimizer and data_gen,
+// written whole and renamed, so a crash while it is written leaves the previous one) that also
+// holds the loop's own state (the steps done, the losses final_loss averages, the time trained),
+// the metrics CSV's text and what save() returns: the caller's own state (its data stream, its
+// best values, its other logs). A call that finds the file goes on from it: it loads the model,
+// the optimizer and data_gen, puts the metrics CSV back as it was, hands save()'s JSON to
+// restore(), and trains the steps left, bitwise as the run would have gone on
+// (tests/test_train_resume.cpp). The caller builds model, batches and logs as for a new run
+// before the call, and removes the file once its result is written.
+struct TrainResume {
+  std::filesystem::path path;
+  std::function<nlohmann::json()> save;                // the caller's state; empty: none
+  std::function<void(const nlohmann::json&)> restore;  // takes back what save() returned
+};
+
+// Fault injection, for tests (as runner/checked_file.h's simulate_full_disk_after): train_decoder
+// throws moelab::Error right after writing the n-th checkpoint from now on, as a run killed there
+// would stop; n < 0 ends it. Nothing else calls it.
+void simulate_stop_after_checkpoints(int n);
+
 // `label` names the job on the progress line and in the metrics CSV (may be null: no CSV).
+// `resume` (may be null): save checkpoints and resume from one, see TrainResume.
 TrainReport train_decoder(Decoder& model, const TrainConfig& config, const BatchSource& next_batch,
                           Generator& data_gen, const Evaluation& evaluate, const std::string& label,
                           CsvFile* metrics = nullptr,
-                          const std::function<bool(const std::map<std::string, double>&)>& stop_when = {});
+                          const std::function<bool(const std::map<std::string, double>&)>& stop_when = {},
+                          const TrainResume* resume = nullptr);
 
 }  // namespace moelab

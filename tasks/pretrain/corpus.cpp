@@ -243,6 +243,44 @@ TrainingStream::Document TrainingStream::next_document(Generator& gen) {
   return {kind, &text, &encoded};
 }
 
+namespace {
+
+nlohmann::json sampler_state(const std::optional<EpochSampler>& sampler) {
+  if (!sampler) return nullptr;
+  const EpochSampler::State st = sampler->state();
+  return {{"order", st.order}, {"position", st.position}, {"epochs_started", st.epochs_started}};
+}
+
+void restore_sampler(std::optional<EpochSampler>& sampler, const nlohmann::json& j, const char* pool) {
+  MOELAB_CHECK(j.is_null() == !sampler.has_value(), "pretrain::TrainingStream",
+               "a saved state ", j.is_null() ? "without" : "with", " a ", pool, " sampler for a stream ",
+               sampler ? "with" : "without", " one");
+  if (!sampler) return;
+  sampler->restore({j.at("order").get<std::vector<std::int64_t>>(), j.at("position").get<std::int64_t>(),
+                    j.at("epochs_started").get<std::int64_t>()});
+}
+
+}  // namespace
+
+nlohmann::json TrainingStream::state() const {
+  return {{"knowledge", sampler_state(knowledge_sampler_)}, {"math", sampler_state(math_sampler_)},
+          {"pending", pending_}, {"math_tokens", math_tokens_}, {"total_tokens", total_tokens_}};
+}
+
+void TrainingStream::restore(const nlohmann::json& state) {
+  try {
+    restore_sampler(knowledge_sampler_, state.at("knowledge"), "knowledge");
+    restore_sampler(math_sampler_, state.at("math"), "math");
+    pending_ = state.at("pending").get<std::vector<std::int32_t>>();
+    math_tokens_ = state.at("math_tokens").get<std::int64_t>();
+    total_tokens_ = state.at("total_tokens").get<std::int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("pretrain::TrainingStream: a saved state that is not one: ") + e.what());
+  }
+  MOELAB_CHECK(math_tokens_ >= 0 && math_tokens_ <= total_tokens_, "pretrain::TrainingStream",
+               "a saved state with ", math_tokens_, " math tokens of ", total_tokens_, " in all");
+}
+
 std::vector<std::int32_t> TrainingStream::next_sequence(Generator& gen) {
   while (static_cast<std::int64_t>(pending_.size()) < seq_) {
     const std::vector<std::int32_t>& tokens = *next_document(gen).tokens;

@@ -77,6 +77,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/random.h"
 #include "tasks/common/epoch_sampler.h"
 #include "tasks/pretrain/knowledge.h"
@@ -191,6 +193,13 @@ class TrainingStream {
   // The tokens (BOS and EOS included) of one reading of every knowledge document: a "pass".
   std::int64_t knowledge_pass_tokens() const { return knowledge_pass_tokens_; }
   std::int64_t total_tokens() const { return total_tokens_; }  // tokens of all documents drawn
+
+  // Where the stream stands, for a checkpoint (tasks/common/train.h, TrainResume): both pools'
+  // samplers, the tokens drawn but not yet handed out, the mixture's counts. restore() takes back
+  // what state() gave on a stream of the same corpus, which then draws what it would have;
+  // moelab::Error for a state that does not fit this stream.
+  nlohmann::json state() const;
+  void restore(const nlohmann::json& state);
 
  private:
   const Corpus* corpus_;

@@ -297,6 +297,21 @@ void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, con
   double best_perplexity = INFINITY;
   std::int64_t best_step = 0;
   RoutingLog routing(ctx.dir, p.name);  // MoE models: MaxVio, specialisation, drift (routing_log.h)
+  // A point saves itself at every evaluation (points/<point>.resume.safetensors) and a point run
+  // again after a crash or a stop goes on from there, bitwise as it would have (tasks/common/train.h).
+  TrainResume resume;
+  resume.path = ctx.dir.file(point_resume_file(p.name));
+  resume.save = [&] {
+    return nlohmann::json{{"stream", stream.state()}, {"routing", routing.state()},
+                          {"best_perplexity", best_perplexity}, {"best_step", best_step}, {"last", last}};
+  };
+  resume.restore = [&](const nlohmann::json& j) {
+    stream.restore(j.at("stream"));
+    routing.restore(j.at("routing"));
+    best_perplexity = j.at("best_perplexity").get<double>();
+    best_step = j.at("best_step").get<std::int64_t>();
+    last = j.at("last").get<std::map<std::string, double>>();
+  };
   const TrainReport report = train_decoder(
       *model, tc,
       routing.probing([&](Generator& g) {
@@ -324,7 +339,7 @@ void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, con
                 {"perplexity", v.perplexity},       {"stored_bits", stored.bits}};
         return last;
       }, p.name),
-      p.name, &metrics);  // metrics.csv's job: the point
+      p.name, &metrics, {}, &resume);  // metrics.csv's job: the point
   const std::vector<std::string> row = {
       spec.name(), spec.family(), cell(spec.d), cell(spec.experts), cell(spec.moe() ? spec.k : 0),
       cell(size.non_embedding), cell(size.active), cell(p.people), cell(p.seed), cell(report.steps_done),
@@ -343,6 +358,8 @@ void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, con
   j["point"] = p.name;
   for (std::size_t c = 0; c < row.size(); ++c) j["row"][kResultsHeader[c]] = row[c];
   write_point(ctx.dir, p.name, j);  // last: its presence marks the point done
+  std::error_code ec;
+  std::filesystem::remove(resume.path, ec);  // done: nothing to resume (a leftover is never read)
 }
 
 int run_pretrain(const RunContext& ctx) {
@@ -379,7 +396,9 @@ Experiment pretrain_experiment() {
       "and the validation perplexity; the report sets them against total and active parameters and against "
       "perplexity, with mean +- std over `seeds`. Every (load, model, seed) is an independent job: "
       "--set mode=list prints one command line per missing point (docs/jobs.md), mode=point runs one, mode=report "
-      "gathers them, mode=all (default) runs the missing ones and reports.";
+      "gathers them, mode=all (default) runs the missing ones and reports. A point saves itself at every "
+      "evaluation (points/<point>.resume.safetensors) and, run again after a crash or a stop, goes on from there "
+      "bitwise as it would have gone on.";
   e.settings = pretrain_settings;
   e.presets = pretrain_presets();
   e.default_preset = "cpu";

@@ -39,6 +39,9 @@
 //
 // Jobs (runner/job_grid.h; docs/jobs.md): mode=all (default) runs the missing points and
 // reports; mode=list prints a command per missing point; mode=point runs one; mode=report gathers.
+// A point saves itself after every evaluation (points/<point>.resume.safetensors: tasks/common/
+// train.h's TrainResume, with the document stream, the best perplexity and the routing log) and a
+// point run again after a crash or a stop goes on from its last save, bitwise as it would have.
 //
 // Outputs in the run folder (the report, tasks/pretrain/pretrain_report.h): results.csv (one row
 // per point), metrics.csv (the training curves), models.csv (per load and model: means and spreads
