@@ -7,7 +7,10 @@
 // carries are checked on their own below: a sampler's and a data stream's state, a CSV's copy.
 #include <doctest/doctest.h>
 
+#include <bit>
+#include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,15 +37,17 @@ const Experiment& experiment() {
 }
 
 // A dense and a 4-expert MoE model of width 16 on 6 people, word tokens, one seed; 150 steps with
-// the perplexity every 70: checkpoints at steps 70 and 140 of each point (140 within the last 10%
-// of the steps, whose losses final_loss averages: the restored losses count).
+// every measurement every 70: checkpoints at steps 70 and 140 of each point (140 within the last
+// 10% of the steps, whose losses final_loss averages: the restored losses count). No equation is
+// held out, so math_unseen is NaN in every saved evaluation (a number JSON cannot hold).
 Settings toy() {
   Settings s = experiment().settings();
   for (const char* kv : {"people=6", "bios_per_person=2", "qa_test_questions=6", "qa_train_eval_questions=6",
                          "math_train_problems=20", "min_ops=1", "max_ops=2", "math_test_problems=4",
                          "math_train_eval_problems=4", "math_unseen_test_problems=4", "validation_documents=6",
                          "dense_widths=16", "moe_widths=16", "experts=4", "seq=64", "steps=150", "batch=8", "lr=1e-2",
-                         "seeds=0", "perplexity_every=70", "math_max_operand=9", "math_max_value=99"})
+                         "seeds=0", "perplexity_every=70", "eval_every=70", "math_max_operand=9", "math_max_value=99",
+                         "math_unseen_share=0", "math_unseen_test_problems=0"})
     s.set_assignment(kv);
   return s;
 }
@@ -105,6 +110,24 @@ TEST_CASE("pretrain: points stopped after each checkpoint and run again end bitw
   for (const CsvRow& r : read_csv(stopped.file("metrics.csv")))
     if (r.text("job") == "moe-d16-4e-p6-seed0" && r.text("metric") == "perplexity") ++perplexities;
   CHECK(perplexities == 3);
+}
+
+TEST_CASE("resume_number: every double back with its bits, NaN and the infinities included") {
+  const std::map<std::string, double> values = {{"a", 0.1},
+                                                {"b", -0.0},
+                                                {"c", 5e-324},
+                                                {"d", 1.7976931348623157e308},
+                                                {"nan", std::numeric_limits<double>::quiet_NaN()},
+                                                {"inf", std::numeric_limits<double>::infinity()},
+                                                {"-inf", -std::numeric_limits<double>::infinity()}};
+  const auto back = resume_numbers_from(nlohmann::json::parse(resume_numbers(values).dump()));
+  REQUIRE(back.size() == values.size());
+  for (const auto& [name, value] : values) {
+    INFO(name);
+    CHECK(std::bit_cast<std::uint64_t>(back.at(name)) == std::bit_cast<std::uint64_t>(value));
+  }
+  CHECK_THROWS_AS(resume_number(nlohmann::json("one")), Error);
+  CHECK_THROWS(resume_number(nlohmann::json(nullptr)));
 }
 
 TEST_CASE("EpochSampler: a restored state hands out what the sampler would have") {

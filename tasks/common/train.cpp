@@ -1,7 +1,9 @@
 // tasks/common/train.cpp — see train.h.
 #include "tasks/common/train.h"
 
+#include <cmath>
 #include <deque>
+#include <limits>
 
 #include "core/error.h"
 #include "nn/io/checkpoint.h"
@@ -26,6 +28,32 @@ constexpr char kResumeKey[] = "train_decoder.resume";
 }  // namespace
 
 void simulate_stop_after_checkpoints(int n) { stop_after_checkpoints = n < 0 ? -1 : n; }
+
+nlohmann::json resume_number(double value) {
+  if (std::isfinite(value)) return value;
+  return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+}
+
+double resume_number(const nlohmann::json& j) {
+  if (j.is_number()) return j.get<double>();
+  const std::string text = j.get<std::string>();  // a json::type_error for anything else
+  if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
+  if (text == "inf" || text == "-inf")
+    return text == "inf" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  throw Error("train_decoder: '" + text + "' in a resume state is not a number");
+}
+
+nlohmann::json resume_numbers(const std::map<std::string, double>& values) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, value] : values) j[name] = resume_number(value);
+  return j;
+}
+
+std::map<std::string, double> resume_numbers_from(const nlohmann::json& j) {
+  std::map<std::string, double> values;
+  for (const auto& [name, value] : j.items()) values[name] = resume_number(value);
+  return values;
+}
 
 TrainReport train_decoder(Decoder& model, const TrainConfig& config, const BatchSource& next_batch,
                           Generator& data_gen, const Evaluation& evaluate, const std::string& label,
@@ -75,9 +103,9 @@ TrainReport train_decoder(Decoder& model, const TrainConfig& config, const Batch
                    config.steps);
       start.step = step;
       start.items = j.at("items").get<std::int64_t>();
-      start.train_seconds = j.at("train_seconds").get<double>();
-      for (double v : j.at("recent").get<std::vector<double>>()) recent.push_back(v);
-      report.metrics = j.at("metrics").get<std::map<std::string, double>>();
+      start.train_seconds = resume_number(j.at("train_seconds"));
+      for (const nlohmann::json& v : j.at("recent")) recent.push_back(resume_number(v));
+      report.metrics = resume_numbers_from(j.at("metrics"));
       report.steps_done = step;
       if (metrics) metrics->restore(j.at("metrics_csv").get<std::string>());
       if (resume->restore) resume->restore(j.at("caller"));
@@ -87,6 +115,11 @@ TrainReport train_decoder(Decoder& model, const TrainConfig& config, const Batch
       throw Error("train_decoder: '" + resume->path.string() + "' holds a damaged resume state: " + e.what());
     }
   }
+  auto recent_json = [&] {
+    nlohmann::json j = nlohmann::json::array();
+    for (double v : recent) j.push_back(resume_number(v));  // losses: non-finite ones in allow_non_finite runs
+    return j;
+  };
   hooks.evaluate = [&](const LoopState& state) {
     report.metrics = evaluate ? evaluate(model, state.step) : std::map<std::string, double>{};
     if (metrics) {
@@ -103,9 +136,9 @@ TrainReport train_decoder(Decoder& model, const TrainConfig& config, const Batch
       // Reads only: saving changes nothing of what training does next.
       const nlohmann::json j = {{"step", state.step},
                                 {"items", state.items},
-                                {"train_seconds", state.train_seconds},
-                                {"recent", std::vector<double>(recent.begin(), recent.end())},
-                                {"metrics", report.metrics},
+                                {"train_seconds", resume_number(state.train_seconds)},
+                                {"recent", recent_json()},
+                                {"metrics", resume_numbers(report.metrics)},
                                 {"metrics_csv", metrics ? read_regular_file(metrics->path()) : std::string()},
                                 {"caller", resume->save ? resume->save() : nlohmann::json()}};
       save_checkpoint(resume->path.string(), model, &opt, state.step, &data_gen, {{kResumeKey, j.dump()}});

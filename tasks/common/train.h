@@ -73,6 +73,15 @@ struct TrainResume {
   std::function<void(const nlohmann::json&)> restore;  // takes back what save() returned
 };
 
+// Numbers in a resume state, NaN and the infinities included (a metric that could not be measured
+// is NaN; JSON numbers cannot hold these, and nlohmann would write null): a finite value as a JSON
+// number (nlohmann writes the shortest text that reads back to the same bits), the others as
+// "nan", "inf", "-inf". The map forms carry a metrics map.
+nlohmann::json resume_number(double value);
+double resume_number(const nlohmann::json& j);
+nlohmann::json resume_numbers(const std::map<std::string, double>& values);
+std::map<std::string, double> resume_numbers_from(const nlohmann::json& j);
+
 // Fault injection, for tests (as runner/checked_file.h's simulate_full_disk_after): train_decoder
 // throws moelab::Error right after writing the n-th checkpoint from now on, as a run killed there
 // would stop; n < 0 ends it. Nothing else calls it.

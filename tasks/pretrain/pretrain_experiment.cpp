@@ -303,14 +303,15 @@ void run_point(const RunContext& ctx, const ModelSpec& spec, std::size_t mi, con
   resume.path = ctx.dir.file(point_resume_file(p.name));
   resume.save = [&] {
     return nlohmann::json{{"stream", stream.state()}, {"routing", routing.state()},
-                          {"best_perplexity", best_perplexity}, {"best_step", best_step}, {"last", last}};
+                          {"best_perplexity", resume_number(best_perplexity)}, {"best_step", best_step},
+                          {"last", resume_numbers(last)}};
   };
   resume.restore = [&](const nlohmann::json& j) {
     stream.restore(j.at("stream"));
     routing.restore(j.at("routing"));
-    best_perplexity = j.at("best_perplexity").get<double>();
+    best_perplexity = resume_number(j.at("best_perplexity"));
     best_step = j.at("best_step").get<std::int64_t>();
-    last = j.at("last").get<std::map<std::string, double>>();
+    last = resume_numbers_from(j.at("last"));
   };
   const TrainReport report = train_decoder(
       *model, tc,
