@@ -104,6 +104,19 @@ TEST_CASE("pretrain: points stopped after each checkpoint and run again end bitw
     CHECK(!a.empty());
     CHECK(a == b);
   }
+  // A checkpoint that is not the point's (the dense point's, under the MoE point's name) is refused
+  // with what to do about it.
+  const RunDir wrong(tmp.path() / "wrong");
+  begin_run(wrong, run_config(e.name, "test", 0, 1, "cpu", "moelab pretrain", s), s);
+  simulate_stop_after_checkpoints(1);
+  CHECK_THROWS_WITH_AS(e.run(RunContext{s, wrong, "test", 0, 1, Device::cpu()}),
+                       doctest::Contains("stopped after a checkpoint"), Error);
+  simulate_stop_after_checkpoints(-1);
+  std::filesystem::rename(wrong.file(point_resume_file("dense-d16-p6-seed0")),
+                          wrong.file(point_resume_file("moe-d16-4e-p6-seed0")));
+  CHECK_THROWS_WITH_AS(e.run(RunContext{s, wrong, "test", 0, 1, Device::cpu()}),
+                       doctest::Contains("to start the job from its first step"), Error);
+  CHECK(!point_done(wrong, "moe-d16-4e-p6-seed0"));
   // The resumed MoE point's routing rows span the whole run (its drift compares with the rows
   // before the stop), and its curves hold every evaluation once.
   std::int64_t perplexities = 0;

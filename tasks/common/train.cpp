@@ -95,7 +95,13 @@ TrainReport train_decoder(Decoder& model, const TrainConfig& config, const Batch
   LoopState start;
   if (resume && std::filesystem::exists(std::filesystem::symlink_status(resume->path))) {
     std::map<std::string, std::string> meta;
-    const std::int64_t step = load_checkpoint(resume->path.string(), model, &opt, &data_gen, &meta);
+    std::int64_t step = 0;
+    try {
+      step = load_checkpoint(resume->path.string(), model, &opt, &data_gen, &meta);
+    } catch (const Error& e) {  // another model's file, a damaged one, one of another version
+      throw Error(std::string(e.what()) + " (the checkpoint a stopped run of this job left to resume from: remove '" +
+                  resume->path.string() + "' to start the job from its first step)");
+    }
     try {
       const nlohmann::json j = nlohmann::json::parse(meta.at(kResumeKey));
       MOELAB_CHECK(j.at("step").get<std::int64_t>() == step && step >= 1 && step < config.steps, "train_decoder",
