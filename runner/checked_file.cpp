@@ -47,8 +47,8 @@ void write_all(int fd, const char* data, std::size_t bytes, const std::filesyste
 
 void simulate_full_disk_after(std::int64_t bytes) { simulated_room = bytes < 0 ? -1 : bytes; }
 
-std::string read_regular_file(const std::filesystem::path& path) {
-  const int fd = open_regular_file(path.string(), O_RDONLY, "read");
+std::string read_regular_file(const std::filesystem::path& path, const std::string& what) {
+  const int fd = open_regular_file(path.string(), O_RDONLY, what);
   std::string text;
   char buffer[65536];
   for (;;) {

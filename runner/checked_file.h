@@ -36,8 +36,8 @@ namespace moelab {
 void write_file_atomic(const std::filesystem::path& path, const std::string& text);
 
 // The whole of a regular file, read without following a link (core/safe_file.h); moelab::Error
-// naming the file for a link, a special file, or a read that fails.
-std::string read_regular_file(const std::filesystem::path& path);
+// "cannot <what> '<path>': ..." for a link, a special file, or a read that fails.
+std::string read_regular_file(const std::filesystem::path& path, const std::string& what = "read");
 
 class AppendFile {
  public:

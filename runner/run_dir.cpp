@@ -1,14 +1,10 @@
 // runner/run_dir.cpp — see run_dir.h.
 #include "runner/run_dir.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include "core/error.h"
@@ -58,12 +54,6 @@ std::vector<std::string> split_line(const std::string& line) {
   return cells;
 }
 
-// The whole file as bytes; empty when there is none.
-std::string read_all(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 }  // namespace
 
 std::string cell(double value) {
@@ -90,8 +80,7 @@ void CsvFile::check_header(const std::filesystem::path& path, const std::vector<
   // A link or a special file is refused before it is read (core/safe_file.h), so that nothing
   // of what it points to is read, cut or appended to.
   if (!entry_exists(path.string())) return;
-  ::close(open_regular_file(path.string(), O_RDONLY, "open for appending"));
-  std::string text = read_all(path);
+  std::string text = read_regular_file(path, "open for appending");
   if (!text.empty() && text.back() != '\n') {
     // A last line cut short (a crash or a full disk while it was written): cut it off, so the
     // next row starts on a line of its own. Only part of a header: the file starts again.

@@ -79,10 +79,10 @@ void RoutingLog::restore(const nlohmann::json& j) {
     const std::filesystem::path path = state_->dir.file(point_routing_file(state_->point));
     state_->csv.reset();
     std::error_code ec;
-    std::filesystem::remove(path, ec);
+    std::filesystem::remove(path, ec);  // rows of a try after the save (the constructor's removal)
     if (!rows.empty()) {
-      write_file_atomic(path, rows);
       state_->csv.emplace(state_->dir.csv(point_routing_file(state_->point), kHeader));
+      state_->csv->restore(rows);  // the rows as saved (CsvFile::restore checks the header)
     }
     state_->probe.last = j.at("last").get<std::vector<std::vector<std::int32_t>>>();
     if (j.contains("ids"))
