@@ -223,7 +223,7 @@ TEST_CASE("CPU matmul of bfloat16 operands: VDPBF16PS where the CPU has it, else
               reinterpret_cast<const std::uint16_t*>(b.data<BFloat16>()), native.data(), 37, 70, 45, false, false);
     CHECK(bitwise_equal(got, native));
   } else {
-    MESSAGE("bfloat16 products widen to the float32 GEMM here (no AVX512_BF16, or MOELAB_CPU_BF16=widen)");
+    MESSAGE("bfloat16 products widen to the float32 GEMM here (no AVX512_BF16, MOELAB_CPU_ISA below avx512, or MOELAB_CPU_BF16=widen)");
     CHECK(bitwise_equal(got, widened));
   }
 }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu/cpu_features.h"
 #include "core/cpu/thread_count.h"
 #include "core/error.h"
 
@@ -114,7 +115,12 @@ bool use_native_bf16_gemm() {
                  "': use native (VDPBF16PS where the CPU has AVX512_BF16, the default) or widen");
     MOELAB_CHECK(value.empty() || cpu_has_avx512_bf16(), "MOELAB_CPU_BF16",
                  "native needs a CPU with AVX512_BF16; this one has none");
-    return cpu_has_avx512_bf16();
+    // MOELAB_CPU_ISA=avx2 (or generic) asks to run as a CPU of that set runs, and none of those
+    // has VDPBF16PS: its bf16 products widen, so one machine can reproduce an AVX2 machine's bf16 run.
+    const bool narrowed = active_isa() != CpuIsa::Avx512;
+    MOELAB_CHECK(value.empty() || !narrowed, "MOELAB_CPU_BF16", "native needs the avx512 kernels; MOELAB_CPU_ISA is ",
+                 isa_name(active_isa()));
+    return cpu_has_avx512_bf16() && !narrowed;
   }();
   return native;
 }

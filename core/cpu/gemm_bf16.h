@@ -37,8 +37,9 @@ enum class Bf16DotKernel { Emulated, Avx512Bf16 };
 bool cpu_has_avx512_bf16();
 
 // Whether CpuBackend::matmul multiplies bfloat16 operands with gemm_bf16 (Avx512Bf16): the CPU has
-// the instruction and MOELAB_CPU_BF16 is unset or "native"; "widen" says no. Read once. Throws
-// moelab::Error for another value, or for "native" on a CPU without the instruction.
+// the instruction, the kernels run at avx512 (MOELAB_CPU_ISA=avx2 or generic runs as such a CPU
+// does: widened) and MOELAB_CPU_BF16 is unset or "native"; "widen" says no. Read once. Throws
+// moelab::Error for another value, or for "native" on a CPU without the instruction or below avx512.
 bool use_native_bf16_gemm();
 
 // out [m, n] (float32, row-major, overwritten) = op(A) [m, k] @ op(B) [k, n]; a and b hold
