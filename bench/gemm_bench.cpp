@@ -18,6 +18,12 @@
 // that stay in L1, one thread, for inner lengths kc = 8 .. 256: the ceiling the kernel itself sets,
 // to set beside the FMA peak (bench/fma_peak) and beside what whole products reach. Short kc is
 // what attention's per-head products run (kc = the head width, 16 or 32).
+//
+// --layout nt|tn measures the other two products of a training step: nt is A @ B^T with B stored
+// [N, K] (a layer's forward, x @ W^T), tn is A^T @ B with A stored [K, M] (a weight gradient,
+// x^T @ dy). --bf16 adds a third engine to the alternation: moelab on bfloat16 operands (float32
+// sums: core/cpu/gemm_bf16.h, VDPBF16PS where the CPU has AVX512_BF16, else the widened float32
+// GEMM), on the same values rounded to bfloat16; its GFLOP/s count the same 2*M*N*K.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -96,7 +102,8 @@ nlohmann::json micro_kernel_report(int phases) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"float32 GEMM throughput: moelab's blocked GEMM (core/cpu/gemm_f32.cpp) vs OpenBLAS sgemm"};
+  CLI::App app{"float32 GEMM throughput: moelab's blocked GEMM (core/cpu/gemm_f32.cpp) vs OpenBLAS sgemm; with --bf16 also "
+                "moelab's bfloat16 product (core/cpu/gemm_bf16.h)"};
   int threads = 2, phases = 7;
   std::string out_path = "bench-results/gemm.json";
   std::vector<std::string> shape_texts;
@@ -107,11 +114,20 @@ int main(int argc, char** argv) {
   app.add_option("--shape", shape_texts,
                  "a product M x K x N to measure instead of the default shapes, written MxKxN (repeat for several)");
   app.add_option("--out", out_path, "JSON file to write")->capture_default_str();
+  std::string layout = "nn";
+  app.add_option("--layout", layout, "the operands' transposition: nn (A @ B), nt (A @ B^T, B stored [N, K]), tn "
+                                     "(A^T @ B, A stored [K, M])")
+      ->check(CLI::IsMember({"nn", "nt", "tn"}))
+      ->capture_default_str();
+  bool with_bf16 = false;
+  app.add_flag("--bf16", with_bf16, "also time moelab's product of bfloat16 operands (float32 sums)");
   bool micro_kernel = false;
   app.add_flag("--micro-kernel", micro_kernel,
                "measure the register tile alone on operands in L1 (kc = 8 .. 256, one thread) instead of whole "
                "products")
-      ->excludes("--shape");
+      ->excludes("--shape")
+      ->excludes("--layout")
+      ->excludes("--bf16");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -159,28 +175,37 @@ int main(int argc, char** argv) {
   report["threads"] = threads;
   report["cpu"] = moelab::cpu::cpu_description();  // CPU and the GEMM kernels' instruction set
   report["phases"] = phases;
+  report["layout"] = layout;
   report["method"] = "median over alternating phases; GFLOP/s = 2*M*N*K / seconds per call";
 #ifdef MOELAB_HAVE_OPENBLAS
   report["openblas_config"] = openblas_get_config();
 #endif
+  const bool trans_a = layout == "tn", trans_b = layout == "nt";
   moelab::Generator gen(1);
   for (const GemmShape& s : shapes) {
-    moelab::Tensor a = moelab::uniform({s.m, s.k}, -1, 1, gen);
-    moelab::Tensor b = moelab::uniform({s.k, s.n}, -1, 1, gen);
+    moelab::Tensor a = trans_a ? moelab::uniform({s.k, s.m}, -1, 1, gen) : moelab::uniform({s.m, s.k}, -1, 1, gen);
+    moelab::Tensor b = trans_b ? moelab::uniform({s.n, s.k}, -1, 1, gen) : moelab::uniform({s.k, s.n}, -1, 1, gen);
+    const moelab::Tensor a16 = a.to(moelab::DType::BFloat16), b16 = b.to(moelab::DType::BFloat16);
+    moelab::Tensor c_bf16;
     moelab::Tensor c_ours;
     std::vector<float> c_blas(static_cast<std::size_t>(s.m * s.n));
     const double flops = 2.0 * static_cast<double>(s.m * s.n * s.k);
     const int reps = std::max(3, static_cast<int>(2.0e10 / flops));  // ~0.2 s per phase at 100 GFLOP/s
-    std::vector<double> ours, blas;
+    std::vector<double> ours, blas, ours_bf16;
     for (int p = 0; p < phases; ++p) {
-      ours.push_back(time_phase([&] { c_ours = moelab::kernels::matmul(a, b); }, reps));
+      ours.push_back(time_phase([&] { c_ours = moelab::kernels::matmul(a, b, trans_a, trans_b); }, reps));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (with_bf16) {
+        ours_bf16.push_back(time_phase([&] { c_bf16 = moelab::kernels::matmul(a16, b16, trans_a, trans_b); }, reps));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
 #ifdef MOELAB_HAVE_OPENBLAS
       blas.push_back(time_phase(
           [&] {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
-                        static_cast<int>(s.k), 1.0f, a.data<float>(), static_cast<int>(s.k), b.data<float>(),
-                        static_cast<int>(s.n), 0.0f, c_blas.data(), static_cast<int>(s.n));
+            cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                        static_cast<int>(s.m), static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, a.data<float>(),
+                        static_cast<int>(trans_a ? s.m : s.k), b.data<float>(), static_cast<int>(trans_b ? s.k : s.n),
+                        0.0f, c_blas.data(), static_cast<int>(s.n));
           },
           reps));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -191,6 +216,12 @@ int main(int argc, char** argv) {
     std::printf("%5lldx%-4lld @ %4lldx%-4lld  moelab %7.1f GFLOP/s", static_cast<long long>(s.m),
                 static_cast<long long>(s.k), static_cast<long long>(s.k), static_cast<long long>(s.n),
                 row["moelab_gflops"].get<double>());
+    if (with_bf16) {
+      row["moelab_bf16_gflops"] = flops / median(ours_bf16) / 1e9;
+      row["ratio_bf16_over_fp32"] = median(ours) / median(ours_bf16);
+      std::printf("   bf16 %7.1f GFLOP/s (%.2fx)", row["moelab_bf16_gflops"].get<double>(),
+                  row["ratio_bf16_over_fp32"].get<double>());
+    }
 #ifdef MOELAB_HAVE_OPENBLAS
     row["openblas_gflops"] = flops / median(blas) / 1e9;
     row["ratio_moelab_over_openblas"] = median(blas) / median(ours);

@@ -4,7 +4,8 @@
 #     per-shape rows and the products' share of the step, and the table on stdout;
 #   - --gemm-profile where it cannot measure (--precision bf16: the bf16 products do not run the
 #     float32 GEMM) is refused with status 2, before any step;
-#   - gemm_bench --micro-kernel: one row per inner length kc = 8 .. 256 in the JSON;
+#   - gemm_bench --micro-kernel: one row per inner length kc = 8 .. 256 in the JSON; --layout nn|nt|tn
+#     agrees with OpenBLAS in each transposition, --bf16 adds the bf16 rate, bad uses exit 2;
 #   - train_step_bench --cpu-peak-from: fraction_of_peak against fma_peak's measured rate of the
 #     set the kernels run, times the threads (checked to the digit); a file from another CPU, a
 #     file that is not fma_peak's, --peak-tflops beside it, --precision bf16 (fma_peak measures
@@ -45,6 +46,27 @@ fi
 "$gemm_bench" --micro-kernel --shape 2x2x2 >/dev/null 2>&1
 status=$?
 [ "$status" = 2 ] || fail "gemm_bench --micro-kernel --shape exited $status, not 2 (they exclude each other)"
+# --layout and --bf16: every transposition gives OpenBLAS's product (where it is built in: its
+# elementwise difference is in the JSON), and the bf16 rate is reported beside the float32 one.
+for layout in nn nt tn; do
+  if "$gemm_bench" --threads 1 --phases 1 --layout "$layout" --bf16 --shape 64x48x40 --out "$work/g_$layout.json" \
+    >"$work/g_$layout.txt" 2>&1; then
+    grep -q "\"layout\": \"$layout\"" "$work/g_$layout.json" || fail "gemm_bench --layout $layout: not in the JSON"
+    grep -q '"moelab_bf16_gflops"' "$work/g_$layout.json" || fail "gemm_bench --bf16: no bf16 rate ($layout)"
+    diff=$(grep -o '"max_abs_difference": [-0-9.e+]*' "$work/g_$layout.json" | awk '{print $2}')
+    if [ -n "$diff" ]; then
+      awk -v d="$diff" 'BEGIN { exit !(d < 1e-4) }' || fail "gemm_bench --layout $layout: OpenBLAS differs by $diff"
+    fi
+  else
+    fail "gemm_bench --layout $layout --bf16 failed: $(cat "$work/g_$layout.txt")"
+  fi
+done
+"$gemm_bench" --micro-kernel --bf16 >/dev/null 2>&1
+status=$?
+[ "$status" = 2 ] || fail "gemm_bench --micro-kernel --bf16 exited $status, not 2"
+"$gemm_bench" --layout tt >/dev/null 2>&1
+status=$?
+[ "$status" = 2 ] || fail "gemm_bench --layout tt exited $status, not 2"
 
 # The CPU peak from fma_peak's JSON (a short measurement: its value does not matter, its use does).
 if "$fma_peak" --reps 1 --iters 100000 --out "$work/fma.json" >"$work/fma.txt" 2>&1; then
