@@ -4,7 +4,8 @@
 // The structure is gemm_f32's (core/cpu/gemm_f32.cpp), simpler: for each block of KP pairs of the
 // inner dimension, B's block is packed into panels of NR columns ([pairs][NR] words), then each
 // thread takes whole MR-row panels of C, packs its A panel ([pairs][MR] words) and runs the tile
-// over every B panel. The tile reads C back as its starting value for every block after the first,
+// over every B panel. A row-major A with k even needs no packing: its pairs already are the words
+// at their elements, so full row panels read it in place (the tile's second entry point). The tile reads C back as its starting value for every block after the first,
 // so each element of C is one chain over all of k, whatever the blocking and the thread count.
 // Edge tiles (fewer than MR rows or NR columns) run on a zero-padded copy.
 #include "core/cpu/gemm_bf16.h"
@@ -40,16 +41,19 @@ inline float bf16_value(std::uint16_t bits) {
 }
 inline float dot_step(float a, float b, float acc) { return daz(std::fma(a, b, daz(acc))); }
 
-// The tile without the instruction: the same steps in the same order, one element at a time.
-void emulated_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,
-                   std::int64_t ldc, bool accumulate) {
+// The tile without the instruction: the same steps in the same order, one element at a time;
+// word(r, q) gives row r's pair q of A (from a packed panel, or in place).
+template <class AWord>
+void emulated_tile_over(std::int64_t pairs, AWord word, const std::uint32_t* b_panel, float* c, std::int64_t ldc,
+                        bool accumulate) {
   float acc[MR][NR];
   for (int r = 0; r < MR; ++r)
     for (int j = 0; j < NR; ++j) acc[r][j] = accumulate ? c[r * ldc + j] : 0.0f;
-  for (std::int64_t q = 0; q < pairs; ++q, a_panel += MR, b_panel += NR)
+  for (std::int64_t q = 0; q < pairs; ++q, b_panel += NR)
     for (int r = 0; r < MR; ++r) {
-      const float a_even = bf16_value(static_cast<std::uint16_t>(a_panel[r]));
-      const float a_odd = bf16_value(static_cast<std::uint16_t>(a_panel[r] >> 16));
+      const std::uint32_t a_word = word(r, q);
+      const float a_even = bf16_value(static_cast<std::uint16_t>(a_word));
+      const float a_odd = bf16_value(static_cast<std::uint16_t>(a_word >> 16));
       for (int j = 0; j < NR; ++j) {
         const float b_even = bf16_value(static_cast<std::uint16_t>(b_panel[j]));
         const float b_odd = bf16_value(static_cast<std::uint16_t>(b_panel[j] >> 16));
@@ -58,6 +62,24 @@ void emulated_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::
     }
   for (int r = 0; r < MR; ++r)
     for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
+}
+
+void emulated_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,
+                   std::int64_t ldc, bool accumulate) {
+  emulated_tile_over(pairs, [a_panel](int r, std::int64_t q) { return a_panel[q * MR + r]; }, b_panel, c, ldc,
+                     accumulate);
+}
+
+void emulated_tile_rows(std::int64_t pairs, const std::uint16_t* a, std::int64_t lda, const std::uint32_t* b_panel,
+                        float* c, std::int64_t ldc, bool accumulate) {
+  emulated_tile_over(
+      pairs,
+      [a, lda](int r, std::int64_t q) {
+        std::uint32_t w;
+        std::memcpy(&w, a + r * lda + 2 * q, sizeof(w));
+        return w;
+      },
+      b_panel, c, ldc, accumulate);
 }
 
 // Element (i, p) of op(X) for a row-major X with `cols` columns, transposed or not; 0 past `inner`.
@@ -109,11 +131,17 @@ void pack_panel(const Bf16Operand& x, std::int64_t i0, std::int64_t rows, int wi
     for (std::int64_t r = rows; r < width; ++r) out[q * width + r] = 0u;
 }
 
-gemm_bf16_detail::Bf16Tile tile_for(Bf16DotKernel kernel) {
-  if (kernel == Bf16DotKernel::Emulated) return &emulated_tile;
+// The kernel's two tiles: A from a packed panel, A in place.
+struct Bf16Tiles {
+  gemm_bf16_detail::Bf16Tile packed;
+  gemm_bf16_detail::Bf16TileRows rows;
+};
+
+Bf16Tiles tiles_for(Bf16DotKernel kernel) {
+  if (kernel == Bf16DotKernel::Emulated) return {&emulated_tile, &emulated_tile_rows};
   MOELAB_CHECK(cpu_has_avx512_bf16(), "gemm_bf16", "the avx512_bf16 kernel needs a CPU with AVX512_BF16");
 #if defined(__x86_64__)
-  return &gemm_bf16_detail::avx512_bf16_tile;
+  return {&gemm_bf16_detail::avx512_bf16_tile, &gemm_bf16_detail::avx512_bf16_tile_rows};
 #else
   fail("gemm_bf16", "this build has no avx512_bf16 kernel");
 #endif
@@ -155,7 +183,7 @@ bool use_native_bf16_gemm() {
 
 void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t* b, float* out, std::int64_t m,
                std::int64_t k, std::int64_t n, bool trans_a, bool trans_b) {
-  const gemm_bf16_detail::Bf16Tile tile = tile_for(kernel);
+  const Bf16Tiles tiles = tiles_for(kernel);
   if (m == 0 || n == 0) return;
   if (k == 0) {
     std::fill(out, out + m * n, 0.0f);
@@ -165,6 +193,7 @@ void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t
   const Bf16Operand op_a = trans_a ? Bf16Operand{a, 1, m, k} : Bf16Operand{a, k, 1, k};
   const Bf16Operand op_bt = trans_b ? Bf16Operand{b, k, 1, k} : Bf16Operand{b, 1, n, k};
   const std::int64_t pairs = (k + 1) / 2, row_panels = (m + MR - 1) / MR, col_panels = (n + NR - 1) / NR;
+  const bool a_rows_in_place = !trans_a && k % 2 == 0;  // every pair of a row is the word at its elements
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int threads = static_cast<int>(std::min<std::int64_t>(threads_for(flops, kGemmGrainFlops), row_panels));
   // The packed B block lives as long as the thread, as gemm_f32's: a fresh allocation per product
@@ -184,18 +213,26 @@ void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t
       alignas(64) std::uint32_t packed_a[MR * KP];
       alignas(64) float part[MR * NR];
       const std::int64_t i0 = ip * MR, rows = std::min<std::int64_t>(MR, m - i0);
-      pack_panel(op_a, i0, rows, MR, q0, kp, packed_a);
+      // A row-major A of whole pairs is read in place by its full row panels; others are packed.
+      const bool a_in_place = a_rows_in_place && rows == MR;
+      if (!a_in_place) pack_panel(op_a, i0, rows, MR, q0, kp, packed_a);
+      const auto run_tile = [&](const std::uint32_t* b_panel, float* c_tile, std::int64_t ldc) {
+        if (a_in_place)
+          tiles.rows(kp, a + i0 * k + 2 * q0, k, b_panel, c_tile, ldc, accumulate);
+        else
+          tiles.packed(kp, packed_a, b_panel, c_tile, ldc, accumulate);
+      };
       for (std::int64_t jp = 0; jp < col_panels; ++jp) {
         const std::int64_t j0 = jp * NR, cols = std::min<std::int64_t>(NR, n - j0);
         float* c = out + i0 * n + j0;
         if (rows == MR && cols == NR) {
-          tile(kp, packed_a, packed_b + jp * NR * kp, c, n, accumulate);
+          run_tile(packed_b + jp * NR * kp, c, n);
           continue;
         }
         // An edge tile: run it on a padded copy of C's valid part, then copy that part back.
         for (std::int64_t r = 0; r < MR; ++r)
           for (std::int64_t j = 0; j < NR; ++j) part[r * NR + j] = accumulate && r < rows && j < cols ? c[r * n + j] : 0.0f;
-        tile(kp, packed_a, packed_b + jp * NR * kp, part, NR, accumulate);
+        run_tile(packed_b + jp * NR * kp, part, NR);
         for (std::int64_t r = 0; r < rows; ++r)
           for (std::int64_t j = 0; j < cols; ++j) c[r * n + j] = part[r * NR + j];
       }

@@ -15,8 +15,9 @@
 // So this GEMM sums each element of C over k in pairs: for q = 0, 1, ...: the step above with
 // (a(i, 2q+1), b(2q+1, j)) then (a(i, 2q), b(2q, j)), one chain from 0 over all of k (an odd k
 // gets a zero partner). Operands are packed so that each 32-bit word holds a pair (element 2q in
-// the low half, as the instruction reads it): A panels [pairs][MR] broadcast one word per row, B
-// panels [pairs][NR] give NR lanes per pair. Two kernels compute exactly that chain:
+// the low half, as the instruction reads it): A panels [pairs][MR] broadcast one word per row (a
+// row-major A with k even is read in place, its pairs being such words already), B panels
+// [pairs][NR] give NR lanes per pair. Two kernels compute exactly that chain:
 //   Avx512Bf16  VDPBF16PS on 12 x 32 tiles (core/cpu/gemm_bf16_avx512.cpp), where the CPU has it
 //   Emulated    the same chain written out in C++ (std::fma, DAZ and FTZ by hand), slow: it lets
 //               every machine test the packing and the tiles, and a CPU with the instruction test
@@ -58,6 +59,14 @@ using Bf16Tile = void (*)(std::int64_t pairs, const std::uint32_t* a_panel, cons
                           std::int64_t ldc, bool accumulate);
 void avx512_bf16_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,
                       std::int64_t ldc, bool accumulate);  // core/cpu/gemm_bf16_avx512.cpp (x86-64 builds)
+// The same tile with A read in place instead of from a packed panel: row r's pair q is the 32-bit
+// word at a + r * lda + 2q (bf16 elements): a row-major A of MR whole rows, lda elements apart, whose
+// pairs are all whole (k even). It saves packing A, which for a product of many rows and few
+// columns cost as much as a third of the tile's time.
+using Bf16TileRows = void (*)(std::int64_t pairs, const std::uint16_t* a, std::int64_t lda,
+                              const std::uint32_t* b_panel, float* c, std::int64_t ldc, bool accumulate);
+void avx512_bf16_tile_rows(std::int64_t pairs, const std::uint16_t* a, std::int64_t lda, const std::uint32_t* b_panel,
+                           float* c, std::int64_t ldc, bool accumulate);
 }  // namespace gemm_bf16_detail
 
 }  // namespace moelab::cpu

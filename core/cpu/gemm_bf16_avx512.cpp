@@ -5,14 +5,21 @@
 // registers; for each pair q, two loads give B's 32 columns (one 32-bit word, two bf16 values, per
 // column), and for each of the 12 rows one broadcast of A's word feeds two VDPBF16PS: 24
 // instructions doing 768 bf16 multiply-adds. What each computes is core/cpu/gemm_bf16.h's chain.
+// Two entry points share the loop: A from a packed panel, or read in place from a row-major A.
 #include <immintrin.h>
+
+#include <cstring>
 
 #include "core/cpu/gemm_bf16.h"
 
 namespace moelab::cpu::gemm_bf16_detail {
+namespace {
 
-void avx512_bf16_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,
-                      std::int64_t ldc, bool accumulate) {
+// The tile over `pairs` pairs; word(r, q) gives row r's pair q of A (a packed panel's or a
+// row-major A's in place), b_panel [pairs][NR] B's.
+template <class AWord>
+inline void tile_over(std::int64_t pairs, AWord word, const std::uint32_t* b_panel, float* c, std::int64_t ldc,
+                      bool accumulate) {
   __m512 acc[MR][2];
 #pragma GCC unroll 12
   for (int r = 0; r < MR; ++r)
@@ -23,16 +30,34 @@ void avx512_bf16_tile(std::int64_t pairs, const std::uint32_t* a_panel, const st
     const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b_panel + 16);  // columns 16..31
 #pragma GCC unroll 12
     for (int r = 0; r < MR; ++r) {
-      const __m512bh x = (__m512bh)_mm512_set1_epi32(static_cast<int>(a_panel[r]));  // row r's pair, every lane
+      const __m512bh x = (__m512bh)_mm512_set1_epi32(static_cast<int>(word(r, q)));  // row r's pair, every lane
       acc[r][0] = _mm512_dpbf16_ps(acc[r][0], x, b0);
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], x, b1);
     }
-    a_panel += MR;
     b_panel += NR;
   }
 #pragma GCC unroll 12
   for (int r = 0; r < MR; ++r)
     for (int v = 0; v < 2; ++v) _mm512_storeu_ps(c + r * ldc + v * 16, acc[r][v]);
+}
+
+}  // namespace
+
+void avx512_bf16_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,
+                      std::int64_t ldc, bool accumulate) {
+  tile_over(pairs, [a_panel](int r, std::int64_t q) { return a_panel[q * MR + r]; }, b_panel, c, ldc, accumulate);
+}
+
+void avx512_bf16_tile_rows(std::int64_t pairs, const std::uint16_t* a, std::int64_t lda, const std::uint32_t* b_panel,
+                           float* c, std::int64_t ldc, bool accumulate) {
+  tile_over(
+      pairs,
+      [a, lda](int r, std::int64_t q) {
+        std::uint32_t w;
+        std::memcpy(&w, a + r * lda + 2 * q, sizeof(w));
+        return w;
+      },
+      b_panel, c, ldc, accumulate);
 }
 
 }  // namespace moelab::cpu::gemm_bf16_detail
