@@ -24,6 +24,11 @@
 //
 //   fma_peak [--reps 15] [--iters 20000000] [--out bench-results/fma_peak.json]
 //
+// On a CPU with AVX512_BF16 it also measures the bf16 dot-product peak the bf16 GEMM's tile runs on
+// (core/cpu/gemm_bf16.h): VDPBF16PS, 16 lanes each adding two bf16 products a step, so 64 FLOPs an
+// instruction, on 16 accumulators (acc += x0 y0 + x1 y1 with x = y = 0.001: acc grows by 2e-6 a
+// step, far from overflow). Reported apart ("bf16_dot"), as the float32 peak stays "peak_gflops".
+//
 // A benchmark, not a test: it asserts nothing about speed.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -36,6 +41,7 @@
 
 #include "bench/write_json.h"
 #include "core/cpu/cpu_features.h"
+#include "core/cpu/gemm_bf16.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -108,7 +114,45 @@ __attribute__((target("avx2,fma"), noinline)) float fma_loop_avx2(std::int64_t i
                                                _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11))));
   return sum_lanes(s);
 }
+
+// 16 accumulators of 16 floats, each VDPBF16PS adding two bf16 products a lane.
+__attribute__((target("avx512f,avx512bf16"), noinline)) float dot_loop_avx512_bf16(std::int64_t iters) {
+  const __m512bh x = (__m512bh)_mm512_set1_epi32(0x3A833A83);  // bf16 0.001 (0x3A83) in both halves
+  const Starts s0;
+  __m512 a0 = _mm512_load_ps(s0.value[0]), a1 = _mm512_load_ps(s0.value[1]), a2 = _mm512_load_ps(s0.value[2]), a3 = _mm512_load_ps(s0.value[3]);
+  __m512 a4 = _mm512_load_ps(s0.value[4]), a5 = _mm512_load_ps(s0.value[5]), a6 = _mm512_load_ps(s0.value[6]), a7 = _mm512_load_ps(s0.value[7]);
+  __m512 a8 = _mm512_load_ps(s0.value[8]), a9 = _mm512_load_ps(s0.value[9]), a10 = _mm512_load_ps(s0.value[10]), a11 = _mm512_load_ps(s0.value[11]);
+  __m512 a12 = _mm512_load_ps(s0.value[12]), a13 = _mm512_load_ps(s0.value[13]), a14 = _mm512_load_ps(s0.value[14]), a15 = _mm512_load_ps(s0.value[15]);
+  for (std::int64_t i = 0; i < iters; ++i) {
+    a0 = _mm512_dpbf16_ps(a0, x, x), a1 = _mm512_dpbf16_ps(a1, x, x), a2 = _mm512_dpbf16_ps(a2, x, x);
+    a3 = _mm512_dpbf16_ps(a3, x, x), a4 = _mm512_dpbf16_ps(a4, x, x), a5 = _mm512_dpbf16_ps(a5, x, x);
+    a6 = _mm512_dpbf16_ps(a6, x, x), a7 = _mm512_dpbf16_ps(a7, x, x), a8 = _mm512_dpbf16_ps(a8, x, x);
+    a9 = _mm512_dpbf16_ps(a9, x, x), a10 = _mm512_dpbf16_ps(a10, x, x), a11 = _mm512_dpbf16_ps(a11, x, x);
+    a12 = _mm512_dpbf16_ps(a12, x, x), a13 = _mm512_dpbf16_ps(a13, x, x), a14 = _mm512_dpbf16_ps(a14, x, x);
+    a15 = _mm512_dpbf16_ps(a15, x, x);
+  }
+  __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                           _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+  s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)),
+                                     _mm512_add_ps(_mm512_add_ps(a12, a13), _mm512_add_ps(a14, a15))));
+  return sum_lanes(s);
+}
 #endif
+
+// GFLOP/s of `reps` timed runs of `run` (after a warm-up), sorted: flops_per_iter x iters / seconds.
+template <class Run>
+std::vector<double> timed_rates(Run run, std::int64_t iters, int reps, double flops_per_iter, float& sink) {
+  sink += run(iters / 10);  // warm-up: the core reaches its clock for this width
+  std::vector<double> gflops;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    sink += run(iters);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    gflops.push_back(flops_per_iter * static_cast<double>(iters) / seconds / 1e9);
+  }
+  std::sort(gflops.begin(), gflops.end());
+  return gflops;
+}
 
 struct Loop {
   CpuIsa isa;
@@ -150,15 +194,7 @@ int main(int argc, char** argv) {
   std::string peak_isa;
   float sink = 0;
   for (const Loop& loop : loops) {
-    sink += loop.run(iters / 10);  // warm-up: the core reaches its clock for this width
-    std::vector<double> gflops;
-    for (int r = 0; r < reps; ++r) {
-      const auto start = std::chrono::steady_clock::now();
-      sink += loop.run(iters);
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      gflops.push_back(2.0 * loop.lanes * loop.accumulators * static_cast<double>(iters) / seconds / 1e9);
-    }
-    std::sort(gflops.begin(), gflops.end());
+    const std::vector<double> gflops = timed_rates(loop.run, iters, reps, 2.0 * loop.lanes * loop.accumulators, sink);
     const double best = gflops.back(), median = gflops[gflops.size() / 2];
     sets[moelab::cpu::isa_name(loop.isa)] = {{"lanes", loop.lanes},
                                               {"accumulators", loop.accumulators},
@@ -169,6 +205,18 @@ int main(int argc, char** argv) {
                 moelab::cpu::isa_name(loop.isa), loop.lanes, loop.accumulators, best, median, gflops.front());
     if (best > peak) peak = best, peak_isa = moelab::cpu::isa_name(loop.isa);
   }
+  nlohmann::json bf16_dot = nullptr;  // null: this CPU has no AVX512_BF16
+#if defined(__x86_64__)
+  if (moelab::cpu::cpu_has_avx512_bf16()) {
+    // 16 accumulators x 16 lanes x 2 products x 2 FLOPs a step.
+    const std::vector<double> gflops = timed_rates(&dot_loop_avx512_bf16, iters, reps, 4.0 * 16 * 16, sink);
+    bf16_dot = {{"instruction", "vdpbf16ps"}, {"lanes", 16}, {"accumulators", 16}, {"flops_per_instruction", 64},
+                {"best_gflops", gflops.back()}, {"median_gflops", gflops[gflops.size() / 2]},
+                {"min_gflops", gflops.front()}};
+    std::printf("bf16    VDPBF16PS, 16 lanes x 16 accumulators: best %.1f GFLOP/s, median %.1f, min %.1f\n",
+                gflops.back(), gflops[gflops.size() / 2], gflops.front());
+  }
+#endif
   nlohmann::json report = {{"benchmark", "fma_peak"},
                            {"cpu", moelab::cpu::cpu_description()},
                            {"dtype", "float32"},
@@ -178,6 +226,7 @@ int main(int argc, char** argv) {
                            {"sets", sets},
                            {"peak_gflops", peak},
                            {"peak_isa", peak_isa},
+                           {"bf16_dot", bf16_dot},
                            {"checksum", sink}};
   if (!moelab::bench::write_json(out_path, report, "fma_peak")) return 1;
   std::printf("one core's float32 FMA peak: %.1f GFLOP/s (%s) -> %s\n", peak, peak_isa.c_str(), out_path.c_str());
