@@ -70,6 +70,14 @@ status=$?
 
 # The CPU peak from fma_peak's JSON (a short measurement: its value does not matter, its use does).
 if "$fma_peak" --reps 1 --iters 100000 --out "$work/fma.json" >"$work/fma.txt" 2>&1; then
+  # The bf16 dot-product peak: measured where the CPU has AVX512_BF16, null elsewhere; never absent.
+  python3 - "$work/fma.json" <<'PY' || fail "fma_peak's bf16_dot: $(cat "$work/fma.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))["bf16_dot"]
+has = "avx512_bf16" in open("/proc/cpuinfo").read().split()
+assert (d is not None) == has, (d, has)
+assert d is None or (d["best_gflops"] > 0 and d["flops_per_instruction"] == 64), d
+PY
   # shellcheck disable=SC2086
   if "$train_step_bench" $(echo "$toy" | sed 's/--threads 1/--threads 2/') --cpu-peak-from "$work/fma.json" --out "$work/peak.json" >"$work/peak.txt" 2>&1; then
     python3 - "$work/fma.json" "$work/peak.json" <<'PY' || fail "--cpu-peak-from: $(cat "$work/peak.json")"
