@@ -5,8 +5,9 @@
 // inner dimension, B's block is packed into panels of NR columns ([pairs][NR] words), then each
 // thread takes whole MR-row panels of C, packs its A panel ([pairs][MR] words) and runs the tile
 // over every B panel. A row-major A with k even needs no packing: its pairs already are the words
-// at their elements, so full row panels read it in place (the tile's second entry point). The tile reads C back as its starting value for every block after the first,
-// so each element of C is one chain over all of k, whatever the blocking and the thread count.
+// at their elements, so full row panels read it in place (the tile's second entry point). The
+// tile reads C back as its starting value for every block after the first, so each element of C
+// is one chain over all of k, whatever the blocking and the thread count.
 // Edge tiles (fewer than MR rows or NR columns) run on a zero-padded copy.
 #include "core/cpu/gemm_bf16.h"
 
