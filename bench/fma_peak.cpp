@@ -72,29 +72,25 @@ float sum_lanes(V v) {
   return total;
 }
 
-// 16 accumulators of 16 floats; returns their sum so that the compiler keeps the loop.
-__attribute__((target("avx512f"), noinline)) float fma_loop_avx512(std::int64_t iters) {
-  const __m512 x = _mm512_set1_ps(0.999f), y = _mm512_set1_ps(0.001f);
-  const Starts s0;
-  // Distinct starting values: identical ones would let the compiler merge the chains into one.
-  __m512 a0 = _mm512_load_ps(s0.value[0]), a1 = _mm512_load_ps(s0.value[1]), a2 = _mm512_load_ps(s0.value[2]), a3 = _mm512_load_ps(s0.value[3]);
-  __m512 a4 = _mm512_load_ps(s0.value[4]), a5 = _mm512_load_ps(s0.value[5]), a6 = _mm512_load_ps(s0.value[6]), a7 = _mm512_load_ps(s0.value[7]);
-  __m512 a8 = _mm512_load_ps(s0.value[8]), a9 = _mm512_load_ps(s0.value[9]), a10 = _mm512_load_ps(s0.value[10]), a11 = _mm512_load_ps(s0.value[11]);
-  __m512 a12 = _mm512_load_ps(s0.value[12]), a13 = _mm512_load_ps(s0.value[13]), a14 = _mm512_load_ps(s0.value[14]), a15 = _mm512_load_ps(s0.value[15]);
-  for (std::int64_t i = 0; i < iters; ++i) {
-    a0 = _mm512_fmadd_ps(a0, x, y), a1 = _mm512_fmadd_ps(a1, x, y), a2 = _mm512_fmadd_ps(a2, x, y);
-    a3 = _mm512_fmadd_ps(a3, x, y), a4 = _mm512_fmadd_ps(a4, x, y), a5 = _mm512_fmadd_ps(a5, x, y);
-    a6 = _mm512_fmadd_ps(a6, x, y), a7 = _mm512_fmadd_ps(a7, x, y), a8 = _mm512_fmadd_ps(a8, x, y);
-    a9 = _mm512_fmadd_ps(a9, x, y), a10 = _mm512_fmadd_ps(a10, x, y), a11 = _mm512_fmadd_ps(a11, x, y);
-    a12 = _mm512_fmadd_ps(a12, x, y), a13 = _mm512_fmadd_ps(a13, x, y), a14 = _mm512_fmadd_ps(a14, x, y);
-    a15 = _mm512_fmadd_ps(a15, x, y);
+// The AVX-512 loops keep 16 accumulators of 16 floats in an array the loops index with constants
+// (fully unrolled, so it lives in 16 zmm registers), and return their sum so that the compiler
+// keeps the loop.
+#define MOELAB_AVX512_LOOP(TARGET, NAME, STEP)                                  \
+  __attribute__((target(TARGET), noinline)) float NAME(std::int64_t iters) {    \
+    const Starts s0;                                                            \
+    __m512 a[16];                                                               \
+    _Pragma("GCC unroll 16") for (int j = 0; j < 16; ++j) a[j] = _mm512_load_ps(s0.value[j]); \
+    for (std::int64_t i = 0; i < iters; ++i) {                                  \
+      _Pragma("GCC unroll 16") for (int j = 0; j < 16; ++j) a[j] = STEP(a[j]);  \
+    }                                                                           \
+    _Pragma("GCC unroll 8") for (int w = 8; w >= 1; w /= 2)                      \
+      for (int j = 0; j < w; ++j) a[j] = _mm512_add_ps(a[j], a[j + w]);         \
+    return sum_lanes(a[0]);                                                     \
   }
-  __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                           _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-  s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)),
-                                     _mm512_add_ps(_mm512_add_ps(a12, a13), _mm512_add_ps(a14, a15))));
-  return sum_lanes(s);
-}
+
+// acc = acc * x + y, one float32 FMA a lane (2 FLOPs).
+#define MOELAB_FMA_STEP(acc) _mm512_fmadd_ps(acc, _mm512_set1_ps(0.999f), _mm512_set1_ps(0.001f))
+MOELAB_AVX512_LOOP("avx512f", fma_loop_avx512, MOELAB_FMA_STEP)
 
 // 12 accumulators of 8 floats.
 __attribute__((target("avx2,fma"), noinline)) float fma_loop_avx2(std::int64_t iters) {
@@ -115,28 +111,10 @@ __attribute__((target("avx2,fma"), noinline)) float fma_loop_avx2(std::int64_t i
   return sum_lanes(s);
 }
 
-// 16 accumulators of 16 floats, each VDPBF16PS adding two bf16 products a lane.
-__attribute__((target("avx512f,avx512bf16"), noinline)) float dot_loop_avx512_bf16(std::int64_t iters) {
-  const __m512bh x = (__m512bh)_mm512_set1_epi32(0x3A833A83);  // bf16 0.001 (0x3A83) in both halves
-  const Starts s0;
-  __m512 a0 = _mm512_load_ps(s0.value[0]), a1 = _mm512_load_ps(s0.value[1]), a2 = _mm512_load_ps(s0.value[2]), a3 = _mm512_load_ps(s0.value[3]);
-  __m512 a4 = _mm512_load_ps(s0.value[4]), a5 = _mm512_load_ps(s0.value[5]), a6 = _mm512_load_ps(s0.value[6]), a7 = _mm512_load_ps(s0.value[7]);
-  __m512 a8 = _mm512_load_ps(s0.value[8]), a9 = _mm512_load_ps(s0.value[9]), a10 = _mm512_load_ps(s0.value[10]), a11 = _mm512_load_ps(s0.value[11]);
-  __m512 a12 = _mm512_load_ps(s0.value[12]), a13 = _mm512_load_ps(s0.value[13]), a14 = _mm512_load_ps(s0.value[14]), a15 = _mm512_load_ps(s0.value[15]);
-  for (std::int64_t i = 0; i < iters; ++i) {
-    a0 = _mm512_dpbf16_ps(a0, x, x), a1 = _mm512_dpbf16_ps(a1, x, x), a2 = _mm512_dpbf16_ps(a2, x, x);
-    a3 = _mm512_dpbf16_ps(a3, x, x), a4 = _mm512_dpbf16_ps(a4, x, x), a5 = _mm512_dpbf16_ps(a5, x, x);
-    a6 = _mm512_dpbf16_ps(a6, x, x), a7 = _mm512_dpbf16_ps(a7, x, x), a8 = _mm512_dpbf16_ps(a8, x, x);
-    a9 = _mm512_dpbf16_ps(a9, x, x), a10 = _mm512_dpbf16_ps(a10, x, x), a11 = _mm512_dpbf16_ps(a11, x, x);
-    a12 = _mm512_dpbf16_ps(a12, x, x), a13 = _mm512_dpbf16_ps(a13, x, x), a14 = _mm512_dpbf16_ps(a14, x, x);
-    a15 = _mm512_dpbf16_ps(a15, x, x);
-  }
-  __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                           _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-  s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)),
-                                     _mm512_add_ps(_mm512_add_ps(a12, a13), _mm512_add_ps(a14, a15))));
-  return sum_lanes(s);
-}
+// acc += x0 y0 + x1 y1, one VDPBF16PS a lane (4 FLOPs), x = y = bf16 0.001 (0x3A83) in both halves.
+#define MOELAB_DOT_STEP(acc) \
+  _mm512_dpbf16_ps(acc, (__m512bh)_mm512_set1_epi32(0x3A833A83), (__m512bh)_mm512_set1_epi32(0x3A833A83))
+MOELAB_AVX512_LOOP("avx512f,avx512bf16", dot_loop_avx512_bf16, MOELAB_DOT_STEP)
 #endif
 
 // GFLOP/s of `reps` timed runs of `run` (after a warm-up), sorted: flops_per_iter x iters / seconds.

@@ -73,14 +73,8 @@ void emulated_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::
 
 void emulated_tile_rows(std::int64_t pairs, const std::uint16_t* a, std::int64_t lda, const std::uint32_t* b_panel,
                         float* c, std::int64_t ldc, bool accumulate) {
-  emulated_tile_over(
-      pairs,
-      [a, lda](int r, std::int64_t q) {
-        std::uint32_t w;
-        std::memcpy(&w, a + r * lda + 2 * q, sizeof(w));
-        return w;
-      },
-      b_panel, c, ldc, accumulate);
+  const auto word = [a, lda](int r, std::int64_t q) { return gemm_bf16_detail::pair_in_place(a, lda, r, q); };
+  emulated_tile_over(pairs, word, b_panel, c, ldc, accumulate);
 }
 
 // Element (i, p) of op(X) for a row-major X with `cols` columns, transposed or not; 0 past `inner`.

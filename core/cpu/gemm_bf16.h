@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace moelab::cpu {
 
@@ -63,6 +64,12 @@ void avx512_bf16_tile(std::int64_t pairs, const std::uint32_t* a_panel, const st
 // word at a + r * lda + 2q (bf16 elements): a row-major A of MR whole rows, lda elements apart, whose
 // pairs are all whole (k even). It saves packing A, which for a product of many rows and few
 // columns cost as much as a third of the tile's time.
+// Row r's pair q of such an A: the 32-bit word at its elements 2q, 2q + 1.
+inline std::uint32_t pair_in_place(const std::uint16_t* a, std::int64_t lda, int r, std::int64_t q) {
+  std::uint32_t word;
+  std::memcpy(&word, a + r * lda + 2 * q, sizeof(word));
+  return word;
+}
 using Bf16TileRows = void (*)(std::int64_t pairs, const std::uint16_t* a, std::int64_t lda,
                               const std::uint32_t* b_panel, float* c, std::int64_t ldc, bool accumulate);
 void avx512_bf16_tile_rows(std::int64_t pairs, const std::uint16_t* a, std::int64_t lda, const std::uint32_t* b_panel,

@@ -8,8 +8,6 @@
 // Two entry points share the loop: A from a packed panel, or read in place from a row-major A.
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "core/cpu/gemm_bf16.h"
 
 namespace moelab::cpu::gemm_bf16_detail {
@@ -50,14 +48,8 @@ void avx512_bf16_tile(std::int64_t pairs, const std::uint32_t* a_panel, const st
 
 void avx512_bf16_tile_rows(std::int64_t pairs, const std::uint16_t* a, std::int64_t lda, const std::uint32_t* b_panel,
                            float* c, std::int64_t ldc, bool accumulate) {
-  tile_over(
-      pairs,
-      [a, lda](int r, std::int64_t q) {
-        std::uint32_t w;
-        std::memcpy(&w, a + r * lda + 2 * q, sizeof(w));
-        return w;
-      },
-      b_panel, c, ldc, accumulate);
+  const auto word = [a, lda](int r, std::int64_t q) { return pair_in_place(a, lda, r, q); };
+  tile_over(pairs, word, b_panel, c, ldc, accumulate);
 }
 
 }  // namespace moelab::cpu::gemm_bf16_detail
