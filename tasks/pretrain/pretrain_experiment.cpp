@@ -124,11 +124,12 @@ std::vector<Preset> pretrain_presets() {
        "0, 1, 2 (21 points of 3-7 minutes on one core: about an hour as jobs, two at a time)",
        {{"perplexity_every", "400"}}},
       {"cpu-load",
-       "issue 42's capacity-bound load sweep, the v2 record's grid: 800 and 1,600 people, the steps of 100 readings "
+       "Section 5 as a capacity-bound load sweep, the v2 record's grid: 800 and 1,600 people, the steps of 100 readings "
        "of each load's knowledge text (26,279 and 52,558 steps of 16 windows of 128 tokens), dense d 32/64 and MoE d "
        "32 with 16 experts, six seeds (the paired sign-flip test then reaches p = 0.03); 36 points, about 24 "
-       "core-hours as measured (a p800 point 33-47 minutes on one core beside other work, p1600 twice that): "
-       "more than a night on 2 cores, so run it as jobs in sittings (docs/results/in-progress/README.md)",
+       "core-hours as measured on an AVX2 EPYC beside other work (a p800 point 33-47 minutes on one core, p1600 "
+       "twice that; 12-15 minutes a p1600 point on an idle Zen 5 core): run it as jobs, in sittings if need be "
+       "(docs/jobs.md; the record: docs/results/pretrain-cpu-load)",
        {{"perplexity_every", "2000"}, {"people", "800,1600"}, {"passes", "100"}, {"dense_widths", "32,64"},
         {"experts", "16"}, {"seeds", "0,1,2,3,4,5"}}},
       {"paper",
