@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,7 @@ void check_widened_product(const Tensor& got, const Tensor& widened, const Tenso
   }
   int bad = 0;
   for (std::size_t i = 0; i < g.size(); ++i) {
-    const double bound = 2.0 * (static_cast<double>(k) * std::ldexp(s[i], -24) + static_cast<double>(k) * 1.17549435e-38);
+    const double bound = 2.0 * (static_cast<double>(k) * std::ldexp(s[i], -24) + static_cast<double>(k) * std::numeric_limits<float>::min());
     bad += !(std::fabs(static_cast<double>(g[i]) - w[i]) <= bound);
   }
   CHECK(bad == 0);

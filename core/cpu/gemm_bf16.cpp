@@ -100,6 +100,7 @@ struct Bf16Operand {
 void pack_panel(const Bf16Operand& x, std::int64_t i0, std::int64_t rows, int width, std::int64_t q0, std::int64_t kp,
                 std::uint32_t* out) {
   const std::int64_t whole = std::clamp<std::int64_t>(x.inner / 2 - q0, 0, kp);  // pairs with both elements
+  std::int64_t done = 0;  // pairs packed by a fast path; the rest element by element
   if (x.inner_stride == 1) {
     // Pair by pair, the words of every row: the writes are contiguous, the reads one stream a row.
     const std::uint16_t* src = x.data + i0 * x.rows_stride + 2 * q0;
@@ -107,8 +108,7 @@ void pack_panel(const Bf16Operand& x, std::int64_t i0, std::int64_t rows, int wi
       std::uint32_t* word = out + q * width;
       for (std::int64_t r = 0; r < rows; ++r) std::memcpy(word + r, src + r * x.rows_stride + 2 * q, sizeof(*word));
     }
-    for (std::int64_t q = whole; q < kp; ++q)
-      for (std::int64_t r = 0; r < rows; ++r) out[q * width + r] = x.pair(i0 + r, q0 + q);
+    done = whole;
   } else if (x.rows_stride == 1) {
     for (std::int64_t q = 0; q < whole; ++q) {
       const std::uint16_t* even = x.data + 2 * (q0 + q) * x.inner_stride + i0;
@@ -116,12 +116,10 @@ void pack_panel(const Bf16Operand& x, std::int64_t i0, std::int64_t rows, int wi
       std::uint32_t* word = out + q * width;
       for (std::int64_t r = 0; r < rows; ++r) word[r] = even[r] | static_cast<std::uint32_t>(odd[r]) << 16;
     }
-    for (std::int64_t q = whole; q < kp; ++q)
-      for (std::int64_t r = 0; r < rows; ++r) out[q * width + r] = x.pair(i0 + r, q0 + q);
-  } else {
-    for (std::int64_t q = 0; q < kp; ++q)
-      for (std::int64_t r = 0; r < rows; ++r) out[q * width + r] = x.pair(i0 + r, q0 + q);
+    done = whole;
   }
+  for (std::int64_t q = done; q < kp; ++q)
+    for (std::int64_t r = 0; r < rows; ++r) out[q * width + r] = x.pair(i0 + r, q0 + q);
   for (std::int64_t q = 0; q < kp; ++q)
     for (std::int64_t r = rows; r < width; ++r) out[q * width + r] = 0u;
 }

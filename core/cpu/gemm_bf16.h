@@ -60,16 +60,16 @@ using Bf16Tile = void (*)(std::int64_t pairs, const std::uint32_t* a_panel, cons
                           std::int64_t ldc, bool accumulate);
 void avx512_bf16_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,
                       std::int64_t ldc, bool accumulate);  // core/cpu/gemm_bf16_avx512.cpp (x86-64 builds)
-// The same tile with A read in place instead of from a packed panel: row r's pair q is the 32-bit
-// word at a + r * lda + 2q (bf16 elements): a row-major A of MR whole rows, lda elements apart, whose
-// pairs are all whole (k even). It saves packing A, which for a product of many rows and few
-// columns cost as much as a third of the tile's time.
-// Row r's pair q of such an A: the 32-bit word at its elements 2q, 2q + 1.
+// Row r's pair q of a row-major bf16 A whose rows are lda elements apart, read in place: the
+// 32-bit word at its elements 2q, 2q + 1 (element 2q in the low half, as packed).
 inline std::uint32_t pair_in_place(const std::uint16_t* a, std::int64_t lda, int r, std::int64_t q) {
   std::uint32_t word;
   std::memcpy(&word, a + r * lda + 2 * q, sizeof(word));
   return word;
 }
+// The same tile with A read in place instead of from a packed panel (pair_in_place): a row-major A
+// of MR whole rows whose pairs are all whole (k even). It saves packing A, which for a product of
+// many rows and few columns cost as much as a third of the tile's time.
 using Bf16TileRows = void (*)(std::int64_t pairs, const std::uint16_t* a, std::int64_t lda,
                               const std::uint32_t* b_panel, float* c, std::int64_t ldc, bool accumulate);
 void avx512_bf16_tile_rows(std::int64_t pairs, const std::uint16_t* a, std::int64_t lda, const std::uint32_t* b_panel,
