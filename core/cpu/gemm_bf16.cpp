@@ -96,12 +96,16 @@ struct Bf16Operand {
 //     elements (little-endian: element 2q in the low half), so packing gathers words;
 //   rows contiguous (a transposed A, a row-major B): the words of pair q interleave two rows of
 //     the operand, element by element.
-// Only the last pair of an odd k lacks a partner (zero).
+// Only the last pair of an odd k lacks a partner (zero). With `wide` (the VDPBF16PS kernel's
+// packer, core/cpu/gemm_bf16_avx512.cpp) the whole pairs are packed with AVX-512 moves where it
+// has a path for the layout, into the same words.
 void pack_panel(const Bf16Operand& x, std::int64_t i0, std::int64_t rows, int width, std::int64_t q0, std::int64_t kp,
-                std::uint32_t* out) {
+                gemm_bf16_detail::Bf16PairPacker wide, std::uint32_t* out) {
   const std::int64_t whole = std::clamp<std::int64_t>(x.inner / 2 - q0, 0, kp);  // pairs with both elements
   std::int64_t done = 0;  // pairs packed by a fast path; the rest element by element
-  if (x.inner_stride == 1) {
+  if (wide && wide(x.data, x.rows_stride, x.inner_stride, i0, rows, width, q0, whole, out)) {
+    done = whole;
+  } else if (x.inner_stride == 1) {
     // Pair by pair, the words of every row: the writes are contiguous, the reads one stream a row.
     const std::uint16_t* src = x.data + i0 * x.rows_stride + 2 * q0;
     for (std::int64_t q = 0; q < whole; ++q) {
@@ -124,17 +128,21 @@ void pack_panel(const Bf16Operand& x, std::int64_t i0, std::int64_t rows, int wi
     for (std::int64_t r = rows; r < width; ++r) out[q * width + r] = 0u;
 }
 
-// The kernel's two tiles: A from a packed panel, A in place.
+// The kernel's two tiles (A from a packed panel, A in place) and its packer of whole pairs (none:
+// pack_panel's own loops). The emulated kernel packs with the portable loops only, so the tests'
+// comparison of the two kernels (tests/test_gemm_bf16.cpp) also checks the AVX-512 packer.
 struct Bf16Tiles {
   gemm_bf16_detail::Bf16Tile packed;
   gemm_bf16_detail::Bf16TileRows rows;
+  gemm_bf16_detail::Bf16PairPacker packer;
 };
 
 Bf16Tiles tiles_for(Bf16DotKernel kernel) {
-  if (kernel == Bf16DotKernel::Emulated) return {&emulated_tile, &emulated_tile_rows};
+  if (kernel == Bf16DotKernel::Emulated) return {&emulated_tile, &emulated_tile_rows, nullptr};
   MOELAB_CHECK(cpu_has_avx512_bf16(), "gemm_bf16", "the avx512_bf16 kernel needs a CPU with AVX512_BF16");
 #if defined(__x86_64__)
-  return {&gemm_bf16_detail::avx512_bf16_tile, &gemm_bf16_detail::avx512_bf16_tile_rows};
+  return {&gemm_bf16_detail::avx512_bf16_tile, &gemm_bf16_detail::avx512_bf16_tile_rows,
+          &gemm_bf16_detail::avx512_pack_pairs};
 #else
   fail("gemm_bf16", "this build has no avx512_bf16 kernel");
 #endif
@@ -146,8 +154,10 @@ bool cpu_has_avx512_bf16() {
 #if defined(__x86_64__)
   static const bool has = [] {
     __builtin_cpu_init();
-    // __builtin_cpu_supports also checks (XGETBV) that the OS saves the 512-bit registers.
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+    // __builtin_cpu_supports also checks (XGETBV) that the OS saves the 512-bit registers. The
+    // packer uses AVX512BW's 16-bit moves, which every CPU with AVX512_BF16 has.
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512bf16");
   }();
   return has;
 #else
@@ -200,15 +210,15 @@ void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t
     const std::int64_t kp = std::min(KP, pairs - q0);
     const bool accumulate = q0 > 0;
     for (std::int64_t jp = 0; jp < col_panels; ++jp)
-      pack_panel(op_bt, jp * NR, std::min<std::int64_t>(NR, n - jp * NR), NR, q0, kp, packed_b + jp * NR * kp);
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-    for (std::int64_t ip = 0; ip < row_panels; ++ip) {
+      pack_panel(op_bt, jp * NR, std::min<std::int64_t>(NR, n - jp * NR), NR, q0, kp, tiles.packer,
+                 packed_b + jp * NR * kp);
+    const auto row_panel = [&](std::int64_t ip) {
       alignas(64) std::uint32_t packed_a[MR * KP];
       alignas(64) float part[MR * NR];
       const std::int64_t i0 = ip * MR, rows = std::min<std::int64_t>(MR, m - i0);
       // A row-major A of whole pairs is read in place by its full row panels; others are packed.
       const bool a_in_place = a_rows_in_place && rows == MR;
-      if (!a_in_place) pack_panel(op_a, i0, rows, MR, q0, kp, packed_a);
+      if (!a_in_place) pack_panel(op_a, i0, rows, MR, q0, kp, tiles.packer, packed_a);
       const auto run_tile = [&](const std::uint32_t* b_panel, float* c_tile, std::int64_t ldc) {
         if (a_in_place)
           tiles.rows(kp, a + i0 * k + 2 * q0, k, b_panel, c_tile, ldc, accumulate);
@@ -222,13 +232,23 @@ void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t
           run_tile(packed_b + jp * NR * kp, c, n);
           continue;
         }
-        // An edge tile: run it on a padded copy of C's valid part, then copy that part back.
-        for (std::int64_t r = 0; r < MR; ++r)
-          for (std::int64_t j = 0; j < NR; ++j) part[r * NR + j] = accumulate && r < rows && j < cols ? c[r * n + j] : 0.0f;
+        // An edge tile: run it on a padded copy of C's valid part, then copy that part back. The
+        // first block's tile starts from zero and reads nothing of the copy, which is then left
+        // as it is (zeroing it took a fifth of a 64 x 64 @ 64 x 32 product's time).
+        if (accumulate)
+          for (std::int64_t r = 0; r < MR; ++r)
+            for (std::int64_t j = 0; j < NR; ++j) part[r * NR + j] = r < rows && j < cols ? c[r * n + j] : 0.0f;
         run_tile(packed_b + jp * NR * kp, part, NR);
         for (std::int64_t r = 0; r < rows; ++r)
           for (std::int64_t j = 0; j < cols; ++j) c[r * n + j] = part[r * NR + j];
       }
+    };
+    // One thread runs the panels here: even an inactive parallel region sets up a team.
+    if (threads == 1) {
+      for (std::int64_t ip = 0; ip < row_panels; ++ip) row_panel(ip);
+    } else {
+#pragma omp parallel for schedule(static) num_threads(threads)
+      for (std::int64_t ip = 0; ip < row_panels; ++ip) row_panel(ip);
     }
   }
 }

@@ -74,6 +74,16 @@ using Bf16TileRows = void (*)(std::int64_t pairs, const std::uint16_t* a, std::i
                               const std::uint32_t* b_panel, float* c, std::int64_t ldc, bool accumulate);
 void avx512_bf16_tile_rows(std::int64_t pairs, const std::uint16_t* a, std::int64_t lda, const std::uint32_t* b_panel,
                            float* c, std::int64_t ldc, bool accumulate);
+// Pairs [q0, q0 + whole) of `rows` rows from row i0 of a bf16 operand (element (i, p) at
+// data[i * rows_stride + p * inner_stride]; every one of these pairs has both elements), packed as
+// panel[q][r] of `width` words a row: the words gemm_bf16.cpp's pack_panel writes, with AVX-512
+// moves. Returns false, and packs nothing, for a layout it has no path for (neither rows nor inner
+// dimension contiguous, or an inner-contiguous operand into panels not a multiple of 16 wide).
+using Bf16PairPacker = bool (*)(const std::uint16_t* data, std::int64_t rows_stride, std::int64_t inner_stride,
+                                std::int64_t i0, std::int64_t rows, int width, std::int64_t q0, std::int64_t whole,
+                                std::uint32_t* out);
+bool avx512_pack_pairs(const std::uint16_t* data, std::int64_t rows_stride, std::int64_t inner_stride, std::int64_t i0,
+                       std::int64_t rows, int width, std::int64_t q0, std::int64_t whole, std::uint32_t* out);
 }  // namespace gemm_bf16_detail
 
 }  // namespace moelab::cpu

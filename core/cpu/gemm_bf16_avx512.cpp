@@ -6,7 +6,21 @@
 // column), and for each of the 12 rows one broadcast of A's word feeds two VDPBF16PS: 24
 // instructions doing 768 bf16 multiply-adds. What each computes is core/cpu/gemm_bf16.h's chain.
 // Two entry points share the loop: A from a packed panel, or read in place from a row-major A.
+//
+// The packer (avx512_pack_pairs, also -mavx512bw) writes pack_panel's words with whole-vector moves;
+// pack_panel's own loops move one word or one element at a time, and on the small products of a
+// MoE layer (64 rows an expert) packing took two thirds as long as the tiles. Its two layouts:
+//   rows contiguous (a row-major B, a transposed A): pair q of rows r = 0 .. 31 interleaves
+//     elements r of operand rows 2q and 2q + 1; two masked 64-byte loads and one two-source
+//     permute of 16-bit words (VPERMT2W) give the 32 words, and masked loads read zero past
+//     `rows`, so the panel's padding words come out zero as well;
+//   inner contiguous (a row-major A, a transposed B): row r's pairs q .. q + 15 are the 16 words
+//     at its elements 2q .. 2q + 31, one load; 16 such rows are a 16 x 16 matrix of words to
+//     transpose (four rounds of unpack and 128-bit shuffles), whose rows are the panel's rows
+//     q .. q + 15 for those 16 operand rows.
 #include <immintrin.h>
+
+#include <algorithm>
 
 #include "core/cpu/gemm_bf16.h"
 
@@ -39,7 +53,79 @@ inline void tile_over(std::int64_t pairs, AWord word, const std::uint32_t* b_pan
     for (int v = 0; v < 2; ++v) _mm512_storeu_ps(c + r * ldc + v * 16, acc[r][v]);
 }
 
+// The 16 x 16 matrix of 32-bit words m[0..15] (a row each) -> its transpose, in place.
+inline void transpose_16x16_words(__m512i m[16]) {
+  __m512i t[16], u[16];
+  for (int j = 0; j < 16; j += 2) {  // lane L of t[j]: m[j][4L], m[j+1][4L], m[j][4L+1], m[j+1][4L+1]
+    t[j] = _mm512_unpacklo_epi32(m[j], m[j + 1]);
+    t[j + 1] = _mm512_unpackhi_epi32(m[j], m[j + 1]);
+  }
+  for (int g = 0; g < 16; g += 4) {  // lane L of u[g + c]: rows g .. g + 3 of column 4L + c
+    u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
+    u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
+    u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
+    u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {  // column 4L + c: lane L of u[c], u[4 + c], u[8 + c], u[12 + c]
+    const __m512i even_lanes_lo = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);  // lanes 0, 2 of each
+    const __m512i odd_lanes_lo = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xDD);   // lanes 1, 3 of each
+    const __m512i even_lanes_hi = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
+    const __m512i odd_lanes_hi = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xDD);
+    m[c] = _mm512_shuffle_i32x4(even_lanes_lo, even_lanes_hi, 0x88);       // lane 0: column c
+    m[8 + c] = _mm512_shuffle_i32x4(even_lanes_lo, even_lanes_hi, 0xDD);   // lane 2: column 8 + c
+    m[4 + c] = _mm512_shuffle_i32x4(odd_lanes_lo, odd_lanes_hi, 0x88);     // lane 1: column 4 + c
+    m[12 + c] = _mm512_shuffle_i32x4(odd_lanes_lo, odd_lanes_hi, 0xDD);    // lane 3: column 12 + c
+  }
+}
+
+// The lowest `count` bits set (count in 0 .. 32).
+inline std::uint32_t low_bits(std::int64_t count) {
+  return count >= 32 ? ~0u : (1u << static_cast<unsigned>(count)) - 1u;
+}
+
 }  // namespace
+
+bool avx512_pack_pairs(const std::uint16_t* data, std::int64_t rows_stride, std::int64_t inner_stride, std::int64_t i0,
+                       std::int64_t rows, int width, std::int64_t q0, std::int64_t whole, std::uint32_t* out) {
+  if (rows_stride == 1 && width <= 32) {
+    // Word 2r of `low` / `high` takes element r / 16 + r of the even row, word 2r + 1 the odd row's.
+    alignas(64) std::uint16_t low_index[32], high_index[32];
+    for (int r = 0; r < 16; ++r) {
+      low_index[2 * r] = static_cast<std::uint16_t>(r), low_index[2 * r + 1] = static_cast<std::uint16_t>(32 + r);
+      high_index[2 * r] = static_cast<std::uint16_t>(16 + r), high_index[2 * r + 1] = static_cast<std::uint16_t>(48 + r);
+    }
+    const __m512i low_pick = _mm512_load_si512(low_index), high_pick = _mm512_load_si512(high_index);
+    const __mmask32 present = low_bits(rows);
+    const __mmask16 low_words = static_cast<__mmask16>(low_bits(std::min(width, 16)));
+    const __mmask16 high_words = static_cast<__mmask16>(low_bits(std::max(width - 16, 0)));
+    for (std::int64_t q = 0; q < whole; ++q) {
+      const std::uint16_t* even = data + 2 * (q0 + q) * inner_stride + i0;
+      const __m512i e = _mm512_maskz_loadu_epi16(present, even);
+      const __m512i o = _mm512_maskz_loadu_epi16(present, even + inner_stride);
+      std::uint32_t* word = out + q * width;
+      _mm512_mask_storeu_epi32(word, low_words, _mm512_permutex2var_epi16(e, low_pick, o));
+      if (width > 16) _mm512_mask_storeu_epi32(word + 16, high_words, _mm512_permutex2var_epi16(e, high_pick, o));
+    }
+    return true;
+  }
+  if (inner_stride != 1 || width % 16 != 0) return false;
+  // Groups of 16 operand rows (rows past `rows` read as zero words) by blocks of 16 pairs (a
+  // shorter last block: masked loads, and only its columns stored).
+  for (std::int64_t r0 = 0; r0 < rows; r0 += 16) {
+    const std::int64_t present = std::min<std::int64_t>(16, rows - r0);
+    for (std::int64_t q = 0; q < whole; q += 16) {
+      const std::int64_t block = std::min<std::int64_t>(16, whole - q);
+      const __mmask16 pairs = static_cast<__mmask16>(low_bits(block));
+      __m512i m[16];
+      for (int r = 0; r < 16; ++r)
+        m[r] = r < present ? _mm512_maskz_loadu_epi32(pairs, data + (i0 + r0 + r) * rows_stride + 2 * (q0 + q))
+                           : _mm512_setzero_si512();
+      transpose_16x16_words(m);
+      for (std::int64_t j = 0; j < block; ++j) _mm512_storeu_si512(out + (q + j) * width + r0, m[j]);
+    }
+  }
+  return true;
+}
 
 void avx512_bf16_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,
                       std::int64_t ldc, bool accumulate) {
