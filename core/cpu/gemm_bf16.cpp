@@ -155,9 +155,10 @@ bool cpu_has_avx512_bf16() {
   static const bool has = [] {
     __builtin_cpu_init();
     // __builtin_cpu_supports also checks (XGETBV) that the OS saves the 512-bit registers. The
-    // packer uses AVX512BW's 16-bit moves, which every CPU with AVX512_BF16 has.
+    // packer uses AVX512BW's 16-bit moves and the conversion (core/cpu/bf16_convert.h) AVX512DQ's
+    // VFPCLASSPS, which every CPU with AVX512_BF16 has.
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512bf16");
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16");
   }();
   return has;
 #else
