@@ -42,11 +42,20 @@
 // and milliseconds a step, its GFLOP/s and its share of the products' time) and the largest rows to
 // stdout: which products run slowly inside the step, which a sampling profiler cannot tell apart.
 // The clock reads make the profiled steps a little slower than unprofiled ones.
+//
+// --paired-fp32 (with --precision bf16) also builds a float32 twin of the model (the same
+// initialisation, its own optimizer) and alternates the two, one step each, through the warm-up
+// and the timed steps: on a shared machine whose speed drifts by tens of percent within a minute,
+// two runs one after the other compare the drift more than the precisions, while neighbouring
+// steps see the same machine. The JSON adds "paired_fp32" (the twin's median and fastest step,
+// tokens/s, and its last loss: that of a float32 run of as many steps) and "bf16_over_fp32" (the ratio of the medians, and the median of the step-by-step
+// ratios).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -176,6 +185,10 @@ int main(int argc, char** argv) {
   app.add_option("--k", k, "experts per token (with --experts)")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--out", out_path, "JSON file to write")->capture_default_str();
   bool gemm_profile = false;
+  bool paired_fp32 = false;
+  app.add_flag("--paired-fp32", paired_fp32,
+               "with --precision bf16: also train a float32 twin of the model, alternating their steps one by one, "
+               "and report both and the bf16 / fp32 speed ratio (\"paired_fp32\", \"bf16_over_fp32\" in the JSON)");
   app.add_flag("--gemm-profile", gemm_profile,
                "time every matrix product of the timed steps by shape (CPU, fp32): a table on stdout and "
                "\"gemm_profile\" in the JSON");
@@ -215,6 +228,11 @@ int main(int argc, char** argv) {
   } else if (peak_tflops > 0) {
     peak_source = "--peak-tflops";
   }
+  if (paired_fp32 && precision != "bf16") {
+    std::fprintf(stderr, "train_step_bench: --paired-fp32 compares a bf16 step with its float32 twin: use it with "
+                         "--precision bf16\n");
+    return 2;
+  }
   if (gemm_profile && (device_name != "cpu" || precision != "fp32")) {
     std::fprintf(stderr, "train_step_bench: --gemm-profile times the CPU's float32 products: use it with --device "
                          "cpu --precision fp32\n");
@@ -250,11 +268,22 @@ int main(int argc, char** argv) {
     MoEConfig moe;
     moe.experts = experts;
     moe.k = k;
-    Decoder model = experts > 0 ? Decoder(config, gen, moe_feed_forward(moe)) : Decoder(config, gen);
-    model.to(device);  // before the optimizer, whose state is made on the parameters' device
+    const auto make_model = [&](Generator& init) {
+      auto built = experts > 0 ? std::make_unique<Decoder>(config, init, moe_feed_forward(moe))
+                               : std::make_unique<Decoder>(config, init);
+      built->to(device);  // before the optimizer, whose state is made on the parameters' device
+      return built;
+    };
+    Generator twin_gen(0);  // the twin's initialisation: the same draws as the model's
+    const std::unique_ptr<Decoder> model_owner = make_model(gen);
+    Decoder& model = *model_owner;
     AdamOptions options;
     options.weight_decay = 0.1;
     AdamW optimizer(model.parameters(), options);
+    // --paired-fp32: the float32 twin and its optimizer.
+    const std::unique_ptr<Decoder> twin = paired_fp32 ? make_model(twin_gen) : nullptr;
+    const std::unique_ptr<AdamW> twin_optimizer =
+        paired_fp32 ? std::make_unique<AdamW>(twin->parameters(), options) : nullptr;
     // Random tokens; targets are the inputs shifted by one position (next-token prediction).
     std::vector<std::int32_t> ids(static_cast<std::size_t>(batch * (seq + 1)));
     for (auto& id : ids) id = static_cast<std::int32_t>(gen.next_below(static_cast<std::uint32_t>(vocab)));
@@ -268,7 +297,7 @@ int main(int argc, char** argv) {
     const Tensor inputs = from_vector(in, {batch, seq}, device), targets = from_vector(target, {batch, seq}, device);
     Backend& compute = backend(device);  // to wait for the device before reading the clock
 
-    float last_loss = 0;
+    float last_loss = 0, twin_loss = 0;
     PrecisionScope policy(precision == "bf16" ? Precision::BFloat16 : Precision::Float32);
     auto step = [&] {
       Variable loss = nn::cross_entropy(model.forward(inputs), targets);
@@ -277,16 +306,32 @@ int main(int argc, char** argv) {
       model.zero_grad();
       last_loss = loss.data().item<float>();
     };
-    for (int i = 0; i < 5; ++i) step();  // (MoE aux losses are off: the router learns via its gates)
-    std::vector<double> seconds;
+    auto twin_step = [&] {
+      PrecisionScope float32(Precision::Float32);
+      Variable loss = nn::cross_entropy(twin->forward(inputs), targets);
+      loss.backward();
+      twin_optimizer->step();
+      twin->zero_grad();
+      twin_loss = loss.data().item<float>();
+    };
+    auto timed = [&](const auto& one_step) {
+      compute.synchronize();  // (item() already waits for the step; this makes the bracket explicit)
+      const auto start = std::chrono::steady_clock::now();
+      one_step();
+      compute.synchronize();
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    for (int i = 0; i < 5; ++i) {  // (MoE aux losses are off: the router learns via its gates)
+      if (paired_fp32) twin_step();
+      step();
+    }
+    std::vector<double> seconds, twin_seconds, step_ratios;
     cpu::clear_gemm_profile();
     cpu::set_gemm_profiling(gemm_profile);
     for (int i = 0; i < steps; ++i) {
-      compute.synchronize();  // (item() already waits for the step; this makes the bracket explicit)
-      const auto start = std::chrono::steady_clock::now();
-      step();
-      compute.synchronize();
-      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (paired_fp32) twin_seconds.push_back(timed(twin_step));
+      seconds.push_back(timed(step));
+      if (paired_fp32) step_ratios.push_back(twin_seconds.back() / seconds.back());
     }
     cpu::set_gemm_profiling(false);
     double step_seconds_total = 0;
@@ -329,6 +374,19 @@ int main(int argc, char** argv) {
     // Beside PyTorch's torch.cuda.max_memory_allocated (bench/pytorch/train_step.py).
     if (device.is_cuda()) report["peak_memory_bytes"] = cuda_peak_memory_bytes();
     if (gemm_profile) report["gemm_profile"] = gemm_profile_report(steps, step_seconds_total);
+    double twin_median = 0, ratio_median = 0;
+    if (paired_fp32) {
+      std::sort(twin_seconds.begin(), twin_seconds.end());
+      std::sort(step_ratios.begin(), step_ratios.end());
+      twin_median = twin_seconds[twin_seconds.size() / 2], ratio_median = step_ratios[step_ratios.size() / 2];
+      report["paired_fp32"] = {{"median_step_seconds", twin_median},
+                               {"min_step_seconds", twin_seconds.front()},
+                               {"tokens_per_second", tokens / twin_median},
+                               {"final_loss", twin_loss}};
+      report["bf16_over_fp32"] = {{"ratio_of_median_steps", twin_median / median},
+                                  {"median_of_step_ratios", ratio_median},
+                                  {"method", "a float32 twin's step, then the bf16 step, alternating (--paired-fp32)"}};
+    }
     if (!moelab::bench::write_json(out_path, report, "train_step_bench")) return 1;
     std::printf("moelab (%s, %s): %.0f tokens/s (median step %.1f ms, %d threads, %lld parameters, loss %.3f), "
                 "%.4f TFLOPS",
@@ -339,6 +397,10 @@ int main(int argc, char** argv) {
     else
       std::printf(" (no --peak-tflops or --cpu-peak-from: no fraction of peak)");
     std::printf(" -> %s\n", out_path.c_str());
+    if (paired_fp32)
+      std::printf("paired float32 twin: %.0f tokens/s (median step %.1f ms); bf16 / fp32 speed %.2fx (ratio of medians), "
+                  "%.2fx (median of the step-by-step ratios)\n",
+                  tokens / twin_median, twin_median * 1e3, twin_median / median, ratio_median);
   } catch (const Error& e) {
     std::fprintf(stderr, "train_step_bench: %s\n", e.what());
     return 1;

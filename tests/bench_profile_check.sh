@@ -10,6 +10,9 @@
 #     set the kernels run, times the threads (checked to the digit); a file from another CPU, a
 #     file that is not fma_peak's, --peak-tflops beside it, --precision bf16 (fma_peak measures
 #     float32) are refused with status 2 before any JSON is written.
+#   - train_step_bench --precision bf16 --paired-fp32: "paired_fp32" and "bf16_over_fp32" in the
+#     JSON, the float32 twin's last loss bitwise that of a plain float32 run of as many steps (the
+#     same model, trained alone), and --paired-fp32 without bf16 refused with status 2.
 # Speed is not checked (benchmarks assert nothing about it); the output's form is.
 # Run by ctest as bench_profiles:
 #   sh tests/bench_profile_check.sh build/train_step_bench build/gemm_bench build/fma_peak
@@ -36,6 +39,23 @@ status=$?
 [ "$status" = 2 ] || fail "--gemm-profile with --precision bf16 exited $status, not 2"
 grep -q "fp32" "$work/bf16.txt" || fail "the refusal does not say to use fp32: $(cat "$work/bf16.txt")"
 [ ! -e "$work/bf16.json" ] || fail "the refused run wrote its JSON"
+
+# shellcheck disable=SC2086
+if "$train_step_bench" $toy --precision bf16 --paired-fp32 --out "$work/paired.json" >"$work/paired.txt" 2>&1 &&
+  "$train_step_bench" $toy --precision fp32 --out "$work/alone.json" >"$work/alone.txt" 2>&1; then
+  grep -q '"median_of_step_ratios"' "$work/paired.json" || fail "--paired-fp32: no bf16_over_fp32 ratios in the JSON"
+  twin_loss=$(tr -d '\n ' <"$work/paired.json" | grep -o '"paired_fp32":{[^}]*' | grep -o '"final_loss":[-0-9.e+]*')
+  alone_loss=$(tr -d '\n ' <"$work/alone.json" | grep -o '"final_loss":[-0-9.e+]*')
+  [ -n "$twin_loss" ] && [ "$twin_loss" = "$alone_loss" ] ||
+    fail "--paired-fp32: the twin's loss ($twin_loss) is not a float32 run's ($alone_loss)"
+  grep -q "bf16 / fp32 speed" "$work/paired.txt" || fail "--paired-fp32: no ratio on stdout"
+else
+  fail "train_step_bench --paired-fp32 failed: $(cat "$work/paired.txt" "$work/alone.txt" 2>/dev/null)"
+fi
+# shellcheck disable=SC2086
+"$train_step_bench" $toy --paired-fp32 --out "$work/refused.json" >/dev/null 2>&1
+status=$?
+[ "$status" = 2 ] || fail "--paired-fp32 with fp32 exited $status, not 2"
 
 if "$gemm_bench" --micro-kernel --phases 1 --out "$work/tile.json" >"$work/tile.txt" 2>&1; then
   [ "$(grep -c '"kc"' "$work/tile.json")" = 6 ] || fail "gemm_bench --micro-kernel: not 6 kc rows"
