@@ -39,6 +39,10 @@ void heads_back(CudaBackend& be, const Tensor& h, std::int64_t batch, Tensor& ou
 
 void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal, Tensor& y,
                             Tensor& p) {
+  // bf16 q, k, v (the bf16 policy's: autograd/ops_attention.cpp) widen exactly to float32 here; the
+  // products then run in float32 on the same values, which is what the policy computes.
+  if (q.dtype() == DType::BFloat16)
+    return attention(q.to(DType::Float32), k.to(DType::Float32), v.to(DType::Float32), scale, causal, y, p);
   const std::int64_t batch = q.size(0);
   const Tensor qh = heads_first(*this, q), kh = heads_first(*this, k), vh = heads_first(*this, v);
   Tensor scores = Tensor::empty({qh.size(0), qh.size(1), kh.size(1)}, q.dtype(), q.device());
@@ -56,8 +60,11 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, d
   heads_back(*this, yh, batch, y);
 }
 
-void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool /*causal*/,
+void CudaBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal,
                                      const Tensor& p, const Tensor& dy, Tensor& dq, Tensor& dk, Tensor& dv) {
+  if (q.dtype() == DType::BFloat16)  // widened exactly, as in the forward
+    return attention_backward(q.to(DType::Float32), k.to(DType::Float32), v.to(DType::Float32), scale, causal, p,
+                              dy.to(DType::Float32), dq, dk, dv);
   // The mask lives in p (its masked entries are exactly 0), so the backward is the same for both.
   const std::int64_t batch = q.size(0);
   const Tensor qh = heads_first(*this, q), kh = heads_first(*this, k), vh = heads_first(*this, v);

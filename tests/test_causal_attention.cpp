@@ -5,6 +5,10 @@
 // Shapes cover one block of query rows and several (blocks are 24 rows), S > T (queries after a
 // cache), T == 1, one head and several, and the benchmark model's attention; float32 and float64.
 // Also: masked weights exactly 0, results independent of the thread count, and the argument checks.
+// bfloat16 q, k, v, dy (the bf16 policy's operands): the composed ops on the same bf16 operands,
+// where the two products of two bf16 operands (q k^T, dy v^T) are bf16 products and the four that
+// read p or ds float32 products on the bf16 values, with the float32 case's tolerance: both sides
+// multiply the same values exactly and sum in float32.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -12,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -106,6 +111,42 @@ TEST_CASE("causal_attention equals softmax(causal_mask(scale q k^T)) v per head 
       CHECK(sums_to_one);
     }
   }
+}
+
+TEST_CASE("attention on bfloat16 q, k, v equals the composed ops on the same operands, and gives float32") {
+  Generator gen(5);
+  const auto widened = [](const Tensor& x) { return x.to(DType::Float32); };
+  for (const bool causal : {true, false})
+    for (const auto& [b, t, s, h, hd] : kShapes) {
+      INFO(std::string(causal ? "causal" : "bidirectional"), " B ", b, " T ", t, " S ", s, " H ", h, " hd ", hd);
+      const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+      const auto bf16 = [&](Shape shape) { return normal(shape, 0, 1, gen).to(DType::BFloat16); };
+      const Tensor q = bf16({b, t, h, hd}), key = bf16({b, s, h, hd}), v = bf16({b, s, h, hd}), dy = bf16({b, t, h, hd});
+      const k::AttentionResult r = k::attention(q, key, v, scale, causal);
+      REQUIRE(r.y.dtype() == DType::Float32);
+      REQUIRE(r.p.dtype() == DType::Float32);
+      const k::AttentionGrads g = k::attention_backward(q, key, v, scale, causal, r.p, dy);
+      REQUIRE(g.dq.dtype() == DType::Float32);
+      // The composed reference: bf16 products where both operands are bf16, float32 ones on p, ds.
+      // (The heads are permuted in float32, whose copy is exact, then held as bf16 again.)
+      const auto heads16 = [&](const Tensor& x) { return heads(widened(x)).to(DType::BFloat16); };
+      const Tensor qh = heads16(q), kh = heads16(key), vh = heads16(v), gh = heads16(dy);
+      const Tensor scores = k::mul(k::matmul(qh, kh, false, true), scale);
+      const Tensor p = k::softmax(causal ? k::causal_mask(scores, -std::numeric_limits<double>::infinity()) : scores);
+      const Tensor y = unheads(k::matmul(p, widened(vh)), b);
+      const Tensor ds = k::mul(k::softmax_backward(p, k::matmul(gh, vh, false, true)), scale);
+      const double tol = 2e-6;
+      CHECK(error(r.p, p.reshape(r.p.shape())) < tol);
+      CHECK(error(r.y, y) < tol);
+      CHECK(error(g.dq, unheads(k::matmul(ds, widened(kh)), b)) < tol);
+      CHECK(error(g.dk, unheads(k::matmul(ds, widened(qh), true, false), b)) < tol);
+      CHECK(error(g.dv, unheads(k::matmul(p, widened(gh), true, false), b)) < tol);
+    }
+  // dy must be bf16 like q, p float32.
+  const Tensor q = normal({1, 3, 1, 4}, 0, 1, gen).to(DType::BFloat16);
+  const k::AttentionResult r = k::causal_attention(q, q, q, 0.5);
+  CHECK_THROWS_AS(k::causal_attention_backward(q, q, q, 0.5, r.p, r.y), Error);
+  CHECK_THROWS_AS(k::causal_attention_backward(q, q, q, 0.5, r.p.to(DType::BFloat16), q), Error);
 }
 
 TEST_CASE("causal_attention gives the same bits on 1 and 2 threads") {

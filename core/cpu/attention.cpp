@@ -45,13 +45,25 @@
 // Arithmetic: float32 products run moelab's GEMM on the blocks; float64 (gradcheck) a plain loop.
 // Each softmax row is computed as core/cpu/softmax.cpp computes it (the row max, exact_exp, a
 // pairwise sum in double), over the row's visible keys.
+//
+// bfloat16 q, k, v (and dy): the bf16 policy's operands (autograd/ops_attention.cpp); y, p, dq, dk,
+// dv are float32. Where the CPU multiplies bf16 on VDPBF16PS (core/cpu/gemm_bf16.h), the two
+// products of two bf16 operands run there, read in place: the scores q_h @ k_h^T and, in the
+// backward, dp = g_h @ v_h^T (the gemm_profile of the float32 step put these at half of
+// attention's product time, the slowest blocks of the step). The four products that read p or ds
+// (float32, as the policy keeps them) run the float32 GEMM as before, on the pair's bf16 operand
+// widened (exactly) into a contiguous buffer. Elsewhere every bf16 input is widened whole and the
+// float32 kernel runs: what a CPU without the instruction computes, bit for bit.
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/cpu/accumulate.h"
 #include "core/cpu/cpu_backend.h"
 #include "core/cpu/exact_math.h"
+#include "core/cpu/gemm_bf16.h"
 #include "core/cpu/gemm_f32.h"
 #include "core/dtype_dispatch.h"
 #include "core/cpu/thread_count.h"
@@ -110,6 +122,54 @@ void for_each_pair(std::int64_t pairs, std::int64_t work, const Body& body) {
   for (std::int64_t n = 0; n < pairs; ++n) body(n);
 }
 
+// Rows [r0, r1) of one pair's p (row stride s), holding the scores: each becomes the softmax of
+// its `scale`d visible keys (query r sees min(s, r + off + 1) of them), 0 after.
+template <class T>
+void softmax_rows(T* pn, std::int64_t r0, std::int64_t r1, std::int64_t s, std::int64_t off, T sc) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::int64_t seen = std::min(s, r + off + 1);
+    Row<T> row(pn + r * s, seen);
+    row *= sc;
+    const T m = row.maxCoeff();
+    row = cpu::exact_exp(row - m);
+    row *= static_cast<T>(1.0 / row_sum<T>(row.data(), nullptr, seen));
+    std::fill(pn + r * s + seen, pn + (r + 1) * s, T(0));
+  }
+}
+
+// Rows [r0, r1) of ds (row stride s), holding dp: ds = scale * p * (dp - sum(dp * p)) on the
+// visible keys, 0 after (softmax's backward).
+template <class T>
+void softmax_backward_rows(T* ds, const T* pn, std::int64_t r0, std::int64_t r1, std::int64_t s, std::int64_t off,
+                           T sc) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::int64_t seen = std::min(s, r + off + 1);
+    T* dsr = ds + r * s;
+    const T* pr = pn + r * s;
+    const T dot = static_cast<T>(row_sum<T>(dsr, pr, seen));
+    for (std::int64_t j = 0; j < seen; ++j) dsr[j] = pr[j] * (dsr[j] - dot) * sc;
+    std::fill(dsr + seen, dsr + s, T(0));
+  }
+}
+
+// A bfloat16 tensor's elements as the 16-bit words gemm_bf16 reads.
+const std::uint16_t* bf16_words(const Tensor& t) { return reinterpret_cast<const std::uint16_t*>(t.data<BFloat16>()); }
+
+// One head's [rows, hd] block of a bf16 [B, L, H, hd] tensor (rows ld apart) widened into a
+// contiguous float32 [rows, hd] buffer (exact).
+// (A row at a time through restrict pointers, so that the compiler vectorises the shifts: the
+// element-wise loop over the vector took 4% of the bf16 training step.)
+void widen_row(const std::uint16_t* __restrict in, float* __restrict out, std::int64_t n) {
+  for (std::int64_t c = 0; c < n; ++c) {
+    const std::uint32_t word = static_cast<std::uint32_t>(in[c]) << 16;
+    std::memcpy(out + c, &word, sizeof(word));
+  }
+}
+void widen_head(const std::uint16_t* head, std::int64_t rows, std::int64_t hd, std::int64_t ld, std::vector<float>& out) {
+  out.resize(static_cast<std::size_t>(rows * hd));
+  for (std::int64_t r = 0; r < rows; ++r) widen_row(head + r * ld, out.data() + r * hd, hd);
+}
+
 }  // namespace
 
 void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal, Tensor& y,
@@ -119,6 +179,31 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, do
   const std::int64_t batch = q.size(0), t = q.size(1), heads = q.size(2), hd = q.size(3), s = k.size(1);
   const std::int64_t off = causal ? s - t : s;
   const std::int64_t ld = heads * hd;  // row stride of one head's [T, hd] (or [S, hd]) inside [B, T, H, hd]
+  if (q.dtype() == DType::BFloat16) {
+    if (!cpu::use_native_bf16_gemm())  // widened whole: the float32 kernel on the same values
+      return attention(q.to(DType::Float32), k.to(DType::Float32), v.to(DType::Float32), scale, causal, y, p);
+    const std::uint16_t *pq = bf16_words(q), *pk = bf16_words(k), *pv = bf16_words(v);
+    float* py = y.data<float>();
+    float* pp = p.data<float>();
+    const float sc = static_cast<float>(scale);
+    for_each_pair(batch * heads, p.numel(), [&](std::int64_t n) {
+      thread_local std::vector<float> v_rows;  // this pair's v head, widened: [S, hd]
+      const std::int64_t b = n / heads, h = n % heads;
+      const std::uint16_t* qn = pq + b * t * ld + h * hd;
+      const std::uint16_t* kn = pk + b * s * ld + h * hd;
+      widen_head(pv + b * s * ld + h * hd, s, hd, ld, v_rows);
+      float* yn = py + b * t * ld + h * hd;
+      float* pn = pp + n * t * s;
+      for (std::int64_t r0 = 0; r0 < t; r0 += kRows) {
+        const std::int64_t r1 = std::min(t, r0 + kRows), keys = std::min(s, r1 + off);
+        cpu::gemm_bf16_strided(cpu::Bf16DotKernel::Avx512Bf16, qn + r0 * ld, ld, kn, ld, pn + r0 * s, s, r1 - r0, hd,
+                               keys, false, true);  // q @ k^T
+        softmax_rows(pn, r0, r1, s, off, sc);
+        block_gemm(pn + r0 * s, s, v_rows.data(), hd, yn + r0 * ld, ld, r1 - r0, keys, hd, false, false);  // p @ v
+      }
+    });
+    return;
+  }
   dispatch_float(q.dtype(), [&]<class T>() {
     const T* pq = q.data<T>();
     const T* pk = k.data<T>();
@@ -136,15 +221,7 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, do
       for (std::int64_t r0 = 0; r0 < t; r0 += kRows) {
         const std::int64_t r1 = std::min(t, r0 + kRows), keys = std::min(s, r1 + off);  // keys the last row sees
         block_gemm(qn + r0 * ld, ld, kn, ld, pn + r0 * s, s, r1 - r0, hd, keys, false, true);  // q @ k^T
-        for (std::int64_t r = r0; r < r1; ++r) {
-          const std::int64_t seen = std::min(s, r + off + 1);
-          Row<T> row(pn + r * s, seen);
-          row *= sc;
-          const T m = row.maxCoeff();
-          row = cpu::exact_exp(row - m);
-          row *= static_cast<T>(1.0 / row_sum<T>(row.data(), nullptr, seen));
-          std::fill(pn + r * s + seen, pn + (r + 1) * s, T(0));
-        }
+        softmax_rows(pn, r0, r1, s, off, sc);
         block_gemm(pn + r0 * s, s, vn, ld, yn + r0 * ld, ld, r1 - r0, keys, hd, false, false);  // p @ v
       }
     });
@@ -156,6 +233,43 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
   const std::int64_t batch = q.size(0), t = q.size(1), heads = q.size(2), hd = q.size(3), s = k.size(1);
   const std::int64_t off = causal ? s - t : s;  // as in the forward
   const std::int64_t ld = heads * hd;
+  if (q.dtype() == DType::BFloat16) {
+    if (!cpu::use_native_bf16_gemm())  // widened whole, as in the forward
+      return attention_backward(q.to(DType::Float32), k.to(DType::Float32), v.to(DType::Float32), scale, causal, p,
+                                dy.to(DType::Float32), dq, dk, dv);
+    const std::uint16_t *pq = bf16_words(q), *pk = bf16_words(k), *pv = bf16_words(v), *pg = bf16_words(dy);
+    const float* pp = p.data<float>();
+    float* pdq = dq.data<float>();
+    float* pdk = dk.data<float>();
+    float* pdv = dv.data<float>();
+    const float sc = static_cast<float>(scale);
+    for_each_pair(batch * heads, p.numel(), [&](std::int64_t n) {
+      thread_local std::vector<float> scratch, q_rows, k_rows, g_rows;  // ds [T, S]; the pair's q, k, g widened
+      scratch.resize(static_cast<std::size_t>(t * s));
+      float* ds = scratch.data();
+      const std::int64_t b = n / heads, h = n % heads;
+      const std::int64_t q_at = b * t * ld + h * hd, k_at = b * s * ld + h * hd;
+      widen_head(pq + q_at, t, hd, ld, q_rows);
+      widen_head(pk + k_at, s, hd, ld, k_rows);
+      widen_head(pg + q_at, t, hd, ld, g_rows);
+      const float* pn = pp + n * t * s;
+      for (std::int64_t r0 = 0; r0 < t; r0 += kRows) {
+        const std::int64_t r1 = std::min(t, r0 + kRows), keys = std::min(s, r1 + off);
+        cpu::gemm_bf16_strided(cpu::Bf16DotKernel::Avx512Bf16, pg + q_at + r0 * ld, ld, pv + k_at, ld, ds + r0 * s, s,
+                               r1 - r0, hd, keys, false, true);  // dp = g @ v^T
+        softmax_backward_rows(ds, pn, r0, r1, s, off, sc);
+        block_gemm(ds + r0 * s, s, k_rows.data(), hd, pdq + q_at + r0 * ld, ld, r1 - r0, keys, hd, false, false);
+      }
+      for (std::int64_t c0 = 0; c0 < s; c0 += kRows) {
+        const std::int64_t c1 = std::min(s, c0 + kRows), t0 = std::max<std::int64_t>(0, c0 - off);
+        block_gemm(ds + t0 * s + c0, s, q_rows.data() + t0 * hd, hd, pdk + k_at + c0 * ld, ld, c1 - c0, t - t0, hd, true,
+                   false);
+        block_gemm(pn + t0 * s + c0, s, g_rows.data() + t0 * hd, hd, pdv + k_at + c0 * ld, ld, c1 - c0, t - t0, hd, true,
+                   false);
+      }
+    });
+    return;
+  }
   dispatch_float(q.dtype(), [&]<class T>() {
     const T* pq = q.data<T>();
     const T* pk = k.data<T>();
@@ -176,14 +290,7 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
       for (std::int64_t r0 = 0; r0 < t; r0 += kRows) {
         const std::int64_t r1 = std::min(t, r0 + kRows), keys = std::min(s, r1 + off);
         block_gemm(pg + q_at + r0 * ld, ld, pv + k_at, ld, ds + r0 * s, s, r1 - r0, hd, keys, false, true);  // dp = g @ v^T
-        for (std::int64_t r = r0; r < r1; ++r) {  // ds = scale * p * (dp - sum(dp * p)) on the visible keys, 0 after
-          const std::int64_t seen = std::min(s, r + off + 1);
-          T* dsr = ds + r * s;
-          const T* pr = pn + r * s;
-          const T dot = static_cast<T>(row_sum<T>(dsr, pr, seen));
-          for (std::int64_t j = 0; j < seen; ++j) dsr[j] = pr[j] * (dsr[j] - dot) * sc;
-          std::fill(dsr + seen, dsr + s, T(0));
-        }
+        softmax_backward_rows(ds, pn, r0, r1, s, off, sc);
         block_gemm(ds + r0 * s, s, pk + k_at, ld, pdq + q_at + r0 * ld, ld, r1 - r0, keys, hd, false, false);  // dq = ds @ k
       }
       // dk = ds^T @ q and dv = p^T @ g over key blocks [c0, c1): queries t0 = c0 - off .. T - 1 see them.

@@ -187,15 +187,21 @@ bool use_native_bf16_gemm() {
 
 void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t* b, float* out, std::int64_t m,
                std::int64_t k, std::int64_t n, bool trans_a, bool trans_b) {
+  gemm_bf16_strided(kernel, a, trans_a ? m : k, b, trans_b ? k : n, out, n, m, k, n, trans_a, trans_b);
+}
+
+void gemm_bf16_strided(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b,
+                       std::int64_t ldb, float* out, std::int64_t ldc, std::int64_t m, std::int64_t k, std::int64_t n,
+                       bool trans_a, bool trans_b) {
   const Bf16Tiles tiles = tiles_for(kernel);
   if (m == 0 || n == 0) return;
   if (k == 0) {
-    std::fill(out, out + m * n, 0.0f);
+    for (std::int64_t i = 0; i < m; ++i) std::fill(out + i * ldc, out + i * ldc + n, 0.0f);
     return;
   }
   // op(A)(i, p) and op(B)^T(j, p): both read as rows over the inner dimension p.
-  const Bf16Operand op_a = trans_a ? Bf16Operand{a, 1, m, k} : Bf16Operand{a, k, 1, k};
-  const Bf16Operand op_bt = trans_b ? Bf16Operand{b, k, 1, k} : Bf16Operand{b, 1, n, k};
+  const Bf16Operand op_a = trans_a ? Bf16Operand{a, 1, lda, k} : Bf16Operand{a, lda, 1, k};
+  const Bf16Operand op_bt = trans_b ? Bf16Operand{b, ldb, 1, k} : Bf16Operand{b, 1, ldb, k};
   const std::int64_t pairs = (k + 1) / 2, row_panels = (m + MR - 1) / MR, col_panels = (n + NR - 1) / NR;
   const bool a_rows_in_place = !trans_a && k % 2 == 0;  // every pair of a row is the word at its elements
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
@@ -222,15 +228,15 @@ void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t
       if (!a_in_place) pack_panel(op_a, i0, rows, MR, q0, kp, tiles.packer, packed_a);
       const auto run_tile = [&](const std::uint32_t* b_panel, float* c_tile, std::int64_t ldc) {
         if (a_in_place)
-          tiles.rows(kp, a + i0 * k + 2 * q0, k, b_panel, c_tile, ldc, accumulate);
+          tiles.rows(kp, a + i0 * lda + 2 * q0, lda, b_panel, c_tile, ldc, accumulate);
         else
           tiles.packed(kp, packed_a, b_panel, c_tile, ldc, accumulate);
       };
       for (std::int64_t jp = 0; jp < col_panels; ++jp) {
         const std::int64_t j0 = jp * NR, cols = std::min<std::int64_t>(NR, n - j0);
-        float* c = out + i0 * n + j0;
+        float* c = out + i0 * ldc + j0;
         if (rows == MR && cols == NR) {
-          run_tile(packed_b + jp * NR * kp, c, n);
+          run_tile(packed_b + jp * NR * kp, c, ldc);
           continue;
         }
         // An edge tile: run it on a padded copy of C's valid part, then copy that part back. The
@@ -238,10 +244,10 @@ void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t
         // as it is (zeroing it took a fifth of a 64 x 64 @ 64 x 32 product's time).
         if (accumulate)
           for (std::int64_t r = 0; r < MR; ++r)
-            for (std::int64_t j = 0; j < NR; ++j) part[r * NR + j] = r < rows && j < cols ? c[r * n + j] : 0.0f;
+            for (std::int64_t j = 0; j < NR; ++j) part[r * NR + j] = r < rows && j < cols ? c[r * ldc + j] : 0.0f;
         run_tile(packed_b + jp * NR * kp, part, NR);
         for (std::int64_t r = 0; r < rows; ++r)
-          for (std::int64_t j = 0; j < cols; ++j) c[r * n + j] = part[r * NR + j];
+          for (std::int64_t j = 0; j < cols; ++j) c[r * ldc + j] = part[r * NR + j];
       }
     };
     // One thread runs the panels here: even an inactive parallel region sets up a team.

@@ -51,6 +51,11 @@ bool use_native_bf16_gemm();
 // no bit depends on their number.
 void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t* b, float* out, std::int64_t m,
                std::int64_t k, std::int64_t n, bool trans_a, bool trans_b);
+// The same on blocks of larger matrices: A's rows (stored rows: columns of op(A) when trans_a) lda
+// elements apart, B's ldb, out's ldc floats (attention's heads inside [B, T, H, hd] tensors).
+void gemm_bf16_strided(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b,
+                       std::int64_t ldb, float* out, std::int64_t ldc, std::int64_t m, std::int64_t k, std::int64_t n,
+                       bool trans_a, bool trans_b);
 
 namespace gemm_bf16_detail {
 constexpr int MR = 12, NR = 32;  // the C tile: 24 zmm accumulators of 16 floats
