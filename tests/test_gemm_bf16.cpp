@@ -162,6 +162,50 @@ TEST_CASE("gemm_bf16, emulated: the pairwise chain bitwise, every shape and tran
   });
 }
 
+TEST_CASE("gemm_bf16_strided and a B packed once (gemm_bf16_packed): gemm_bf16's bits on blocks and column prefixes") {
+  // Both kernels where the CPU has the instruction; each product is a block of larger matrices
+  // (rows lda, ldb, ldc apart), and the packed B serves a product of every column count up to n.
+  std::vector<Bf16DotKernel> kernels{Bf16DotKernel::Emulated};
+  if (cpu_has_avx512_bf16()) kernels.push_back(Bf16DotKernel::Avx512Bf16);
+  for (const Bf16DotKernel kernel : kernels)
+    for_every_case(300, [&](Shape3 s, bool trans_a, bool trans_b, const std::vector<std::uint16_t>& a,
+                            const std::vector<std::uint16_t>& b) {
+      const std::vector<float> whole = run(kernel, a, b, s, trans_a, trans_b);
+      // The operands inside wider matrices: 3 more elements a row, garbage there.
+      const std::int64_t a_rows = trans_a ? s.k : s.m, a_cols = trans_a ? s.m : s.k;
+      const std::int64_t b_rows = trans_b ? s.n : s.k, b_cols = trans_b ? s.k : s.n;
+      const std::int64_t lda = a_cols + 3, ldb = b_cols + 3, ldc = s.n + 3;
+      std::vector<std::uint16_t> wide_a(static_cast<std::size_t>(a_rows * lda), 0x7FC0), wide_b(static_cast<std::size_t>(b_rows * ldb), 0x7FC0);
+      for (std::int64_t r = 0; r < a_rows; ++r)
+        for (std::int64_t c = 0; c < a_cols; ++c) wide_a[static_cast<std::size_t>(r * lda + c)] = a[static_cast<std::size_t>(r * a_cols + c)];
+      for (std::int64_t r = 0; r < b_rows; ++r)
+        for (std::int64_t c = 0; c < b_cols; ++c) wide_b[static_cast<std::size_t>(r * ldb + c)] = b[static_cast<std::size_t>(r * b_cols + c)];
+      const auto block_of = [&](const std::vector<float>& c, std::int64_t n) {
+        std::vector<float> out;
+        for (std::int64_t i = 0; i < s.m; ++i)
+          for (std::int64_t j = 0; j < n; ++j) out.push_back(c[static_cast<std::size_t>(i * ldc + j)]);
+        return out;
+      };
+      const auto prefix_of = [&](std::int64_t n) {
+        std::vector<float> out;
+        for (std::int64_t i = 0; i < s.m; ++i)
+          for (std::int64_t j = 0; j < n; ++j) out.push_back(whole[static_cast<std::size_t>(i * s.n + j)]);
+        return out;
+      };
+      std::vector<float> c(static_cast<std::size_t>(s.m * ldc), std::numeric_limits<float>::quiet_NaN());
+      gemm_bf16_strided(kernel, wide_a.data(), lda, wide_b.data(), ldb, c.data(), ldc, s.m, s.k, s.n, trans_a, trans_b);
+      CHECK(bitwise_equal(block_of(c, s.n), whole));
+      Bf16PackedB packed;
+      pack_bf16_b(kernel, wide_b.data(), ldb, s.k, s.n, trans_b, packed);
+      for (const std::int64_t n : {s.n, (s.n + 1) / 2, std::int64_t{1}}) {
+        CAPTURE(n);
+        std::fill(c.begin(), c.end(), std::numeric_limits<float>::quiet_NaN());
+        gemm_bf16_packed(kernel, wide_a.data(), lda, packed, n, c.data(), ldc, s.m, trans_a);
+        CHECK(bitwise_equal(block_of(c, n), prefix_of(n)));
+      }
+    });
+}
+
 TEST_CASE("gemm_bf16, emulated: differs from the in-order float32 sum where rounding says it must") {
   // A kernel that widened and summed in order would pass the bound above: on inputs spread over
   // many magnitudes the pairwise chain must differ from the in-order float32 sum somewhere.

@@ -48,8 +48,9 @@
 //
 // bfloat16 q, k, v (and dy): the bf16 policy's operands (autograd/ops_attention.cpp); y, p, dq, dk,
 // dv are float32. Where the CPU multiplies bf16 on VDPBF16PS (core/cpu/gemm_bf16.h), the two
-// products of two bf16 operands run there, read in place: the scores q_h @ k_h^T and, in the
-// backward, dp = g_h @ v_h^T (the gemm_profile of the float32 step put these at half of
+// products of two bf16 operands run there: the scores q_h @ k_h^T and, in the backward,
+// dp = g_h @ v_h^T, with q_h and g_h read in place and k_h^T, v_h^T packed once per pair for all
+// its query blocks (gemm_bf16_packed) (the gemm_profile of the float32 step put these at half of
 // attention's product time, the slowest blocks of the step). The four products that read p or ds
 // (float32, as the policy keeps them) run the float32 GEMM as before, on the pair's bf16 operand
 // widened (exactly) into a contiguous buffer. Elsewhere every bf16 input is widened whole and the
@@ -188,16 +189,17 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, do
     const float sc = static_cast<float>(scale);
     for_each_pair(batch * heads, p.numel(), [&](std::int64_t n) {
       thread_local std::vector<float> v_rows;  // this pair's v head, widened: [S, hd]
+      thread_local cpu::Bf16PackedB k_packed;  // this pair's k_h^T, packed once for every query block
       const std::int64_t b = n / heads, h = n % heads;
       const std::uint16_t* qn = pq + b * t * ld + h * hd;
-      const std::uint16_t* kn = pk + b * s * ld + h * hd;
+      cpu::pack_bf16_b(cpu::Bf16DotKernel::Avx512Bf16, pk + b * s * ld + h * hd, ld, hd, s, true, k_packed);
       widen_head(pv + b * s * ld + h * hd, s, hd, ld, v_rows);
       float* yn = py + b * t * ld + h * hd;
       float* pn = pp + n * t * s;
       for (std::int64_t r0 = 0; r0 < t; r0 += kRows) {
         const std::int64_t r1 = std::min(t, r0 + kRows), keys = std::min(s, r1 + off);
-        cpu::gemm_bf16_strided(cpu::Bf16DotKernel::Avx512Bf16, qn + r0 * ld, ld, kn, ld, pn + r0 * s, s, r1 - r0, hd,
-                               keys, false, true);  // q @ k^T
+        cpu::gemm_bf16_packed(cpu::Bf16DotKernel::Avx512Bf16, qn + r0 * ld, ld, k_packed, keys, pn + r0 * s, s, r1 - r0,
+                              false);  // q @ k^T
         softmax_rows(pn, r0, r1, s, off, sc);
         block_gemm(pn + r0 * s, s, v_rows.data(), hd, yn + r0 * ld, ld, r1 - r0, keys, hd, false, false);  // p @ v
       }
@@ -245,6 +247,7 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
     const float sc = static_cast<float>(scale);
     for_each_pair(batch * heads, p.numel(), [&](std::int64_t n) {
       thread_local std::vector<float> scratch, q_rows, k_rows, g_rows;  // ds [T, S]; the pair's q, k, g widened
+      thread_local cpu::Bf16PackedB v_packed;                           // v_h^T, packed once
       scratch.resize(static_cast<std::size_t>(t * s));
       float* ds = scratch.data();
       const std::int64_t b = n / heads, h = n % heads;
@@ -252,11 +255,12 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
       widen_head(pq + q_at, t, hd, ld, q_rows);
       widen_head(pk + k_at, s, hd, ld, k_rows);
       widen_head(pg + q_at, t, hd, ld, g_rows);
+      cpu::pack_bf16_b(cpu::Bf16DotKernel::Avx512Bf16, pv + k_at, ld, hd, s, true, v_packed);
       const float* pn = pp + n * t * s;
       for (std::int64_t r0 = 0; r0 < t; r0 += kRows) {
         const std::int64_t r1 = std::min(t, r0 + kRows), keys = std::min(s, r1 + off);
-        cpu::gemm_bf16_strided(cpu::Bf16DotKernel::Avx512Bf16, pg + q_at + r0 * ld, ld, pv + k_at, ld, ds + r0 * s, s,
-                               r1 - r0, hd, keys, false, true);  // dp = g @ v^T
+        cpu::gemm_bf16_packed(cpu::Bf16DotKernel::Avx512Bf16, pg + q_at + r0 * ld, ld, v_packed, keys, ds + r0 * s, s,
+                              r1 - r0, false);  // dp = g @ v^T
         softmax_backward_rows(ds, pn, r0, r1, s, off, sc);
         block_gemm(ds + r0 * s, s, k_rows.data(), hd, pdq + q_at + r0 * ld, ld, r1 - r0, keys, hd, false, false);
       }

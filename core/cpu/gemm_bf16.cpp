@@ -190,35 +190,23 @@ void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t
   gemm_bf16_strided(kernel, a, trans_a ? m : k, b, trans_b ? k : n, out, n, m, k, n, trans_a, trans_b);
 }
 
-void gemm_bf16_strided(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b,
-                       std::int64_t ldb, float* out, std::int64_t ldc, std::int64_t m, std::int64_t k, std::int64_t n,
-                       bool trans_a, bool trans_b) {
-  const Bf16Tiles tiles = tiles_for(kernel);
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    for (std::int64_t i = 0; i < m; ++i) std::fill(out + i * ldc, out + i * ldc + n, 0.0f);
-    return;
-  }
-  // op(A)(i, p) and op(B)^T(j, p): both read as rows over the inner dimension p.
-  const Bf16Operand op_a = trans_a ? Bf16Operand{a, 1, lda, k} : Bf16Operand{a, lda, 1, k};
-  const Bf16Operand op_bt = trans_b ? Bf16Operand{b, ldb, 1, k} : Bf16Operand{b, 1, ldb, k};
-  const std::int64_t pairs = (k + 1) / 2, row_panels = (m + MR - 1) / MR, col_panels = (n + NR - 1) / NR;
-  const bool a_rows_in_place = !trans_a && k % 2 == 0;  // every pair of a row is the word at its elements
-  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const int threads = static_cast<int>(std::min<std::int64_t>(threads_for(flops, kGemmGrainFlops), row_panels));
-  // The packed B block lives as long as the thread, as gemm_f32's: a fresh allocation per product
-  // (hundreds of KiB, so fresh pages from the OS each time) cost more than small products.
-  // (The pointer is taken here: inside the parallel region a thread_local names each worker's own.)
-  thread_local std::vector<std::uint32_t> packed_b_buffer;
-  const auto packed_size = static_cast<std::size_t>(col_panels * NR * std::min(KP, pairs));
-  if (packed_b_buffer.size() < packed_size) packed_b_buffer.resize(packed_size);
-  std::uint32_t* const packed_b = packed_b_buffer.data();
-  for (std::int64_t q0 = 0; q0 < pairs; q0 += KP) {
-    const std::int64_t kp = std::min(KP, pairs - q0);
+namespace {
+
+// The product's part over pairs [q0, q0 + kp) of k: out (+)= op(A)[:, pairs] @ B's block, packed
+// as panels [col_panels][kp][NR]; each thread takes whole MR-row panels of C.
+struct BlockProduct {
+  const Bf16Tiles& tiles;
+  const Bf16Operand& op_a;
+  const std::uint16_t* a;
+  std::int64_t lda;
+  bool a_rows_in_place;  // a row-major A with k even: every pair of a row is the word at its elements
+  float* out;
+  std::int64_t ldc, m, n;
+  int threads;
+
+  void run(const std::uint32_t* packed_b, std::int64_t q0, std::int64_t kp) const {
+    const std::int64_t row_panels = (m + MR - 1) / MR, col_panels = (n + NR - 1) / NR;
     const bool accumulate = q0 > 0;
-    for (std::int64_t jp = 0; jp < col_panels; ++jp)
-      pack_panel(op_bt, jp * NR, std::min<std::int64_t>(NR, n - jp * NR), NR, q0, kp, tiles.packer,
-                 packed_b + jp * NR * kp);
     const auto row_panel = [&](std::int64_t ip) {
       alignas(64) std::uint32_t packed_a[MR * KP];
       alignas(64) float part[MR * NR];
@@ -226,11 +214,11 @@ void gemm_bf16_strided(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_
       // A row-major A of whole pairs is read in place by its full row panels; others are packed.
       const bool a_in_place = a_rows_in_place && rows == MR;
       if (!a_in_place) pack_panel(op_a, i0, rows, MR, q0, kp, tiles.packer, packed_a);
-      const auto run_tile = [&](const std::uint32_t* b_panel, float* c_tile, std::int64_t ldc) {
+      const auto run_tile = [&](const std::uint32_t* b_panel, float* c_tile, std::int64_t ldc_tile) {
         if (a_in_place)
-          tiles.rows(kp, a + i0 * lda + 2 * q0, lda, b_panel, c_tile, ldc, accumulate);
+          tiles.rows(kp, a + i0 * lda + 2 * q0, lda, b_panel, c_tile, ldc_tile, accumulate);
         else
-          tiles.packed(kp, packed_a, b_panel, c_tile, ldc, accumulate);
+          tiles.packed(kp, packed_a, b_panel, c_tile, ldc_tile, accumulate);
       };
       for (std::int64_t jp = 0; jp < col_panels; ++jp) {
         const std::int64_t j0 = jp * NR, cols = std::min<std::int64_t>(NR, n - j0);
@@ -258,6 +246,83 @@ void gemm_bf16_strided(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_
       for (std::int64_t ip = 0; ip < row_panels; ++ip) row_panel(ip);
     }
   }
+};
+
+// Threads for an m x k x n product: one per grain of work, at most one per row panel.
+int product_threads(std::int64_t m, std::int64_t k, std::int64_t n) {
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  return static_cast<int>(std::min<std::int64_t>(threads_for(flops, kGemmGrainFlops), (m + MR - 1) / MR));
+}
+
+Bf16Operand operand_a(const std::uint16_t* a, std::int64_t lda, std::int64_t k, bool trans_a) {
+  return trans_a ? Bf16Operand{a, 1, lda, k} : Bf16Operand{a, lda, 1, k};
+}
+
+}  // namespace
+
+void gemm_bf16_strided(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b,
+                       std::int64_t ldb, float* out, std::int64_t ldc, std::int64_t m, std::int64_t k, std::int64_t n,
+                       bool trans_a, bool trans_b) {
+  const Bf16Tiles tiles = tiles_for(kernel);
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (std::int64_t i = 0; i < m; ++i) std::fill(out + i * ldc, out + i * ldc + n, 0.0f);
+    return;
+  }
+  // op(A)(i, p) and op(B)^T(j, p): both read as rows over the inner dimension p.
+  const Bf16Operand op_a = operand_a(a, lda, k, trans_a);
+  const Bf16Operand op_bt = trans_b ? Bf16Operand{b, ldb, 1, k} : Bf16Operand{b, 1, ldb, k};
+  const std::int64_t pairs = (k + 1) / 2, col_panels = (n + NR - 1) / NR;
+  const BlockProduct product{tiles, op_a, a, lda, !trans_a && k % 2 == 0, out, ldc, m, n, product_threads(m, k, n)};
+  // The packed B block lives as long as the thread, as gemm_f32's: a fresh allocation per product
+  // (hundreds of KiB, so fresh pages from the OS each time) cost more than small products.
+  // (The pointer is taken here: inside the parallel region a thread_local names each worker's own.)
+  thread_local std::vector<std::uint32_t> packed_b_buffer;
+  const auto packed_size = static_cast<std::size_t>(col_panels * NR * std::min(KP, pairs));
+  if (packed_b_buffer.size() < packed_size) packed_b_buffer.resize(packed_size);
+  std::uint32_t* const packed_b = packed_b_buffer.data();
+  for (std::int64_t q0 = 0; q0 < pairs; q0 += KP) {
+    const std::int64_t kp = std::min(KP, pairs - q0);
+    for (std::int64_t jp = 0; jp < col_panels; ++jp)
+      pack_panel(op_bt, jp * NR, std::min<std::int64_t>(NR, n - jp * NR), NR, q0, kp, tiles.packer,
+                 packed_b + jp * NR * kp);
+    product.run(packed_b, q0, kp);
+  }
+}
+
+void pack_bf16_b(Bf16DotKernel kernel, const std::uint16_t* b, std::int64_t ldb, std::int64_t k, std::int64_t n,
+                 bool trans_b, Bf16PackedB& packed) {
+  const Bf16Tiles tiles = tiles_for(kernel);
+  const Bf16Operand op_bt = trans_b ? Bf16Operand{b, ldb, 1, k} : Bf16Operand{b, 1, ldb, k};
+  const std::int64_t pairs = (k + 1) / 2, col_panels = (n + NR - 1) / NR;
+  packed.k = k, packed.n = n;
+  packed.words.resize(static_cast<std::size_t>(col_panels * NR * pairs));
+  // Block q0's panels start after the earlier blocks' (col_panels * NR * q0 words).
+  for (std::int64_t q0 = 0; q0 < pairs; q0 += KP) {
+    const std::int64_t kp = std::min(KP, pairs - q0);
+    std::uint32_t* block = packed.words.data() + col_panels * NR * q0;
+    for (std::int64_t jp = 0; jp < col_panels; ++jp)
+      pack_panel(op_bt, jp * NR, std::min<std::int64_t>(NR, n - jp * NR), NR, q0, kp, tiles.packer,
+                 block + jp * NR * kp);
+  }
+}
+
+void gemm_bf16_packed(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_t lda, const Bf16PackedB& b,
+                      std::int64_t n, float* out, std::int64_t ldc, std::int64_t m, bool trans_a) {
+  MOELAB_CHECK(n >= 0 && n <= b.n, "gemm_bf16_packed", "uses ", n, " columns of a packed B of ", b.n);
+  const Bf16Tiles tiles = tiles_for(kernel);
+  const std::int64_t k = b.k;
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (std::int64_t i = 0; i < m; ++i) std::fill(out + i * ldc, out + i * ldc + n, 0.0f);
+    return;
+  }
+  const Bf16Operand op_a = operand_a(a, lda, k, trans_a);
+  const std::int64_t pairs = (k + 1) / 2, packed_panels = (b.n + NR - 1) / NR;
+  // The first columns' panels of each block: a panel's columns past n are computed and not stored.
+  const BlockProduct product{tiles, op_a, a, lda, !trans_a && k % 2 == 0, out, ldc, m, n, product_threads(m, k, n)};
+  for (std::int64_t q0 = 0; q0 < pairs; q0 += KP)
+    product.run(b.words.data() + packed_panels * NR * q0, q0, std::min(KP, pairs - q0));
 }
 
 }  // namespace moelab::cpu

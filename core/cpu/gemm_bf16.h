@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace moelab::cpu {
 
@@ -56,6 +57,22 @@ void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t
 void gemm_bf16_strided(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b,
                        std::int64_t ldb, float* out, std::int64_t ldc, std::int64_t m, std::int64_t k, std::int64_t n,
                        bool trans_a, bool trans_b);
+
+// B packed once for several products that read it: attention multiplies each head's k_h^T (and
+// v_h^T) by three or more blocks of query rows, which packed it again for each (gemm_bf16_strided
+// packs B per call; a profile of the bf16 step had the packing at 8%, most of it these).
+struct Bf16PackedB {
+  std::vector<std::uint32_t> words;  // for each block of pairs, the column panels gemm_bf16 packs
+  std::int64_t k = 0, n = 0;         // op(B): [k, n]
+};
+// Packs op(B) [k, n] (B row-major, rows ldb elements apart; stored [n, k] when trans_b) into
+// `packed` (its words reused, resized to fit).
+void pack_bf16_b(Bf16DotKernel kernel, const std::uint16_t* b, std::int64_t ldb, std::int64_t k, std::int64_t n,
+                 bool trans_b, Bf16PackedB& packed);
+// out [m, n] (row stride ldc) = op(A) [m, k] @ op(B)[:, :n] for B packed by pack_bf16_b with the
+// same kernel, n at most its n: the bits gemm_bf16_strided gives for those columns.
+void gemm_bf16_packed(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_t lda, const Bf16PackedB& b,
+                      std::int64_t n, float* out, std::int64_t ldc, std::int64_t m, bool trans_a);
 
 namespace gemm_bf16_detail {
 constexpr int MR = 12, NR = 32;  // the C tile: 24 zmm accumulators of 16 floats
