@@ -88,13 +88,20 @@ inline std::uint32_t low_bits(std::int64_t count) {
 bool avx512_pack_pairs(const std::uint16_t* data, std::int64_t rows_stride, std::int64_t inner_stride, std::int64_t i0,
                        std::int64_t rows, int width, std::int64_t q0, std::int64_t whole, std::uint32_t* out) {
   if (rows_stride == 1 && width <= 32) {
-    // Word 2r of `low` / `high` takes element r / 16 + r of the even row, word 2r + 1 the odd row's.
-    alignas(64) std::uint16_t low_index[32], high_index[32];
-    for (int r = 0; r < 16; ++r) {
-      low_index[2 * r] = static_cast<std::uint16_t>(r), low_index[2 * r + 1] = static_cast<std::uint16_t>(32 + r);
-      high_index[2 * r] = static_cast<std::uint16_t>(16 + r), high_index[2 * r + 1] = static_cast<std::uint16_t>(48 + r);
-    }
-    const __m512i low_pick = _mm512_load_si512(low_index), high_pick = _mm512_load_si512(high_index);
+    // Word 2r of `low` / `high` takes element r / 16 + r of the even row, word 2r + 1 the odd row's
+    // (VPERMT2W indices: 0-31 the first source, 32-63 the second). Built once, not per call.
+    struct Picks {
+      alignas(64) std::uint16_t low[32], high[32];
+    };
+    static const Picks picks = [] {
+      Picks p{};
+      for (int r = 0; r < 16; ++r) {
+        p.low[2 * r] = static_cast<std::uint16_t>(r), p.low[2 * r + 1] = static_cast<std::uint16_t>(32 + r);
+        p.high[2 * r] = static_cast<std::uint16_t>(16 + r), p.high[2 * r + 1] = static_cast<std::uint16_t>(48 + r);
+      }
+      return p;
+    }();
+    const __m512i low_pick = _mm512_load_si512(picks.low), high_pick = _mm512_load_si512(picks.high);
     const __mmask32 present = low_bits(rows);
     const __mmask16 low_words = static_cast<__mmask16>(low_bits(std::min(width, 16)));
     const __mmask16 high_words = static_cast<__mmask16>(low_bits(std::max(width - 16, 0)));
