@@ -31,10 +31,14 @@ void check_topk(const Tensor& x, int k) {
     std::vector<std::int32_t> order(static_cast<std::size_t>(n));
     std::iota(order.begin(), order.end(), 0);
     const T* row = v.data() + r * n;
-    std::stable_sort(order.begin(), order.end(), [row](std::int32_t a, std::int32_t b) { return row[a] > row[b]; });
+    // NaN above every number, NaNs equal to each other: a strict weak order, so stable_sort holds.
+    auto greater = [](T a, T b) { return std::isnan(a) ? !std::isnan(b) : !std::isnan(b) && a > b; };
+    std::stable_sort(order.begin(), order.end(), [row, greater](std::int32_t a, std::int32_t b) { return greater(row[a], row[b]); });
     for (int i = 0; i < k; ++i) {
       const std::size_t at = static_cast<std::size_t>(r * k + i);
-      all_match = all_match && indices[at] == order[static_cast<std::size_t>(i)] && values[at] == row[order[static_cast<std::size_t>(i)]];
+      const T want = row[order[static_cast<std::size_t>(i)]];
+      all_match = all_match && indices[at] == order[static_cast<std::size_t>(i)] &&
+                  (values[at] == want || (std::isnan(values[at]) && std::isnan(want)));
     }
   }
   CHECK(all_match);
@@ -77,6 +81,36 @@ TEST_CASE("topk matches a stable descending sort on random rows, every k") {
   check_topk<double>(uniform({40, 12}, 0, 2, gen, DType::Float64).to(DType::Int32).to(DType::Float64), 7);
   // Large enough for the parallel path.
   check_topk<float>(uniform({700, 64}, -1, 1, gen, DType::Float32), 2);
+}
+
+// Rows long enough for the vector passes (k <= 4, at least two vectors of any width up to 16
+// floats), where ties, signed zeros, -inf in the top k and NaN each send a row down another road.
+TEST_CASE("topk's vector passes agree with the order on ties, zeros, infinities and NaN") {
+  Generator gen(3);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (std::int64_t n : {8, 16, 32, 37, 64, 130}) {
+    // Few distinct values: ties inside the top k and between passes.
+    Tensor few = uniform({30, n}, 0, 3, gen, DType::Float64).to(DType::Int32).to(DType::Float32);
+    std::vector<float> v = few.to_vector<float>();
+    for (std::int64_t r = 0; r < 30; ++r) {
+      float* row = v.data() + r * n;
+      const std::size_t j = static_cast<std::size_t>(gen.next_below(static_cast<std::uint32_t>(n)));
+      switch (r % 6) {
+        case 0: break;                                                        // ties only
+        case 1: for (std::int64_t c = 0; c < n; ++c) row[c] = c % 3 ? -0.0f : 0.0f; break;  // signed zeros
+        case 2: for (std::int64_t c = 0; c < n; ++c) row[c] = c == std::int64_t(j) ? 1.0f : -inf; break;  // -inf in the top k
+        case 3: row[j] = nan; break;                                         // one NaN
+        case 4: row[j] = inf; row[(j + 1) % std::size_t(n)] = inf; break;     // two +inf
+        case 5: row[n - 1] = 7.0f; row[n - 2] = 7.0f; break;                  // the best in the scalar tail
+      }
+    }
+    const Tensor x = from_vector(v, {30, n});
+    const Tensor xd = x.to(DType::Float64);
+    for (int k = 1; k <= 4; ++k) {
+      check_topk<float>(x, k);
+      check_topk<double>(xd, k);
+    }
+  }
 }
 
 TEST_CASE("topk breaks ties toward the lower index") {
