@@ -63,6 +63,34 @@ TEST_CASE("rope matches a naive loop in float64 and float32") {
   }
 }
 
+// The kernel keeps each thread's last angle tables per direction (core/cpu/rope.cpp): a call that
+// changes any one of the sequence length, head width, offset, theta or direction, or returns to an
+// earlier key, must still rotate by its own angles.
+TEST_CASE("rope's kept angle tables follow every change of length, width, offset, theta and direction") {
+  Generator gen(7);
+  struct Key {
+    Shape shape;
+    std::int64_t offset;
+    double theta;
+    bool inverse;
+  };
+  const std::vector<Key> keys = {
+      {{1, 6, 2, 8}, 0, 10000.0, false},  {{1, 9, 2, 8}, 0, 10000.0, false}, {{1, 9, 2, 16}, 0, 10000.0, false},
+      {{1, 9, 2, 16}, 5, 10000.0, false}, {{1, 9, 2, 16}, 5, 500.0, false},  {{1, 9, 2, 16}, 5, 500.0, true},
+      {{1, 6, 2, 8}, 0, 10000.0, false},  {{1, 6, 2, 8}, 0, 10000.0, true},  {{2, 6, 1, 6}, 0, 10000.0, false},
+  };
+  for (int round = 0; round < 2; ++round)
+    for (const Key& key : keys) {
+      INFO("round ", round, " shape ", key.shape, " offset ", key.offset, " theta ", key.theta, " inverse ", key.inverse);
+      const Tensor x64 = normal(key.shape, 0, 1, gen, DType::Float64);
+      CHECK(max_error(kernels::rope(x64, key.offset, key.theta, key.inverse),
+                      naive_rope(x64.to_vector<double>(), key.shape, key.offset, key.theta, key.inverse)) < 1e-13);
+      const Tensor x32 = x64.to(DType::Float32);
+      CHECK(max_error(kernels::rope(x32, key.offset, key.theta, key.inverse),
+                      naive_rope(to_doubles(x32), key.shape, key.offset, key.theta, key.inverse)) < 1e-6);
+    }
+}
+
 TEST_CASE("rope: position 0 is the identity, inverse undoes forward, norms are kept") {
   Generator gen(4);
   const Tensor x = normal({2, 1, 3, 8}, 0, 1, gen, DType::Float64);
