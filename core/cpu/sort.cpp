@@ -15,8 +15,9 @@
 //   64 experts 3% of the 64-expert benchmark step). O(n log k) per row otherwise.
 //   For k <= kPassTopK on rows of at least two vectors the k best are found in k vector passes
 //   instead (topk_by_passes): pass t takes the largest value m of a scratch copy of the row and the
-//   lowest position holding it, which is the t-th best under the same order, and overwrites that
-//   position with -inf so that the next pass skips it. A row with a NaN, or one whose remaining
+//   lowest position holding it (one branch-free pass: per lane the largest value and its first
+//   position, then the lanes combined), which is the t-th best under the same order, and
+//   overwrites that position with -inf so that the next pass skips it. A row with a NaN, or one whose remaining
 //   best is -inf (then a skipped position and a real -inf would look alike), goes to the scan: the
 //   answer is the same in every case. The scan's compare-and-branch per element had made top-2 of
 //   64 experts 4.8% of perf's samples of the 64-expert benchmark step.
@@ -67,31 +68,36 @@ bool topk_by_passes(const T* x, std::int64_t n, int k, std::vector<T>& scratch, 
   T* y = scratch.data();
   const std::int64_t body = n / P * P;
   for (int t = 0; t < k; ++t) {
-    // m = the largest of y, NaN if any y is NaN (each lane's running max propagates NaN).
-    Packet acc = ploadu<Packet>(y);
-    for (std::int64_t j = P; j < body; j += P) acc = pmax<Eigen::PropagateNaN>(acc, ploadu<Packet>(y + j));
-    T lanes[P];
-    pstoreu(lanes, acc);
-    T m = lanes[0];
-    bool nan = false;
-    for (std::int64_t l = 0; l < P; ++l) {
-      nan = nan || std::isnan(lanes[l]);
-      m = std::max(m, lanes[l]);
+    // One pass: each lane keeps its largest value and that value's first position (a strictly
+    // larger one replaces it; positions are counted in T, exact for any row length used here);
+    // at t = 0 it also notes whether any element is NaN (NaN != NaN).
+    Packet lane_best = ploadu<Packet>(y), position = plset<Packet>(T(0)), lane_at = position;
+    Packet ordered = pcmp_eq(lane_best, lane_best);
+    const Packet step = pset1<Packet>(static_cast<T>(P));
+    for (std::int64_t j = P; j < body; j += P) {
+      const Packet v = ploadu<Packet>(y + j);
+      position = padd(position, step);
+      const Packet larger = pcmp_lt(lane_best, v);
+      lane_best = pselect(larger, v, lane_best);
+      lane_at = pselect(larger, position, lane_at);
+      if (t == 0) ordered = pand(ordered, pcmp_eq(v, v));
     }
+    if (t == 0 && predux_any(pandnot(ptrue(ordered), ordered))) return false;
+    // The largest of the lanes, and the lowest position among the lanes that hold it (+0 and -0
+    // are equal, as in the scan); then the scalar tail, whose positions all come later.
+    T values[P], positions[P];
+    pstoreu(values, lane_best);
+    pstoreu(positions, lane_at);
+    T m = values[0];
+    for (std::int64_t l = 1; l < P; ++l) m = std::max(m, values[l]);
+    std::int64_t at = n;
+    for (std::int64_t l = 0; l < P; ++l)
+      if (values[l] == m) at = std::min(at, static_cast<std::int64_t>(positions[l]));
     for (std::int64_t j = body; j < n; ++j) {
-      nan = nan || std::isnan(y[j]);
-      m = std::max(m, y[j]);
+      if (std::isnan(y[j])) return false;
+      if (y[j] > m) m = y[j], at = j;
     }
-    if (nan || m == -std::numeric_limits<T>::infinity()) return false;
-    // The lowest position holding m: the first vector with an equal lane, then that lane.
-    std::int64_t at = body;
-    const Packet target = pset1<Packet>(m);
-    for (std::int64_t j = 0; j < body; j += P)
-      if (predux_any(pcmp_eq(ploadu<Packet>(y + j), target))) {
-        at = j;
-        break;
-      }
-    while (y[at] != m) ++at;  // +0 and -0 are equal, as in the scan
+    if (m == -std::numeric_limits<T>::infinity()) return false;
     best[t] = static_cast<std::int32_t>(at);
     y[at] = -std::numeric_limits<T>::infinity();
   }
@@ -105,7 +111,7 @@ void topk_row(const T* x, std::int64_t n, int k, std::vector<std::int32_t>& orde
   const std::int32_t* best = nullptr;
   std::int32_t scanned[kScanTopK];
   constexpr std::int64_t P = Eigen::internal::packet_traits<T>::size;
-  if (k <= kPassTopK && n >= 2 * P && topk_by_passes(x, n, k, scratch, scanned)) {
+  if (k <= kPassTopK && n >= 2 * P && n < (std::int64_t{1} << 24) && topk_by_passes(x, n, k, scratch, scanned)) {
     best = scanned;
   } else if (k <= kScanTopK) {
     // Positions come in increasing order, so every kept one is lower than j, and `before(j, kept)`
