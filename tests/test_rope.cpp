@@ -36,16 +36,18 @@ std::vector<double> naive_rope(const std::vector<double>& x, const Shape& s, std
   return y;
 }
 
+// One call's input shape and arguments.
+struct Problem {
+  Shape shape;
+  std::int64_t offset;
+  double theta;
+  bool inverse;
+};
+
 }  // namespace
 
 TEST_CASE("rope matches a naive loop in float64 and float32") {
   Generator gen(3);
-  struct Problem {
-    Shape shape;
-    std::int64_t offset;
-    double theta;
-    bool inverse;
-  };
   const std::vector<Problem> problems = {
       {{2, 5, 3, 8}, 0, 10000.0, false}, {{1, 7, 2, 4}, 11, 10000.0, false}, {{3, 2, 4, 6}, 3, 500.0, true},
       {{1, 1, 1, 2}, 1000, 10000.0, false},  // a single pair at a far position (as a KV-cached step)
@@ -68,19 +70,13 @@ TEST_CASE("rope matches a naive loop in float64 and float32") {
 // earlier key, must still rotate by its own angles.
 TEST_CASE("rope's kept angle tables follow every change of length, width, offset, theta and direction") {
   Generator gen(7);
-  struct Key {
-    Shape shape;
-    std::int64_t offset;
-    double theta;
-    bool inverse;
-  };
-  const std::vector<Key> keys = {
+  const std::vector<Problem> keys = {
       {{1, 6, 2, 8}, 0, 10000.0, false},  {{1, 9, 2, 8}, 0, 10000.0, false}, {{1, 9, 2, 16}, 0, 10000.0, false},
       {{1, 9, 2, 16}, 5, 10000.0, false}, {{1, 9, 2, 16}, 5, 500.0, false},  {{1, 9, 2, 16}, 5, 500.0, true},
       {{1, 6, 2, 8}, 0, 10000.0, false},  {{1, 6, 2, 8}, 0, 10000.0, true},  {{2, 6, 1, 6}, 0, 10000.0, false},
   };
   for (int round = 0; round < 2; ++round)
-    for (const Key& key : keys) {
+    for (const Problem& key : keys) {
       INFO("round ", round, " shape ", key.shape, " offset ", key.offset, " theta ", key.theta, " inverse ", key.inverse);
       const Tensor x64 = normal(key.shape, 0, 1, gen, DType::Float64);
       CHECK(max_error(kernels::rope(x64, key.offset, key.theta, key.inverse),
