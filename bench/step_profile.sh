@@ -3,9 +3,11 @@
 # CPU's FMA peak a faster matrix product alone could bring it.
 #
 # For each benchmark model (dense; MoE 8 experts top-2; MoE 64 experts top-2 at d 64) it runs
-# train_step_bench (100 steps, so that building the model, which perf samples too, is a percent or
-# two of the samples at most) on one thread under `perf record` (a sampling profiler: cpu-clock,
-# so it works on virtual machines without hardware counters), ROUNDS times in turn, and splits the
+# train_step_bench (100 steps) on one thread under `perf record` (a sampling profiler: cpu-clock,
+# so it works on virtual machines without hardware counters), with perf's events enabled for the
+# timed steps only (perf's --control FIFOs, train_step_bench --perf-control: bench/perf_control.h;
+# until 2026-12-02 building the model and the warm-up were sampled too, which read the GEMM share
+# 0.5-1.5 points low), ROUNDS times in turn, and splits the
 # samples into the GEMM (moelab's blocked GEMM: its micro-kernels, driver and packing,
 # core/cpu/gemm_*.cpp) and everything else. With F the step's model FLOPs, P the FMA peak of the
 # instruction set the GEMM kernels ran (bench/fma_peak.cpp), t the step time and s_other the
@@ -20,8 +22,8 @@
 #   bench/step_profile.sh [ROUNDS]          (default 3)
 # MOELAB_BUILD=<folder> picks the build (build/); MOELAB_CPU_ISA=avx2 profiles the AVX2 kernels on
 # an AVX-512 CPU (and takes the AVX2 peak). Writes bench-results/step_profile.json (one entry per
-# model: the medians over the rounds, and every round) and prints a table. Needs perf (Debian:
-# linux-perf; as a user other than root, kernel.perf_event_paranoid <= 2) and python3; nothing
+# model: the medians over the rounds, and every round) and prints a table. Needs perf 5.9 or later
+# (Debian: linux-perf; as a user other than root, kernel.perf_event_paranoid <= 2) and python3; nothing
 # else should run on the machine meanwhile (the figures drift with other load: see
 # docs/results/bench.md).
 set -euo pipefail
@@ -43,8 +45,10 @@ for ((r = 0; r < rounds; ++r)); do
   for entry in "${models[@]}"; do
     name=${entry%%:*}
     read -r -a options <<< "${entry#*:}"
-    perf record -q -e cpu-clock -F 2000 -o "$tmp/$name.$r.data" \
-      "$build"/train_step_bench --threads 1 --steps 100 "${options[@]}" --out "$tmp/$name.$r.json" > /dev/null
+    rm -f "$tmp/ctl" "$tmp/ack" && mkfifo "$tmp/ctl" "$tmp/ack"
+    perf record -q -e cpu-clock -F 2000 -D -1 --control "fifo:$tmp/ctl,$tmp/ack" -o "$tmp/$name.$r.data" \
+      "$build"/train_step_bench --threads 1 --steps 100 "${options[@]}" --perf-control "$tmp/ctl,$tmp/ack" \
+      --out "$tmp/$name.$r.json" > /dev/null
     # One line per symbol: "share% symbol" (self time, as perf counts it).
     perf report -q -i "$tmp/$name.$r.data" --no-children --sort symbol 2> /dev/null > "$tmp/$name.$r.txt"
   done
@@ -57,7 +61,8 @@ tmp, rounds, commit = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 peak = json.load(open(f"{tmp}/fma_peak.json"))
 GEMM = re.compile(r"micro_kernel|Blocked::run|pack_[ab]_panel|gemm_f32|small_gemm|gemm_bf16")
 report = {"commit": commit, "cpu": peak["cpu"], "fma_peak": peak, "rounds": rounds,
-          "method": "perf record -e cpu-clock on train_step_bench --threads 1 --steps 100; medians over rounds",
+          "method": "perf record -e cpu-clock on train_step_bench --threads 1 --steps 100, sampling the timed steps only "
+                    "(--perf-control); medians over rounds",
           "models": {}}
 print(f"{'model':8} {'tokens/s':>9} {'of peak':>8} {'GEMM share':>11} {'GEMM GFLOP/s':>13} {'ceiling':>8}  largest others")
 for name in ("dense", "moe8", "moe64"):

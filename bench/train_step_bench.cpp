@@ -43,6 +43,10 @@
 // stdout: which products run slowly inside the step, which a sampling profiler cannot tell apart.
 // The clock reads make the profiled steps a little slower than unprofiled ones.
 //
+// --perf-control CTL[,ACK] turns `perf record -D -1 --control fifo:CTL,ACK` on for the timed steps
+// only, so that a profile leaves out building the model and the warm-up (bench/perf_control.h;
+// bench/step_profile.sh uses it).
+//
 // --paired-fp32 (with --precision bf16) also builds a float32 twin of the model (the same
 // initialisation, its own optimizer) and alternates the two, one step each, through the warm-up
 // and the timed steps: on a shared machine whose speed drifts by tens of percent within a minute,
@@ -62,6 +66,7 @@
 
 #include "autograd/precision.h"
 #include "bench/cpu_peak.h"
+#include "bench/perf_control.h"
 #include "bench/write_json.h"
 #include "core/backend.h"
 #include "core/cpu/cpu_features.h"
@@ -186,6 +191,10 @@ int main(int argc, char** argv) {
   app.add_option("--out", out_path, "JSON file to write")->capture_default_str();
   bool gemm_profile = false;
   bool paired_fp32 = false;
+  std::string perf_control_spec;
+  app.add_option("--perf-control", perf_control_spec,
+                 "CTL[,ACK]: the FIFOs of `perf record -D -1 --control fifo:CTL,ACK`; sampling is enabled for the "
+                 "timed steps only (bench/step_profile.sh)");
   app.add_flag("--paired-fp32", paired_fp32,
                "with --precision bf16: also train a float32 twin of the model, alternating their steps one by one, "
                "and report both and the bf16 / fp32 speed ratio (\"paired_fp32\", \"bf16_over_fp32\" in the JSON)");
@@ -237,6 +246,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "train_step_bench: --gemm-profile times the CPU's float32 products: use it with --device "
                          "cpu --precision fp32\n");
     return 2;
+  }
+  moelab::bench::PerfControl perf_control;
+  if (!perf_control_spec.empty()) {
+    try {
+      perf_control.open(perf_control_spec);
+    } catch (const std::runtime_error& e) {
+      std::fprintf(stderr, "train_step_bench: --perf-control: %s\n", e.what());
+      return 2;
+    }
   }
   try {
     set_num_threads(threads);
@@ -328,11 +346,13 @@ int main(int argc, char** argv) {
     std::vector<double> seconds, twin_seconds, step_ratios;
     cpu::clear_gemm_profile();
     cpu::set_gemm_profiling(gemm_profile);
+    if (!perf_control.enable()) std::fprintf(stderr, "train_step_bench: --perf-control: perf did not take \"enable\"\n");
     for (int i = 0; i < steps; ++i) {
       if (paired_fp32) twin_seconds.push_back(timed(twin_step));
       seconds.push_back(timed(step));
       if (paired_fp32) step_ratios.push_back(twin_seconds.back() / seconds.back());
     }
+    if (!perf_control.disable()) std::fprintf(stderr, "train_step_bench: --perf-control: perf did not take \"disable\"\n");
     cpu::set_gemm_profiling(false);
     double step_seconds_total = 0;
     for (double x : seconds) step_seconds_total += x;

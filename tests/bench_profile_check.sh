@@ -10,6 +10,9 @@
 #     set the kernels run, times the threads (checked to the digit); a file from another CPU, a
 #     file that is not fma_peak's, --peak-tflops beside it, --precision bf16 (fma_peak measures
 #     float32) are refused with status 2 before any JSON is written.
+#   - train_step_bench --perf-control CTL,ACK: "enable" before the timed steps and "disable" after,
+#     each acknowledged, to a stand-in for perf on two FIFOs; a path that is not a FIFO, or none,
+#     refused with status 2 before any JSON is written.
 #   - train_step_bench --precision bf16 --paired-fp32: "paired_fp32" and "bf16_over_fp32" in the
 #     JSON, the float32 twin's last loss bitwise that of a plain float32 run of as many steps (the
 #     same model, trained alone), and --paired-fp32 without bf16 refused with status 2.
@@ -56,6 +59,37 @@ fi
 "$train_step_bench" $toy --paired-fp32 --out "$work/refused.json" >/dev/null 2>&1
 status=$?
 [ "$status" = 2 ] || fail "--paired-fp32 with fp32 exited $status, not 2"
+
+# --perf-control: a shell loop plays perf, logging each command and answering "ack".
+mkfifo "$work/ctl" "$work/ack"
+(
+  exec 3<"$work/ctl" 4>"$work/ack"
+  while read -r command <&3; do
+    echo "$command" >>"$work/commands"
+    echo ack >&4
+  done
+) &
+stand_in=$!
+# shellcheck disable=SC2086
+if "$train_step_bench" $toy --perf-control "$work/ctl,$work/ack" --out "$work/perf.json" >"$work/perf.txt" 2>&1; then
+  wait "$stand_in"
+  [ "$(tr '\n' ' ' <"$work/commands")" = "enable disable " ] ||
+    fail "--perf-control sent '$(tr '\n' ' ' <"$work/commands" 2>/dev/null)', not 'enable disable'"
+  ! grep -q "did not take" "$work/perf.txt" || fail "--perf-control: $(cat "$work/perf.txt")"
+else
+  kill "$stand_in" 2>/dev/null
+  fail "train_step_bench --perf-control failed: $(cat "$work/perf.txt")"
+fi
+touch "$work/plain"
+for spec in "$work/plain" "$work/missing,$work/ack"; do
+  # shellcheck disable=SC2086
+  "$train_step_bench" $toy --perf-control "$spec" --out "$work/refused_perf.json" >"$work/refused_perf.txt" 2>&1
+  status=$?
+  [ "$status" = 2 ] || fail "--perf-control $spec exited $status, not 2"
+  grep -q -e "not a FIFO" -e "cannot open" "$work/refused_perf.txt" ||
+    fail "--perf-control $spec: the refusal does not say why: $(cat "$work/refused_perf.txt")"
+  [ ! -e "$work/refused_perf.json" ] || fail "--perf-control $spec: the refused run wrote its JSON"
+done
 
 if "$gemm_bench" --micro-kernel --phases 1 --out "$work/tile.json" >"$work/tile.txt" 2>&1; then
   [ "$(grep -c '"kc"' "$work/tile.json")" = 6 ] || fail "gemm_bench --micro-kernel: not 6 kc rows"
