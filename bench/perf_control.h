@@ -13,7 +13,8 @@
 //
 // and the program writes "enable" before its timed steps and "disable" after them, waiting for
 // perf's "ack" on the second FIFO (when given) so that sampling has started before the first timed
-// step runs. Both paths must be FIFOs (checked): the program never writes to a regular file here.
+// step runs. Both paths must be FIFOs themselves, not links to them (checked): the program never
+// writes to a regular file or through a link here.
 #pragma once
 
 #include <fcntl.h>
@@ -24,6 +25,8 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+
+#include "core/safe_file.h"
 
 namespace moelab::bench {
 
@@ -50,14 +53,22 @@ class PerfControl {
   bool disable() { return command("disable\n"); }
 
  private:
+  // Opens path, which must be a FIFO itself: O_NOFOLLOW refuses a symbolic link (a name in a
+  // folder someone else handed over could point anywhere), fstat anything else. Nothing is ever
+  // written but the commands, and only once the descriptor is known to be a FIFO. A FIFO's open
+  // blocks until the other end is open; perf opens both at its start.
   static int open_fifo(const std::string& path, int flags) {
-    // A FIFO's open blocks until the other end is open; perf opens both at its start.
-    const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-    if (fd < 0) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
+    const int fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      const int error = errno;
+      throw std::runtime_error("cannot open '" + path + "': " +
+                               (error == ELOOP ? "it is " + file_kind(path) : std::string(std::strerror(error))));
+    }
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) {
       ::close(fd);
-      throw std::runtime_error(path + " is not a FIFO (make one with mkfifo and give it to perf's --control fifo:)");
+      throw std::runtime_error("'" + path + "' is " + file_kind(path) +
+                               ", not a FIFO (make one with mkfifo and give it to perf's --control fifo:)");
     }
     return fd;
   }

@@ -11,8 +11,8 @@
 #     file that is not fma_peak's, --peak-tflops beside it, --precision bf16 (fma_peak measures
 #     float32) are refused with status 2 before any JSON is written.
 #   - train_step_bench --perf-control CTL,ACK: "enable" before the timed steps and "disable" after,
-#     each acknowledged, to a stand-in for perf on two FIFOs; a path that is not a FIFO, or none,
-#     refused with status 2 before any JSON is written.
+#     each acknowledged, to a stand-in for perf on two FIFOs; a path that is not a FIFO, a symbolic
+#     link to one, or none, refused with status 2 before any JSON is written.
 #   - train_step_bench --precision bf16 --paired-fp32: "paired_fp32" and "bf16_over_fp32" in the
 #     JSON, the float32 twin's last loss bitwise that of a plain float32 run of as many steps (the
 #     same model, trained alone), and --paired-fp32 without bf16 refused with status 2.
@@ -81,12 +81,14 @@ else
   fail "train_step_bench --perf-control failed: $(cat "$work/perf.txt")"
 fi
 touch "$work/plain"
-for spec in "$work/plain" "$work/missing,$work/ack"; do
+ln -s "$work/ctl" "$work/link"
+for spec in "$work/plain" "$work/missing,$work/ack" "$work/link"; do
+  # (timeout: a link followed to the FIFO would block in open, with no reader left)
   # shellcheck disable=SC2086
-  "$train_step_bench" $toy --perf-control "$spec" --out "$work/refused_perf.json" >"$work/refused_perf.txt" 2>&1
+  timeout 60 "$train_step_bench" $toy --perf-control "$spec" --out "$work/refused_perf.json" >"$work/refused_perf.txt" 2>&1
   status=$?
   [ "$status" = 2 ] || fail "--perf-control $spec exited $status, not 2"
-  grep -q -e "not a FIFO" -e "cannot open" "$work/refused_perf.txt" ||
+  grep -q -e "not a FIFO" -e "cannot open" -e "symbolic link" "$work/refused_perf.txt" ||
     fail "--perf-control $spec: the refusal does not say why: $(cat "$work/refused_perf.txt")"
   [ ! -e "$work/refused_perf.json" ] || fail "--perf-control $spec: the refused run wrote its JSON"
 done
