@@ -13,10 +13,14 @@
 // The instruction's kernel is compared with the emulation to that same bound (not bitwise: an
 // implementation may round its two steps differently from the manual's text; the test reports how
 // many elements are bitwise equal). On a CPU without AVX512_BF16 it is not run, and the test says so.
+// The AMX kernel (TDPBF16PS, 16 pairs an instruction, summed in an order of the hardware's own) is
+// held to the same bound against the emulation where the CPU has AMX-BF16 (the inner dimension
+// padded with zero pairs to a multiple of 16: bounds of k terms still hold, zeros adding nothing).
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -124,8 +128,10 @@ std::vector<float> run(Bf16DotKernel kernel, const std::vector<std::uint16_t>& a
 }
 
 // Full and edge tiles, odd k, one and several 128-pair blocks (k 300 and 513 > 256).
-const std::vector<Shape3> kShapes{{1, 1, 1}, {13, 7, 33}, {12, 256, 32}, {25, 257, 65}, {40, 300, 70},
-                                  {5, 513, 9}, {24, 2, 64}};
+// For AMX: 32-row panels whole and not ({64, 64, 64} and {70, 32, 96} read A in place; k 300's
+// second block of 22 pairs is padded to 32; {33, 64, 32} one row past a panel).
+const std::vector<Shape3> kShapes{{1, 1, 1},    {13, 7, 33}, {12, 256, 32}, {25, 257, 65}, {40, 300, 70},
+                                  {5, 513, 9},  {24, 2, 64}, {64, 64, 64},  {70, 32, 96},  {33, 64, 32}};
 
 // Calls check(s, trans_a, trans_b, a, b) for every shape of kShapes and transposition, with fresh
 // random operands from `seed` on.
@@ -167,6 +173,7 @@ TEST_CASE("gemm_bf16_strided and a B packed once (gemm_bf16_packed): gemm_bf16's
   // (rows lda, ldb, ldc apart), and the packed B serves a product of every column count up to n.
   std::vector<Bf16DotKernel> kernels{Bf16DotKernel::Emulated};
   if (cpu_has_avx512_bf16()) kernels.push_back(Bf16DotKernel::Avx512Bf16);
+  if (cpu_has_amx_bf16()) kernels.push_back(Bf16DotKernel::Amx);
   for (const Bf16DotKernel kernel : kernels)
     for_every_case(300, [&](Shape3 s, bool trans_a, bool trans_b, const std::vector<std::uint16_t>& a,
                             const std::vector<std::uint16_t>& b) {
@@ -231,6 +238,17 @@ TEST_CASE("gemm_bf16: no bit depends on the thread count") {
   set_num_threads(before);
   CHECK(bitwise_equal(one, four));
   CHECK(bitwise_equal(one, pairwise_reference(a, b, s, false, true)));
+  if (cpu_has_amx_bf16()) {  // each thread configures its own tiles; a transposed A packs per thread
+    for (const bool trans_a : {false, true}) {
+      CAPTURE(trans_a);
+      set_num_threads(1);
+      const std::vector<float> amx_one = run(Bf16DotKernel::Amx, a, b, s, trans_a, true);
+      set_num_threads(4);
+      const std::vector<float> amx_four = run(Bf16DotKernel::Amx, a, b, s, trans_a, true);
+      set_num_threads(before);
+      CHECK(bitwise_equal(amx_one, amx_four));
+    }
+  }
 }
 
 TEST_CASE("gemm_bf16: the VDPBF16PS kernel against the emulation, where the CPU has AVX512_BF16") {
@@ -255,7 +273,47 @@ TEST_CASE("gemm_bf16: the VDPBF16PS kernel against the emulation, where the CPU 
   MESSAGE("VDPBF16PS kernel: " << equal << " of " << elements << " elements bitwise equal to the emulated chain");
 }
 
-TEST_CASE("CPU matmul of bfloat16 operands: VDPBF16PS where the CPU has it, else the widened float32 GEMM") {
+TEST_CASE("gemm_bf16: the AMX kernel against the emulation, where the CPU has AMX-BF16") {
+  if (!cpu_has_amx_bf16()) {
+    MESSAGE("this CPU has no AMX-BF16 (or Linux did not grant the tiles): the AMX kernel is not run here");
+    CHECK_THROWS_AS(run(Bf16DotKernel::Amx, {1}, {1}, Shape3{1, 1, 1}, false, false), Error);
+    return;
+  }
+  std::int64_t elements = 0, equal = 0;
+  for_every_case(200, [&](Shape3 s, bool trans_a, bool trans_b, const std::vector<std::uint16_t>& a,
+                          const std::vector<std::uint16_t>& b) {
+    const std::vector<float> amx = run(Bf16DotKernel::Amx, a, b, s, trans_a, trans_b);
+    const std::vector<float> emulated = run(Bf16DotKernel::Emulated, a, b, s, trans_a, trans_b);
+    for (std::int64_t i = 0; i < s.m; ++i)
+      for (std::int64_t j = 0; j < s.n; ++j) {
+        const auto at = static_cast<std::size_t>(i * s.n + j);
+        CHECK(std::abs(double(amx[at]) - emulated[at]) <= bound(a, b, s, trans_a, trans_b, i, j));
+        ++elements;
+        equal += std::memcmp(&amx[at], &emulated[at], sizeof(float)) == 0;
+      }
+  });
+  MESSAGE("AMX kernel: " << equal << " of " << elements << " elements bitwise equal to the emulated chain");
+  // The padding pairs must be zero in both operands, whatever an earlier product left in the
+  // reused buffers: a product of NaNs over 32 pairs, then one of a single pair (padded to 16).
+  const std::vector<std::uint16_t> nan_a(32 * 64, 0x7FC0), nan_b(64 * 32, 0x7FC0);
+  run(Bf16DotKernel::Amx, nan_a, nan_b, Shape3{32, 64, 32}, false, false);
+  run(Bf16DotKernel::Amx, nan_a, nan_b, Shape3{32, 64, 32}, true, false);
+  const Shape3 one_pair{40, 2, 40};
+  const auto a = random_bf16(one_pair.m * one_pair.k, 7), b = random_bf16(one_pair.k * one_pair.n, 8);
+  for (const bool trans_a : {false, true}) {
+    const std::vector<float> amx = run(Bf16DotKernel::Amx, a, b, one_pair, trans_a, false);
+    CHECK(std::none_of(amx.begin(), amx.end(), [](float x) { return std::isnan(x); }));
+  }
+  // A packed B belongs to the kernel it was packed for (AMX pads the pairs).
+  Bf16PackedB packed;
+  pack_bf16_b(Bf16DotKernel::Amx, std::vector<std::uint16_t>(4, 0).data(), 2, 2, 2, false, packed);
+  float c[2];
+  CHECK_THROWS_AS(gemm_bf16_packed(Bf16DotKernel::Emulated, std::vector<std::uint16_t>(2, 0).data(), 2, packed, 2, c, 2,
+                                   1, false),
+                  Error);
+}
+
+TEST_CASE("CPU matmul of bfloat16 operands: the CPU's bf16 instruction where it has one, else the widened float32 GEMM") {
   Generator gen(5);
   const Tensor a = normal({37, 70}, 0.0, 1.0, gen).to(DType::BFloat16);
   const Tensor b = normal({70, 45}, 0.0, 1.0, gen).to(DType::BFloat16);
@@ -263,16 +321,21 @@ TEST_CASE("CPU matmul of bfloat16 operands: VDPBF16PS where the CPU has it, else
   const std::vector<float> widened = kernels::matmul(a.to(DType::Float32), b.to(DType::Float32)).to_vector<float>();
   if (use_native_bf16_gemm()) {
     std::vector<float> native(got.size());
-    gemm_bf16(Bf16DotKernel::Avx512Bf16, reinterpret_cast<const std::uint16_t*>(a.data<BFloat16>()),
+    gemm_bf16(native_bf16_kernel(), reinterpret_cast<const std::uint16_t*>(a.data<BFloat16>()),
               reinterpret_cast<const std::uint16_t*>(b.data<BFloat16>()), native.data(), 37, 70, 45, false, false);
     CHECK(bitwise_equal(got, native));
+    // The default is the fastest kernel the CPU has (MOELAB_CPU_BF16 unset or native).
+    const char* setting = std::getenv("MOELAB_CPU_BF16");
+    if (!setting || std::string(setting) == "native")
+      CHECK(native_bf16_kernel() == (cpu_has_amx_bf16() ? Bf16DotKernel::Amx : Bf16DotKernel::Avx512Bf16));
+    MESSAGE("bfloat16 products run on the " << std::string(bf16_kernel_name(native_bf16_kernel())) << " kernel");
   } else {
     MESSAGE("bfloat16 products widen to the float32 GEMM here (no AVX512_BF16, MOELAB_CPU_ISA below avx512, or MOELAB_CPU_BF16=widen)");
     CHECK(bitwise_equal(got, widened));
   }
 }
 
-TEST_CASE("CPU grouped products of bfloat16 operands: VDPBF16PS per group where the CPU has it, else widened") {
+TEST_CASE("CPU grouped products of bfloat16 operands: the CPU's bf16 instruction per group where it has one, else widened") {
   Generator gen(6);
   // 4 groups over 30 rows: 7, 0 (an empty group), 15, 5; rows 27..29 in no group (their output is 0).
   const Tensor offsets = from_vector(std::vector<std::int32_t>{0, 7, 7, 22, 27}, {5});
@@ -302,16 +365,16 @@ TEST_CASE("CPU grouped products of bfloat16 operands: VDPBF16PS per group where 
     const std::int64_t r0 = starts[e], rows = starts[e + 1] - r0;
     std::vector<float> expect(static_cast<std::size_t>(std::max<std::int64_t>(rows, 1) * 33));
     if (rows > 0) {
-      gemm_bf16(Bf16DotKernel::Avx512Bf16, bits(x) + r0 * 40, bits(w) + e * 40 * 33, expect.data(), rows, 40, 33, false,
+      gemm_bf16(native_bf16_kernel(), bits(x) + r0 * 40, bits(w) + e * 40 * 33, expect.data(), rows, 40, 33, false,
                 false);
       CHECK(std::memcmp(expect.data(), got.data() + r0 * 33, rows * 33 * sizeof(float)) == 0);
-      gemm_bf16(Bf16DotKernel::Avx512Bf16, bits(x) + r0 * 40, bits(wt) + e * 33 * 40, expect.data(), rows, 40, 33,
+      gemm_bf16(native_bf16_kernel(), bits(x) + r0 * 40, bits(wt) + e * 33 * 40, expect.data(), rows, 40, 33,
                 false, true);
       CHECK(std::memcmp(expect.data(), got_t.data() + r0 * 33, rows * 33 * sizeof(float)) == 0);
     }
     std::vector<float> expect_dw(40 * 33, 0.0f);
     if (rows > 0)
-      gemm_bf16(Bf16DotKernel::Avx512Bf16, bits(x) + r0 * 40, bits(dy) + r0 * 33, expect_dw.data(), 40, rows, 33, true,
+      gemm_bf16(native_bf16_kernel(), bits(x) + r0 * 40, bits(dy) + r0 * 33, expect_dw.data(), 40, rows, 33, true,
                 false);
     CHECK(std::memcmp(expect_dw.data(), got_dw.data() + e * 40 * 33, expect_dw.size() * sizeof(float)) == 0);
   }

@@ -192,13 +192,13 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, do
       thread_local cpu::Bf16PackedB k_packed;  // this pair's k_h^T, packed once for every query block
       const std::int64_t b = n / heads, h = n % heads;
       const std::uint16_t* qn = pq + b * t * ld + h * hd;
-      cpu::pack_bf16_b(cpu::Bf16DotKernel::Avx512Bf16, pk + b * s * ld + h * hd, ld, hd, s, true, k_packed);
+      cpu::pack_bf16_b(cpu::native_bf16_kernel(), pk + b * s * ld + h * hd, ld, hd, s, true, k_packed);
       widen_head(pv + b * s * ld + h * hd, s, hd, ld, v_rows);
       float* yn = py + b * t * ld + h * hd;
       float* pn = pp + n * t * s;
       for (std::int64_t r0 = 0; r0 < t; r0 += kRows) {
         const std::int64_t r1 = std::min(t, r0 + kRows), keys = std::min(s, r1 + off);
-        cpu::gemm_bf16_packed(cpu::Bf16DotKernel::Avx512Bf16, qn + r0 * ld, ld, k_packed, keys, pn + r0 * s, s, r1 - r0,
+        cpu::gemm_bf16_packed(cpu::native_bf16_kernel(), qn + r0 * ld, ld, k_packed, keys, pn + r0 * s, s, r1 - r0,
                               false);  // q @ k^T
         softmax_rows(pn, r0, r1, s, off, sc);
         block_gemm(pn + r0 * s, s, v_rows.data(), hd, yn + r0 * ld, ld, r1 - r0, keys, hd, false, false);  // p @ v
@@ -255,11 +255,11 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
       widen_head(pq + q_at, t, hd, ld, q_rows);
       widen_head(pk + k_at, s, hd, ld, k_rows);
       widen_head(pg + q_at, t, hd, ld, g_rows);
-      cpu::pack_bf16_b(cpu::Bf16DotKernel::Avx512Bf16, pv + k_at, ld, hd, s, true, v_packed);
+      cpu::pack_bf16_b(cpu::native_bf16_kernel(), pv + k_at, ld, hd, s, true, v_packed);
       const float* pn = pp + n * t * s;
       for (std::int64_t r0 = 0; r0 < t; r0 += kRows) {
         const std::int64_t r1 = std::min(t, r0 + kRows), keys = std::min(s, r1 + off);
-        cpu::gemm_bf16_packed(cpu::Bf16DotKernel::Avx512Bf16, pg + q_at + r0 * ld, ld, v_packed, keys, ds + r0 * s, s,
+        cpu::gemm_bf16_packed(cpu::native_bf16_kernel(), pg + q_at + r0 * ld, ld, v_packed, keys, ds + r0 * s, s,
                               r1 - r0, false);  // dp = g @ v^T
         softmax_backward_rows(ds, pn, r0, r1, s, off, sc);
         block_gemm(ds + r0 * s, s, k_rows.data(), hd, pdq + q_at + r0 * ld, ld, r1 - r0, keys, hd, false, false);

@@ -12,6 +12,11 @@
 #include "core/cpu/gemm_bf16.h"
 
 #include <omp.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -135,17 +140,64 @@ struct Bf16Tiles {
   gemm_bf16_detail::Bf16Tile packed;
   gemm_bf16_detail::Bf16TileRows rows;
   gemm_bf16_detail::Bf16PairPacker packer;
+  bool amx = false;  // the AMX kernel: amx_bf16_block on 32 x 32 blocks instead of the two tiles
 };
 
 Bf16Tiles tiles_for(Bf16DotKernel kernel) {
   if (kernel == Bf16DotKernel::Emulated) return {&emulated_tile, &emulated_tile_rows, nullptr};
+  MOELAB_CHECK(kernel != Bf16DotKernel::Amx || cpu_has_amx_bf16(), "gemm_bf16",
+               "the amx kernel needs a CPU with AMX-BF16 whose tiles Linux grants");
   MOELAB_CHECK(cpu_has_avx512_bf16(), "gemm_bf16", "the avx512_bf16 kernel needs a CPU with AVX512_BF16");
 #if defined(__x86_64__)
   return {&gemm_bf16_detail::avx512_bf16_tile, &gemm_bf16_detail::avx512_bf16_tile_rows,
-          &gemm_bf16_detail::avx512_pack_pairs};
+          &gemm_bf16_detail::avx512_pack_pairs, kernel == Bf16DotKernel::Amx};
 #else
   fail("gemm_bf16", "this build has no avx512_bf16 kernel");
 #endif
+}
+
+// Pairs a block of kp pairs takes in a packed panel: AMX steps over 16 pairs at a time, so its
+// blocks are padded to a multiple of 16 with zero words (each adds +0 products: a sum that starts
+// from +0 never is -0, so the padding changes no bit of C).
+std::int64_t stored_pairs(const Bf16Tiles& tiles, std::int64_t kp) {
+  const std::int64_t step = tiles.amx ? gemm_bf16_detail::AMX_PAIRS : 1;
+  return (kp + step - 1) / step * step;
+}
+
+// B's block of pairs [q0, q0 + kp): panels of NR columns, `stored` words apart a column.
+void pack_b_block(const Bf16Tiles& tiles, const Bf16Operand& op_bt, std::int64_t n, std::int64_t q0, std::int64_t kp,
+                  std::uint32_t* block) {
+  const std::int64_t stored = stored_pairs(tiles, kp), col_panels = (n + NR - 1) / NR;
+  for (std::int64_t jp = 0; jp < col_panels; ++jp) {
+    std::uint32_t* panel = block + jp * NR * stored;
+    pack_panel(op_bt, jp * NR, std::min<std::int64_t>(NR, n - jp * NR), NR, q0, kp, tiles.packer, panel);
+    std::fill(panel + kp * NR, panel + stored * NR, 0u);
+  }
+}
+
+// AMX's A panel: pairs [q0, q0 + kp) of rows [i0, i0 + rows) as out[r][q], 32 rows of `stored`
+// words, zero past the operand. Row-major A: each row's words copied; a transposed A (rows
+// contiguous): the AVX-512 packer of interleaved rows; the odd last pair and other layouts one
+// word at a time.
+void pack_amx_rows(const Bf16Operand& x, std::int64_t i0, std::int64_t rows, std::int64_t q0, std::int64_t kp,
+                   std::int64_t stored, std::uint32_t* out) {
+  const std::int64_t whole = std::clamp<std::int64_t>(x.inner / 2 - q0, 0, kp);
+  std::int64_t done = 0;
+  if (x.inner_stride == 1) {
+    for (std::int64_t r = 0; r < rows; ++r)
+      std::memcpy(out + r * stored, x.data + (i0 + r) * x.rows_stride + 2 * q0, whole * sizeof(std::uint32_t));
+    done = whole;
+  } else if (x.rows_stride == 1) {
+#if defined(__x86_64__)
+    gemm_bf16_detail::avx512_pack_pair_rows(x.data, x.inner_stride, i0, rows, q0, whole, out, stored);
+    done = whole;
+#endif
+  }
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t q = done; q < kp; ++q) out[r * stored + q] = x.pair(i0 + r, q0 + q);
+    std::fill(out + r * stored + kp, out + (r + 1) * stored, 0u);
+  }
+  std::fill(out + rows * stored, out + gemm_bf16_detail::AMX_ROWS * stored, 0u);
 }
 
 }  // namespace
@@ -155,10 +207,11 @@ bool cpu_has_avx512_bf16() {
   static const bool has = [] {
     __builtin_cpu_init();
     // __builtin_cpu_supports also checks (XGETBV) that the OS saves the 512-bit registers. The
-    // packer uses AVX512BW's 16-bit moves and the conversion (core/cpu/bf16_convert.h) AVX512DQ's
-    // VFPCLASSPS, which every CPU with AVX512_BF16 has.
+    // packers use AVX512BW's 16-bit moves (and AVX512VL's 256-bit masked loads), the conversion
+    // (core/cpu/bf16_convert.h) AVX512DQ's VFPCLASSPS: every CPU with AVX512_BF16 has them.
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16");
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bf16");
   }();
   return has;
 #else
@@ -166,23 +219,77 @@ bool cpu_has_avx512_bf16() {
 #endif
 }
 
-bool use_native_bf16_gemm() {
-  static const bool native = [] {
+bool cpu_has_amx_bf16() {
+#if defined(__x86_64__)
+  static const bool has = [] {
+    if (!cpu_has_avx512_bf16()) return false;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    const bool amx_bf16 = (edx >> 22) & 1u, amx_tile = (edx >> 24) & 1u;  // CPUID.(7, 0):EDX
+    if (!amx_bf16 || !amx_tile) return false;
+    // XCR0 bits 17 and 18: the OS manages the tile configuration and data (the OSXSAVE bit was
+    // checked by __builtin_cpu_supports above, XGETBV being what it asks).
+    std::uint32_t xcr0_low = 0, xcr0_high = 0;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+    if (((xcr0_low >> 17) & 3u) != 3u) return false;
+    // Linux (5.16 on) hands the 8 KiB of tile data only to a process that asks for it.
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+// The kernel CpuBackend's bf16 products use, or none (widened): MOELAB_CPU_BF16 and the CPU.
+struct Bf16Choice {
+  bool native;
+  Bf16DotKernel kernel;
+};
+
+const Bf16Choice& bf16_choice() {
+  static const Bf16Choice choice = [] {
     const char* setting = std::getenv("MOELAB_CPU_BF16");
     const std::string value = setting ? setting : "";
-    if (value == "widen") return false;
-    MOELAB_CHECK(value.empty() || value == "native", "MOELAB_CPU_BF16", "is '", value,
-                 "': use native (VDPBF16PS where the CPU has AVX512_BF16, the default) or widen");
-    MOELAB_CHECK(value.empty() || cpu_has_avx512_bf16(), "MOELAB_CPU_BF16",
-                 "native needs a CPU with AVX512_BF16; this one has none");
+    if (value == "widen") return Bf16Choice{false, Bf16DotKernel::Emulated};
+    MOELAB_CHECK(value.empty() || value == "native" || value == "amx" || value == "vdpbf16ps", "MOELAB_CPU_BF16",
+                 "is '", value,
+                 "': use native (the fastest bf16 instruction the CPU has: amx, else vdpbf16ps; the default), amx, "
+                 "vdpbf16ps or widen");
+    const bool amx = cpu_has_amx_bf16(), vdpbf16ps = cpu_has_avx512_bf16();
+    MOELAB_CHECK(value != "amx" || amx, "MOELAB_CPU_BF16", "amx needs a CPU with AMX-BF16 whose tiles Linux grants");
+    MOELAB_CHECK(value != "vdpbf16ps" || vdpbf16ps, "MOELAB_CPU_BF16", "vdpbf16ps needs a CPU with AVX512_BF16");
+    MOELAB_CHECK(value != "native" || vdpbf16ps, "MOELAB_CPU_BF16",
+                 "native needs a CPU with AVX512_BF16 or AMX-BF16; this one has neither");
     // MOELAB_CPU_ISA=avx2 (or generic) asks to run as a CPU of that set runs, and none of those
-    // has VDPBF16PS: its bf16 products widen, so one machine can reproduce an AVX2 machine's bf16 run.
+    // has a bf16 instruction: its bf16 products widen, so one machine can reproduce an AVX2
+    // machine's bf16 run.
     const bool narrowed = active_isa() != CpuIsa::Avx512;
-    MOELAB_CHECK(value.empty() || !narrowed, "MOELAB_CPU_BF16", "native needs the avx512 kernels; MOELAB_CPU_ISA is ",
+    MOELAB_CHECK(value.empty() || !narrowed, "MOELAB_CPU_BF16", value, " needs the avx512 kernels; MOELAB_CPU_ISA is ",
                  isa_name(active_isa()));
-    return cpu_has_avx512_bf16() && !narrowed;
+    if (narrowed || !vdpbf16ps) return Bf16Choice{false, Bf16DotKernel::Emulated};
+    const bool use_amx = value == "amx" || (value != "vdpbf16ps" && amx);
+    return Bf16Choice{true, use_amx ? Bf16DotKernel::Amx : Bf16DotKernel::Avx512Bf16};
   }();
-  return native;
+  return choice;
+}
+
+}  // namespace
+
+bool use_native_bf16_gemm() { return bf16_choice().native; }
+
+Bf16DotKernel native_bf16_kernel() { return bf16_choice().kernel; }
+
+const char* bf16_kernel_name(Bf16DotKernel kernel) {
+  switch (kernel) {
+    case Bf16DotKernel::Emulated: return "emulated";
+    case Bf16DotKernel::Avx512Bf16: return "vdpbf16ps";
+    case Bf16DotKernel::Amx: return "amx";
+  }
+  return "?";
 }
 
 void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t* b, float* out, std::int64_t m,
@@ -205,6 +312,7 @@ struct BlockProduct {
   int threads;
 
   void run(const std::uint32_t* packed_b, std::int64_t q0, std::int64_t kp) const {
+    if (tiles.amx) return run_amx(packed_b, q0, kp);
     const std::int64_t row_panels = (m + MR - 1) / MR, col_panels = (n + NR - 1) / NR;
     const bool accumulate = q0 > 0;
     const auto row_panel = [&](std::int64_t ip) {
@@ -246,12 +354,69 @@ struct BlockProduct {
       for (std::int64_t ip = 0; ip < row_panels; ++ip) row_panel(ip);
     }
   }
+
+  // The same on AMX: 32-row panels of C, B's panels [stored][NR] with kp's pairs padded to a
+  // multiple of 16 (zero words), A read in place when its panel is 32 whole rows of whole chunks,
+  // else packed as rows of words [32][stored] (zero past the operand).
+  void run_amx(const std::uint32_t* packed_b, std::int64_t q0, std::int64_t kp) const {
+#if defined(__x86_64__)
+    using gemm_bf16_detail::AMX_ROWS;
+    const std::int64_t stored = stored_pairs(tiles, kp), chunks = stored / gemm_bf16_detail::AMX_PAIRS;
+    const std::int64_t row_panels = (m + AMX_ROWS - 1) / AMX_ROWS, col_panels = (n + NR - 1) / NR;
+    const bool accumulate = q0 > 0;
+    const auto row_panel = [&](std::int64_t ip) {
+      alignas(64) std::uint32_t packed_a[AMX_ROWS * KP];
+      alignas(64) float part[AMX_ROWS * NR];
+      const std::int64_t i0 = ip * AMX_ROWS, rows = std::min<std::int64_t>(AMX_ROWS, m - i0);
+      const void* a_rows = packed_a;
+      std::int64_t a_stride = stored * static_cast<std::int64_t>(sizeof(std::uint32_t));
+      if (a_rows_in_place && rows == AMX_ROWS && stored == kp) {
+        a_rows = a + i0 * lda + 2 * q0;
+        a_stride = lda * static_cast<std::int64_t>(sizeof(std::uint16_t));
+      } else {
+        pack_amx_rows(op_a, i0, rows, q0, kp, stored, packed_a);
+      }
+      for (std::int64_t jp = 0; jp < col_panels; ++jp) {
+        const std::int64_t j0 = jp * NR, cols = std::min<std::int64_t>(NR, n - j0);
+        const std::uint32_t* b_panel = packed_b + jp * NR * stored;
+        float* c = out + i0 * ldc + j0;
+        if (rows == AMX_ROWS && cols == NR) {
+          gemm_bf16_detail::amx_bf16_block(chunks, a_rows, a_stride, b_panel, c, ldc, accumulate);
+          continue;
+        }
+        if (accumulate)  // an edge block on a padded copy, as the tiles' above
+          for (std::int64_t r = 0; r < AMX_ROWS; ++r)
+            for (std::int64_t j = 0; j < NR; ++j) part[r * NR + j] = r < rows && j < cols ? c[r * ldc + j] : 0.0f;
+        gemm_bf16_detail::amx_bf16_block(chunks, a_rows, a_stride, b_panel, part, NR, accumulate);
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::int64_t j = 0; j < cols; ++j) c[r * ldc + j] = part[r * NR + j];
+      }
+    };
+    // Each thread configures its own tiles, and releases them when its panels are done.
+    if (threads == 1) {
+      gemm_bf16_detail::amx_tiles_begin();
+      for (std::int64_t ip = 0; ip < row_panels; ++ip) row_panel(ip);
+      gemm_bf16_detail::amx_tiles_end();
+    } else {
+#pragma omp parallel num_threads(threads)
+      {
+        gemm_bf16_detail::amx_tiles_begin();
+#pragma omp for schedule(static)
+        for (std::int64_t ip = 0; ip < row_panels; ++ip) row_panel(ip);
+        gemm_bf16_detail::amx_tiles_end();
+      }
+    }
+#else
+    (void)packed_b, (void)q0, (void)kp;
+#endif
+  }
 };
 
 // Threads for an m x k x n product: one per grain of work, at most one per row panel.
-int product_threads(std::int64_t m, std::int64_t k, std::int64_t n) {
+int product_threads(const Bf16Tiles& tiles, std::int64_t m, std::int64_t k, std::int64_t n) {
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  return static_cast<int>(std::min<std::int64_t>(threads_for(flops, kGemmGrainFlops), (m + MR - 1) / MR));
+  const std::int64_t panel_rows = tiles.amx ? gemm_bf16_detail::AMX_ROWS : MR;
+  return static_cast<int>(std::min<std::int64_t>(threads_for(flops, kGemmGrainFlops), (m + panel_rows - 1) / panel_rows));
 }
 
 Bf16Operand operand_a(const std::uint16_t* a, std::int64_t lda, std::int64_t k, bool trans_a) {
@@ -273,19 +438,18 @@ void gemm_bf16_strided(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_
   const Bf16Operand op_a = operand_a(a, lda, k, trans_a);
   const Bf16Operand op_bt = trans_b ? Bf16Operand{b, ldb, 1, k} : Bf16Operand{b, 1, ldb, k};
   const std::int64_t pairs = (k + 1) / 2, col_panels = (n + NR - 1) / NR;
-  const BlockProduct product{tiles, op_a, a, lda, !trans_a && k % 2 == 0, out, ldc, m, n, product_threads(m, k, n)};
+  const BlockProduct product{tiles, op_a, a, lda, !trans_a && k % 2 == 0, out, ldc, m, n,
+                             product_threads(tiles, m, k, n)};
   // The packed B block lives as long as the thread, as gemm_f32's: a fresh allocation per product
   // (hundreds of KiB, so fresh pages from the OS each time) cost more than small products.
   // (The pointer is taken here: inside the parallel region a thread_local names each worker's own.)
   thread_local std::vector<std::uint32_t> packed_b_buffer;
-  const auto packed_size = static_cast<std::size_t>(col_panels * NR * std::min(KP, pairs));
+  const auto packed_size = static_cast<std::size_t>(col_panels * NR * stored_pairs(tiles, std::min(KP, pairs)));
   if (packed_b_buffer.size() < packed_size) packed_b_buffer.resize(packed_size);
   std::uint32_t* const packed_b = packed_b_buffer.data();
   for (std::int64_t q0 = 0; q0 < pairs; q0 += KP) {
     const std::int64_t kp = std::min(KP, pairs - q0);
-    for (std::int64_t jp = 0; jp < col_panels; ++jp)
-      pack_panel(op_bt, jp * NR, std::min<std::int64_t>(NR, n - jp * NR), NR, q0, kp, tiles.packer,
-                 packed_b + jp * NR * kp);
+    pack_b_block(tiles, op_bt, n, q0, kp, packed_b);
     product.run(packed_b, q0, kp);
   }
 }
@@ -295,21 +459,21 @@ void pack_bf16_b(Bf16DotKernel kernel, const std::uint16_t* b, std::int64_t ldb,
   const Bf16Tiles tiles = tiles_for(kernel);
   const Bf16Operand op_bt = trans_b ? Bf16Operand{b, ldb, 1, k} : Bf16Operand{b, 1, ldb, k};
   const std::int64_t pairs = (k + 1) / 2, col_panels = (n + NR - 1) / NR;
-  packed.k = k, packed.n = n;
-  packed.words.resize(static_cast<std::size_t>(col_panels * NR * pairs));
+  packed.k = k, packed.n = n, packed.kernel = kernel;
+  // Only the last block is padded (KP is a multiple of AMX's 16 pairs).
+  static_assert(KP % gemm_bf16_detail::AMX_PAIRS == 0);
+  const std::int64_t last = pairs > 0 ? (pairs - 1) / KP * KP : 0;
+  packed.words.resize(static_cast<std::size_t>(col_panels * NR * (last + stored_pairs(tiles, pairs - last))));
   // Block q0's panels start after the earlier blocks' (col_panels * NR * q0 words).
-  for (std::int64_t q0 = 0; q0 < pairs; q0 += KP) {
-    const std::int64_t kp = std::min(KP, pairs - q0);
-    std::uint32_t* block = packed.words.data() + col_panels * NR * q0;
-    for (std::int64_t jp = 0; jp < col_panels; ++jp)
-      pack_panel(op_bt, jp * NR, std::min<std::int64_t>(NR, n - jp * NR), NR, q0, kp, tiles.packer,
-                 block + jp * NR * kp);
-  }
+  for (std::int64_t q0 = 0; q0 < pairs; q0 += KP)
+    pack_b_block(tiles, op_bt, n, q0, std::min(KP, pairs - q0), packed.words.data() + col_panels * NR * q0);
 }
 
 void gemm_bf16_packed(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_t lda, const Bf16PackedB& b,
                       std::int64_t n, float* out, std::int64_t ldc, std::int64_t m, bool trans_a) {
   MOELAB_CHECK(n >= 0 && n <= b.n, "gemm_bf16_packed", "uses ", n, " columns of a packed B of ", b.n);
+  MOELAB_CHECK(kernel == b.kernel, "gemm_bf16_packed", "runs the ", bf16_kernel_name(kernel),
+               " kernel on a B packed for ", bf16_kernel_name(b.kernel));
   const Bf16Tiles tiles = tiles_for(kernel);
   const std::int64_t k = b.k;
   if (m == 0 || n == 0) return;
@@ -320,7 +484,8 @@ void gemm_bf16_packed(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_t
   const Bf16Operand op_a = operand_a(a, lda, k, trans_a);
   const std::int64_t pairs = (k + 1) / 2, packed_panels = (b.n + NR - 1) / NR;
   // The first columns' panels of each block: a panel's columns past n are computed and not stored.
-  const BlockProduct product{tiles, op_a, a, lda, !trans_a && k % 2 == 0, out, ldc, m, n, product_threads(m, k, n)};
+  const BlockProduct product{tiles, op_a, a, lda, !trans_a && k % 2 == 0, out, ldc, m, n,
+                             product_threads(tiles, m, k, n)};
   for (std::int64_t q0 = 0; q0 < pairs; q0 += KP)
     product.run(b.words.data() + packed_panels * NR * q0, q0, std::min(KP, pairs - q0));
 }

@@ -11,6 +11,10 @@
 //
 // with bf16 subnormal inputs read as zero (DAZ), subnormal results flushed to zero (FTZ), and round
 // to nearest even. The products are exact (8-bit mantissas), so each step rounds once.
+// Intel CPUs since Sapphire Rapids also have AMX: eight tile registers of 16 rows x 64 bytes and
+// TDPBF16PS, which multiplies a 16 x 32 bf16 tile by a 32 x 16 one into a 16 x 16 float32 tile,
+// 16 384 FLOPs an instruction (a 2-core Xeon VM ran 3.1 TFLOP/s on one core, against 218 GFLOP/s
+// of float32 FMAs and 107 of VDPBF16PS: on that CPU VDPBF16PS is slower than float32).
 //
 // So this GEMM sums each element of C over k in pairs: for q = 0, 1, ...: the step above with
 // (a(i, 2q+1), b(2q+1, j)) then (a(i, 2q), b(2q, j)), one chain from 0 over all of k (an odd k
@@ -22,10 +26,21 @@
 //   Emulated    the same chain written out in C++ (std::fma, DAZ and FTZ by hand), slow: it lets
 //               every machine test the packing and the tiles, and a CPU with the instruction test
 //               the instruction against the definition (tests/test_gemm_bf16.cpp)
+//   Amx         TDPBF16PS on 32 x 32 blocks of C (core/cpu/gemm_bf16_amx.cpp), where the CPU has
+//               AMX-BF16 and Linux lets the process use the tiles. Its sums are not the chain
+//               above: each instruction adds 16 pairs of products to C, and the order in which
+//               the hardware sums within one instruction is not the manual's pseudo-code (measured
+//               on a Xeon VM: a lone pair gave fl(c + fl(p0 + p1)) for all of 512 000 elements,
+//               16 pairs matched no sequential order tried). It is deterministic, and its error
+//               was within 8.0 x 2^-24 x (|c| + sum |products|) over 256 000 elements of 33 terms,
+//               inside the bound of any float32 summation in round-to-nearest; the tests compare
+//               it with the emulated chain to that bound. Inner dimensions are padded with zero
+//               pairs to multiples of 16.
 // The chain differs from the widened float32 GEMM's (which sums k in order, in blocks of 256) by
 // float32 rounding only, so a bf16 run on a CPU with AVX512_BF16 is not bitwise the run on a CPU
-// without it; float32 runs are untouched. MOELAB_CPU_BF16=widen makes a CPU with the instruction
-// widen as the others do (for comparisons).
+// without it, nor a run on a CPU with AMX; float32 runs are untouched. MOELAB_CPU_BF16 picks the
+// kernel: unset or "native" the fastest the CPU has (amx, else vdpbf16ps, else widen), "amx" or
+// "vdpbf16ps" that one, "widen" the float32 GEMM as on CPUs without either (for comparisons).
 #pragma once
 
 #include <cstdint>
@@ -34,16 +49,22 @@
 
 namespace moelab::cpu {
 
-enum class Bf16DotKernel { Emulated, Avx512Bf16 };
+enum class Bf16DotKernel { Emulated, Avx512Bf16, Amx };
 
 // Whether this CPU has AVX512_BF16 (and the OS saves the 512-bit registers).
 bool cpu_has_avx512_bf16();
+// Whether this CPU has AMX-BF16 and AVX512_BF16 (the AMX kernel packs with AVX-512) and Linux
+// granted this process the tile registers (arch_prctl ARCH_REQ_XCOMP_PERM, asked once, here).
+bool cpu_has_amx_bf16();
 
-// Whether CpuBackend::matmul multiplies bfloat16 operands with gemm_bf16 (Avx512Bf16): the CPU has
-// the instruction, the kernels run at avx512 (MOELAB_CPU_ISA=avx2 or generic runs as such a CPU
-// does: widened) and MOELAB_CPU_BF16 is unset or "native"; "widen" says no. Read once. Throws
-// moelab::Error for another value, or for "native" on a CPU without the instruction or below avx512.
+// Whether CpuBackend::matmul multiplies bfloat16 operands with gemm_bf16, and with which kernel
+// (native_bf16_kernel: Amx or Avx512Bf16): the CPU has an instruction for it, the kernels run at
+// avx512 (MOELAB_CPU_ISA=avx2 or generic runs as such a CPU does: widened) and MOELAB_CPU_BF16 does
+// not say "widen" (values: the header). Read once. Throws moelab::Error for another value, or for
+// one naming an instruction this CPU lacks or MOELAB_CPU_ISA below avx512.
 bool use_native_bf16_gemm();
+Bf16DotKernel native_bf16_kernel();  // meaningful where use_native_bf16_gemm()
+const char* bf16_kernel_name(Bf16DotKernel kernel);  // "emulated", "vdpbf16ps", "amx"
 
 // out [m, n] (float32, row-major, overwritten) = op(A) [m, k] @ op(B) [k, n]; a and b hold
 // bfloat16 bit patterns (core/bfloat16.h), row-major: A is [m, k] ([k, m] when trans_a), B is
@@ -64,6 +85,7 @@ void gemm_bf16_strided(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_
 struct Bf16PackedB {
   std::vector<std::uint32_t> words;  // for each block of pairs, the column panels gemm_bf16 packs
   std::int64_t k = 0, n = 0;         // op(B): [k, n]
+  Bf16DotKernel kernel = Bf16DotKernel::Emulated;  // the kernel it was packed for (AMX pads pairs)
 };
 // Packs op(B) [k, n] (B row-major, rows ldb elements apart; stored [n, k] when trans_b) into
 // `packed` (its words reused, resized to fit).
@@ -106,6 +128,24 @@ using Bf16PairPacker = bool (*)(const std::uint16_t* data, std::int64_t rows_str
                                 std::uint32_t* out);
 bool avx512_pack_pairs(const std::uint16_t* data, std::int64_t rows_stride, std::int64_t inner_stride, std::int64_t i0,
                        std::int64_t rows, int width, std::int64_t q0, std::int64_t whole, std::uint32_t* out);
+
+// The AMX kernel (core/cpu/gemm_bf16_amx.cpp, x86-64 builds). A thread loads the tile configuration
+// (all eight tiles 16 rows x 64 bytes) before its first block and releases the tiles after its
+// last (TILERELEASE: the OS then has no tile state to save for the thread).
+constexpr int AMX_ROWS = 32, AMX_PAIRS = 16;  // a block of C is 32 x NR; a step is 16 pairs of k
+void amx_tiles_begin();
+void amx_tiles_end();
+// C block [32, 32] (row stride ldc floats) = (accumulate ? C : 0) + A [32 rows][16 chunks pairs]
+// times B [16 chunks pairs][32 columns]: A's rows a_stride bytes apart (each a row of words, pair q
+// at byte 4q), B a panel [16 chunks][NR] words as pack_panel writes it. tmm0..3 hold C's four
+// 16 x 16 tiles, tmm4..5 A's two row tiles, tmm6..7 B's two column tiles.
+void amx_bf16_block(std::int64_t chunks, const void* a, std::int64_t a_stride, const std::uint32_t* b_panel, float* c,
+                    std::int64_t ldc, bool accumulate);
+// Pairs [q0, q0 + whole) of `rows` (at most 32) rows from row i0 of a bf16 operand whose rows are
+// contiguous (element (i, p) at data[i + p * inner_stride]: a transposed A), as out[r][q] with rows
+// out_stride words apart: the words of Bf16Operand::pair, rows past `rows` left as they are.
+void avx512_pack_pair_rows(const std::uint16_t* data, std::int64_t inner_stride, std::int64_t i0, std::int64_t rows,
+                           std::int64_t q0, std::int64_t whole, std::uint32_t* out, std::int64_t out_stride);
 }  // namespace gemm_bf16_detail
 
 }  // namespace moelab::cpu

@@ -18,6 +18,10 @@
 //     at its elements 2q .. 2q + 31, one load; 16 such rows are a 16 x 16 matrix of words to
 //     transpose (four rounds of unpack and 128-bit shuffles), whose rows are the panel's rows
 //     q .. q + 15 for those 16 operand rows.
+// The AMX kernel (core/cpu/gemm_bf16_amx.cpp) wants A the other way round, a row of words per row
+// of C; for a transposed A (rows contiguous) avx512_pack_pair_rows builds 16 pairs of 16 rows as
+// 16 vectors (pair j: the two operand rows' elements widened to words, the odd one shifted up) and
+// transposes them with the same 16 x 16 transpose.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -132,6 +136,34 @@ bool avx512_pack_pairs(const std::uint16_t* data, std::int64_t rows_stride, std:
     }
   }
   return true;
+}
+
+void avx512_pack_pair_rows(const std::uint16_t* data, std::int64_t inner_stride, std::int64_t i0, std::int64_t rows,
+                           std::int64_t q0, std::int64_t whole, std::uint32_t* out, std::int64_t out_stride) {
+  // For 16 operand rows and 16 pairs: word r of m[j] is pair q + j of row r0 + r, the two
+  // elements (rows 2(q0 + q + j) and the next of the stored matrix) widened to 32 bits and the
+  // odd one shifted up; the transpose then gives each row its 16 pairs.
+  for (std::int64_t r0 = 0; r0 < rows; r0 += 16) {
+    const __mmask16 present = static_cast<__mmask16>(low_bits(std::min<std::int64_t>(16, rows - r0)));
+    for (std::int64_t q = 0; q < whole; q += 16) {
+      const std::int64_t block = std::min<std::int64_t>(16, whole - q);
+      __m512i m[16];
+      for (int j = 0; j < 16; ++j) {
+        if (j >= block) {
+          m[j] = _mm512_setzero_si512();
+          continue;
+        }
+        const std::uint16_t* even = data + 2 * (q0 + q + j) * inner_stride + i0 + r0;
+        const __m512i e = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(present, even));
+        const __m512i o = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(present, even + inner_stride));
+        m[j] = _mm512_or_si512(e, _mm512_slli_epi32(o, 16));
+      }
+      transpose_16x16_words(m);
+      const __mmask16 pairs = static_cast<__mmask16>(low_bits(block));
+      for (std::int64_t r = 0; r < std::min<std::int64_t>(16, rows - r0); ++r)
+        _mm512_mask_storeu_epi32(out + (r0 + r) * out_stride + q, pairs, m[r]);
+    }
+  }
 }
 
 void avx512_bf16_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,

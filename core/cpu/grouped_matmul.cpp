@@ -73,7 +73,7 @@ const auto float_gemm = [](const auto* a, const auto* b, auto* c, std::int64_t m
                            bool trans_a, bool trans_b) { cpu::gemm(a, b, c, m, k, n, trans_a, trans_b); };
 const auto native_bf16_gemm = [](const std::uint16_t* a, const std::uint16_t* b, float* c, std::int64_t m,
                                  std::int64_t k, std::int64_t n, bool trans_a, bool trans_b) {
-  cpu::gemm_bf16(cpu::Bf16DotKernel::Avx512Bf16, a, b, c, m, k, n, trans_a, trans_b);
+  cpu::gemm_bf16(cpu::native_bf16_kernel(), a, b, c, m, k, n, trans_a, trans_b);
 };
 
 // out[r0:r0+rows] = x_e @ op(w[e]) for every non-empty group, then zeros for the rows in no group.

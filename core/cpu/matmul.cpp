@@ -32,7 +32,7 @@ void CpuBackend::matmul(const Tensor& a, const Tensor& b, bool trans_a, bool tra
     const auto* pa = reinterpret_cast<const std::uint16_t*>(a.data<BFloat16>());
     const auto* pb = reinterpret_cast<const std::uint16_t*>(b.data<BFloat16>());
     for (std::int64_t i = 0; i < batch; ++i)
-      cpu::gemm_bf16(cpu::Bf16DotKernel::Avx512Bf16, pa + i * m * k, pb + i * k * n, out.data<float>() + i * m * n, m,
+      cpu::gemm_bf16(cpu::native_bf16_kernel(), pa + i * m * k, pb + i * k * n, out.data<float>() + i * m * n, m,
                      k, n, trans_a, trans_b);
     return;
   }
