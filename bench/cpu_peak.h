@@ -11,12 +11,17 @@
 // be fma_peak's and from this CPU model (its "cpu" brand string, the part before " (<set>)"): a
 // peak measured elsewhere would make the fraction meaningless. Anything else is a moelab::Error
 // that says what was wrong.
+//
+// For a bf16 step (cpu_peak_from(path, threads, true)) the peak is that of the instruction its
+// products run (cpu::native_bf16_kernel(), core/cpu/gemm_bf16.h): "bf16_amx" for AMX, "bf16_dot"
+// for VDPBF16PS; where bf16 products widen to the float32 GEMM, the float32 set's as above.
 #pragma once
 
 #include <cstdio>
 #include <string>
 
 #include "core/cpu/cpu_features.h"
+#include "core/cpu/gemm_bf16.h"
 #include "core/error.h"
 #include "runner/json_file.h"
 
@@ -33,7 +38,7 @@ inline std::string cpu_brand(const std::string& description) {
   return open == std::string::npos ? description : description.substr(0, open);
 }
 
-inline CpuPeak cpu_peak_from(const std::string& path, int threads) {
+inline CpuPeak cpu_peak_from(const std::string& path, int threads, bool bf16 = false) {
   const nlohmann::ordered_json j =
       read_json_file(path, "fma_peak's figures", "run build/fma_peak --out " + path + " on this machine first");
   const std::string here = cpu::cpu_description();
@@ -43,6 +48,19 @@ inline CpuPeak cpu_peak_from(const std::string& path, int threads) {
   if (cpu_brand(there) != cpu_brand(here))
     throw Error("'" + path + "' was measured on another CPU (" + there + "), this one is " + here +
                 ": run build/fma_peak here");
+  if (bf16 && cpu::use_native_bf16_gemm()) {
+    const bool amx = cpu::native_bf16_kernel() == cpu::Bf16DotKernel::Amx;
+    const char* entry = amx ? "bf16_amx" : "bf16_dot";
+    if (!j.contains(entry) || !j[entry].is_object() || !j[entry].contains("best_gflops") ||
+        !j[entry]["best_gflops"].is_number() || !(j[entry]["best_gflops"].get<double>() > 0))
+      throw Error("'" + path + "' has no \"" + entry + "\" peak, the bf16 instruction the products run here (" +
+                  cpu::bf16_kernel_name(cpu::native_bf16_kernel()) + "): run build/fma_peak again");
+    const double gflops = j[entry]["best_gflops"].get<double>();
+    char text[160];
+    std::snprintf(text, sizeof text, ": %s best %.1f GFLOP/s x %d thread%s", entry, gflops, threads,
+                  threads == 1 ? "" : "s");
+    return {gflops * threads / 1e3, "fma_peak " + path + text};
+  }
   const std::string isa = cpu::isa_name(cpu::active_isa());
   if (!j.contains("sets") || !j["sets"].is_object() || !j["sets"].contains(isa) ||
       !j["sets"][isa].contains("best_gflops") || !j["sets"][isa]["best_gflops"].is_number() ||

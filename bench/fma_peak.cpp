@@ -28,6 +28,11 @@
 // (core/cpu/gemm_bf16.h): VDPBF16PS, 16 lanes each adding two bf16 products a step, so 64 FLOPs an
 // instruction, on 16 accumulators (acc += x0 y0 + x1 y1 with x = y = 0.001: acc grows by 2e-6 a
 // step, far from overflow). Reported apart ("bf16_dot"), as the float32 peak stays "peak_gflops".
+// Where the CPU has AMX-BF16 (and Linux grants the tiles), also the peak of the AMX kernel's
+// instruction ("bf16_amx"): TDPBF16PS on four 16 x 16 float32 accumulator tiles fed by two A and
+// two B tiles (the kernel's 32 x 32 block, core/cpu/gemm_bf16_amx.cpp) without reloading them,
+// 16 x 16 x 32 x 2 = 16 384 FLOPs an instruction; iters / 16 steps of four (each step is ~64
+// cycles, against one for the FMA loops).
 //
 // A benchmark, not a test: it asserts nothing about speed.
 #include <CLI/CLI.hpp>
@@ -115,6 +120,40 @@ __attribute__((target("avx2,fma"), noinline)) float fma_loop_avx2(std::int64_t i
 #define MOELAB_DOT_STEP(acc) \
   _mm512_dpbf16_ps(acc, (__m512bh)_mm512_set1_epi32(0x3A833A83), (__m512bh)_mm512_set1_epi32(0x3A833A83))
 MOELAB_AVX512_LOOP("avx512f,avx512bf16", dot_loop_avx512_bf16, MOELAB_DOT_STEP)
+
+// Four TDPBF16PS a step on the tiles of a 32 x 32 block; A and B hold bf16 0.001 (C grows by
+// 3.2e-5 an instruction). The sum of C's first tile is returned.
+__attribute__((target("amx-tile,amx-bf16"), noinline)) float amx_loop_bf16(std::int64_t steps) {
+  struct alignas(64) TileConfig {
+    std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
+    std::uint16_t bytes_per_row[16] = {};
+    std::uint8_t rows[16] = {};
+  } config;
+  for (int t = 0; t < 8; ++t) config.bytes_per_row[t] = 64, config.rows[t] = 16;
+  alignas(64) static std::uint16_t operand[16 * 32];
+  std::fill(std::begin(operand), std::end(operand), std::uint16_t{0x3A83});
+  alignas(64) float c[16 * 16];
+  _tile_loadconfig(&config);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, operand, 64);
+  _tile_loadd(5, operand, 64);
+  _tile_loadd(6, operand, 64);
+  _tile_loadd(7, operand, 64);
+  for (std::int64_t i = 0; i < steps; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, c, 64);
+  _tile_release();
+  float sum = 0.0f;
+  for (const float x : c) sum += x;
+  return sum;
+}
 #endif
 
 // GFLOP/s of `reps` timed runs of `run` (after a warm-up), sorted: flops_per_iter x iters / seconds.
@@ -195,6 +234,18 @@ int main(int argc, char** argv) {
                 gflops.back(), gflops[gflops.size() / 2], gflops.front());
   }
 #endif
+  nlohmann::json bf16_amx = nullptr;  // null: no AMX-BF16 (or no tiles granted)
+#if defined(__x86_64__)
+  if (moelab::cpu::cpu_has_amx_bf16()) {
+    const std::int64_t steps = std::max<std::int64_t>(1, iters / 16);
+    const std::vector<double> gflops = timed_rates(&amx_loop_bf16, steps, reps, 4.0 * 16 * 16 * 32 * 2, sink);
+    bf16_amx = {{"instruction", "tdpbf16ps"}, {"accumulator_tiles", 4}, {"flops_per_instruction", 16384},
+                {"steps", steps}, {"best_gflops", gflops.back()}, {"median_gflops", gflops[gflops.size() / 2]},
+                {"min_gflops", gflops.front()}};
+    std::printf("bf16    TDPBF16PS (AMX), 4 accumulator tiles: best %.1f GFLOP/s, median %.1f, min %.1f\n",
+                gflops.back(), gflops[gflops.size() / 2], gflops.front());
+  }
+#endif
   nlohmann::json report = {{"benchmark", "fma_peak"},
                            {"cpu", moelab::cpu::cpu_description()},
                            {"dtype", "float32"},
@@ -205,6 +256,7 @@ int main(int argc, char** argv) {
                            {"peak_gflops", peak},
                            {"peak_isa", peak_isa},
                            {"bf16_dot", bf16_dot},
+                           {"bf16_amx", bf16_amx},
                            {"checksum", sink}};
   if (!moelab::bench::write_json(out_path, report, "fma_peak")) return 1;
   std::printf("one core's float32 FMA peak: %.1f GFLOP/s (%s) -> %s\n", peak, peak_isa.c_str(), out_path.c_str());

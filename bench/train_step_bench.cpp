@@ -30,8 +30,9 @@
 // tf32x3 (float32 accuracy from three TF32 products) is held to float32's 67. On
 // the CPU there is no default, since a datasheet's is not what one core does: --cpu-peak-from
 // reads the measured one from bench/fma_peak's JSON (the best rate of the instruction set the GEMM
-// kernels run, times the threads: bench/cpu_peak.h), or --peak-tflops takes it as a number; with
-// neither, fraction_of_peak is null.
+// kernels run, or under --precision bf16 of the bf16 instruction the products run, times the
+// threads: bench/cpu_peak.h), or --peak-tflops takes it as a number; with neither,
+// fraction_of_peak is null. A CPU bf16 run records that instruction as "bf16_kernel".
 //
 // Method: 5 warm-up steps, then --steps timed steps; reports the median step time and
 // tokens/s = batch * seq / median. Writes JSON (default bench-results/train_step_moelab.json).
@@ -176,7 +177,9 @@ int main(int argc, char** argv) {
   std::string cpu_peak_file;
   app.add_option("--cpu-peak-from", cpu_peak_file,
                  "CPU: take the peak for fraction_of_peak from bench/fma_peak's JSON measured on this machine (the "
-                 "best GFLOP/s of the instruction set the GEMM kernels run, x --threads)")
+                 "best GFLOP/s of the instruction set the GEMM kernels run, x --threads; with --precision bf16, of "
+                 "the bf16 instruction the products run: AMX's TDPBF16PS or VDPBF16PS, the float32 set's where "
+                 "they widen)")
       ->excludes(peak_option);
   app.add_option("--threads", threads, "CPU threads")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--steps", steps, "timed steps (after 5 warm-up steps)")->check(CLI::Range(1, 100000))->capture_default_str();
@@ -221,14 +224,15 @@ int main(int argc, char** argv) {
                  device_name.c_str());
     return 2;
   }
-  if (!cpu_peak_file.empty() && precision != "fp32") {
-    std::fprintf(stderr, "train_step_bench: --cpu-peak-from holds float32 FMA peaks: use it with --precision fp32\n");
+  if (!cpu_peak_file.empty() && precision != "fp32" && precision != "bf16") {
+    std::fprintf(stderr, "train_step_bench: --cpu-peak-from holds the CPU's float32 and bf16 peaks: use it with "
+                         "--precision fp32 or bf16\n");
     return 2;
   }
   std::string peak_source;
   if (!cpu_peak_file.empty()) {
     try {
-      const moelab::bench::CpuPeak peak = moelab::bench::cpu_peak_from(cpu_peak_file, threads);
+      const moelab::bench::CpuPeak peak = moelab::bench::cpu_peak_from(cpu_peak_file, threads, precision == "bf16");
       peak_tflops = peak.tflops, peak_source = peak.source;
     } catch (const Error& e) {
       std::fprintf(stderr, "train_step_bench: --cpu-peak-from: %s\n", e.what());
@@ -391,6 +395,11 @@ int main(int argc, char** argv) {
                               peak_tflops > 0 ? nlohmann::json(achieved_tflops / peak_tflops) : nlohmann::json()},
                              {"peak_source", peak_source.empty() ? nlohmann::json() : nlohmann::json(peak_source)},
                              {"final_loss", last_loss}};
+    // Which instruction a CPU bf16 step's products ran (core/cpu/gemm_bf16.h): amx, vdpbf16ps, widened.
+    if (!device.is_cuda() && precision == "bf16")
+      report["bf16_kernel"] = moelab::cpu::use_native_bf16_gemm()
+                                  ? moelab::cpu::bf16_kernel_name(moelab::cpu::native_bf16_kernel())
+                                  : "widened";
     // Beside PyTorch's torch.cuda.max_memory_allocated (bench/pytorch/train_step.py).
     if (device.is_cuda()) report["peak_memory_bytes"] = cuda_peak_memory_bytes();
     if (gemm_profile) report["gemm_profile"] = gemm_profile_report(steps, step_seconds_total);

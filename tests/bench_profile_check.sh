@@ -8,8 +8,10 @@
 #     agrees with OpenBLAS in each transposition, --bf16 adds the bf16 rate, bad uses exit 2;
 #   - train_step_bench --cpu-peak-from: fraction_of_peak against fma_peak's measured rate of the
 #     set the kernels run, times the threads (checked to the digit); a file from another CPU, a
-#     file that is not fma_peak's, --peak-tflops beside it, --precision bf16 (fma_peak measures
-#     float32) are refused with status 2 before any JSON is written.
+#     file that is not fma_peak's, --peak-tflops beside it, --precision tf32 (no CPU peak for it)
+#     are refused with status 2 before any JSON is written; with --precision bf16 the peak is that
+#     of the "bf16_kernel" the JSON names (fma_peak's bf16_amx, bf16_dot, or the float32 set's
+#     where the products widen), and bf16_amx is measured only on CPUs with AMX-BF16.
 #   - train_step_bench --perf-control CTL,ACK: "enable" before the timed steps and "disable" after,
 #     each acknowledged, to a stand-in for perf on two FIFOs; a path that is not a FIFO, a symbolic
 #     link to one, or none, refused with status 2 before any JSON is written.
@@ -133,6 +135,9 @@ d = json.load(open(sys.argv[1]))["bf16_dot"]
 has = "avx512_bf16" in open("/proc/cpuinfo").read().split()
 assert (d is not None) == has, (d, has)
 assert d is None or (d["best_gflops"] > 0 and d["flops_per_instruction"] == 64), d
+amx = json.load(open(sys.argv[1]))["bf16_amx"]  # null also where Linux did not grant the tiles
+assert amx is None or ("amx_bf16" in open("/proc/cpuinfo").read().split() and amx["best_gflops"] > 0
+                       and amx["flops_per_instruction"] == 16384), amx
 PY
   # shellcheck disable=SC2086
   if "$train_step_bench" $(echo "$toy" | sed 's/--threads 1/--threads 2/') --cpu-peak-from "$work/fma.json" --out "$work/peak.json" >"$work/peak.txt" 2>&1; then
@@ -148,10 +153,26 @@ PY
   else
     fail "train_step_bench --cpu-peak-from failed: $(cat "$work/peak.txt")"
   fi
+  # shellcheck disable=SC2086
+  if "$train_step_bench" $toy --precision bf16 --cpu-peak-from "$work/fma.json" --out "$work/peak_bf16.json" >"$work/peak.txt" 2>&1; then
+    python3 - "$work/fma.json" "$work/peak_bf16.json" <<'PY' || fail "--cpu-peak-from, bf16: $(cat "$work/peak_bf16.json")"
+import json, sys
+fma, step = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+kernel = step["bf16_kernel"]
+if kernel == "widened":
+    want = fma["sets"][step["cpu"].rsplit("(", 1)[1].rstrip(")")]["best_gflops"] / 1e3
+else:
+    want = fma[{"amx": "bf16_amx", "vdpbf16ps": "bf16_dot"}[kernel]]["best_gflops"] / 1e3
+assert abs(step["peak_tflops"] - want) <= 1e-12 * want, (kernel, step["peak_tflops"], want)
+assert abs(step["fraction_of_peak"] - step["achieved_tflops"] / want) <= 1e-9, step["fraction_of_peak"]
+PY
+  else
+    fail "train_step_bench --precision bf16 --cpu-peak-from failed: $(cat "$work/peak.txt")"
+  fi
   sed 's/"cpu": "[^"(]*/"cpu": "Some Other CPU /' "$work/fma.json" >"$work/other.json"
   printf '{"benchmark": "gemm_bench"}\n' >"$work/not_fma.json"
   for refused in "--cpu-peak-from $work/other.json" "--cpu-peak-from $work/not_fma.json" \
-                 "--cpu-peak-from $work/fma.json --peak-tflops 1" "--cpu-peak-from $work/fma.json --precision bf16" \
+                 "--cpu-peak-from $work/fma.json --peak-tflops 1" "--cpu-peak-from $work/fma.json --precision tf32" \
                  "--cpu-peak-from $work/missing.json"; do
     rm -f "$work/refused.json"
     # shellcheck disable=SC2086
