@@ -303,6 +303,10 @@ TEST_CASE("gemm_bf16: the AMX kernel against the emulation, where the CPU has AM
   for (const bool trans_a : {false, true}) {
     const std::vector<float> amx = run(Bf16DotKernel::Amx, a, b, one_pair, trans_a, false);
     CHECK(std::none_of(amx.begin(), amx.end(), [](float x) { return std::isnan(x); }));
+    // A thread keeps its tiles configured between products; once released, the next product
+    // configures them again (and gives the same bits).
+    gemm_bf16_detail::amx_tiles_end();
+    CHECK(bitwise_equal(run(Bf16DotKernel::Amx, a, b, one_pair, trans_a, false), amx));
   }
   // A packed B belongs to the kernel it was packed for (AMX pads the pairs).
   Bf16PackedB packed;

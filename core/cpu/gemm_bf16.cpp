@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu/cache_line_allocator.h"
 #include "core/cpu/cpu_features.h"
 #include "core/cpu/thread_count.h"
 #include "core/error.h"
@@ -392,18 +393,16 @@ struct BlockProduct {
           for (std::int64_t j = 0; j < cols; ++j) c[r * ldc + j] = part[r * NR + j];
       }
     };
-    // Each thread configures its own tiles, and releases them when its panels are done.
+    // Each thread configures its own tiles (once: they stay configured for its next products).
     if (threads == 1) {
       gemm_bf16_detail::amx_tiles_begin();
       for (std::int64_t ip = 0; ip < row_panels; ++ip) row_panel(ip);
-      gemm_bf16_detail::amx_tiles_end();
     } else {
 #pragma omp parallel num_threads(threads)
       {
         gemm_bf16_detail::amx_tiles_begin();
 #pragma omp for schedule(static)
         for (std::int64_t ip = 0; ip < row_panels; ++ip) row_panel(ip);
-        gemm_bf16_detail::amx_tiles_end();
       }
     }
 #else
@@ -443,7 +442,7 @@ void gemm_bf16_strided(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_
   // The packed B block lives as long as the thread, as gemm_f32's: a fresh allocation per product
   // (hundreds of KiB, so fresh pages from the OS each time) cost more than small products.
   // (The pointer is taken here: inside the parallel region a thread_local names each worker's own.)
-  thread_local std::vector<std::uint32_t> packed_b_buffer;
+  thread_local std::vector<std::uint32_t, CacheLineAllocator<std::uint32_t>> packed_b_buffer;
   const auto packed_size = static_cast<std::size_t>(col_panels * NR * stored_pairs(tiles, std::min(KP, pairs)));
   if (packed_b_buffer.size() < packed_size) packed_b_buffer.resize(packed_size);
   std::uint32_t* const packed_b = packed_b_buffer.data();

@@ -47,6 +47,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/cpu/cache_line_allocator.h"
+
 namespace moelab::cpu {
 
 enum class Bf16DotKernel { Emulated, Avx512Bf16, Amx };
@@ -83,7 +85,9 @@ void gemm_bf16_strided(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_
 // v_h^T) by three or more blocks of query rows, which packed it again for each (gemm_bf16_strided
 // packs B per call; a profile of the bf16 step had the packing at 8%, most of it these).
 struct Bf16PackedB {
-  std::vector<std::uint32_t> words;  // for each block of pairs, the column panels gemm_bf16 packs
+  // For each block of pairs, the column panels gemm_bf16 packs; on a cache line, as the kernels'
+  // vector and tile loads want (core/cpu/cache_line_allocator.h).
+  std::vector<std::uint32_t, CacheLineAllocator<std::uint32_t>> words;
   std::int64_t k = 0, n = 0;         // op(B): [k, n]
   Bf16DotKernel kernel = Bf16DotKernel::Emulated;  // the kernel it was packed for (AMX pads pairs)
 };
@@ -129,9 +133,10 @@ using Bf16PairPacker = bool (*)(const std::uint16_t* data, std::int64_t rows_str
 bool avx512_pack_pairs(const std::uint16_t* data, std::int64_t rows_stride, std::int64_t inner_stride, std::int64_t i0,
                        std::int64_t rows, int width, std::int64_t q0, std::int64_t whole, std::uint32_t* out);
 
-// The AMX kernel (core/cpu/gemm_bf16_amx.cpp, x86-64 builds). A thread loads the tile configuration
-// (all eight tiles 16 rows x 64 bytes) before its first block and releases the tiles after its
-// last (TILERELEASE: the OS then has no tile state to save for the thread).
+// The AMX kernel (core/cpu/gemm_bf16_amx.cpp, x86-64 builds). amx_tiles_begin loads the tile
+// configuration (all eight tiles 16 rows x 64 bytes) on this thread if it has not yet, and it stays
+// loaded for the thread's later products; amx_tiles_end releases the tiles (TILERELEASE: the OS then
+// has no tile state to save for the thread) and the next begin loads the configuration again.
 constexpr int AMX_ROWS = 32, AMX_PAIRS = 16;  // a block of C is 32 x NR; a step is 16 pairs of k
 void amx_tiles_begin();
 void amx_tiles_end();

@@ -44,7 +44,9 @@
 
 #include <algorithm>
 #include <memory>
+#include <vector>
 
+#include "core/cpu/cache_line_allocator.h"
 #include "core/cpu/gemm_kernels.h"
 #include "core/cpu/gemm_profile.h"
 #include "core/cpu/thread_count.h"
@@ -144,18 +146,16 @@ void pack_b_panel(const Operand& b, int nr, std::int64_t p0, std::int64_t kc, st
 
 // Scratch that lives as long as the thread: products run thousands of times a step, and a fresh
 // allocation each time (with its page faults) cost more than small products themselves.
-float* scratch(std::unique_ptr<float[]>& buffer, std::size_t& capacity, std::size_t floats) {
-  if (floats > capacity) {
-    buffer.reset(new float[floats]);
-    capacity = floats;
-  }
-  return buffer.get();
+// (On a cache line: the micro-kernels read the panels with whole-vector loads, core/cpu/cache_line_allocator.h.)
+using Scratch = std::vector<float, CacheLineAllocator<float>>;
+float* scratch(Scratch& buffer, std::size_t floats) {
+  if (floats > buffer.size()) buffer.resize(floats);
+  return buffer.data();
 }
 
 float* packed_b_buffer(std::size_t floats) {
-  thread_local std::unique_ptr<float[]> buffer;
-  thread_local std::size_t capacity = 0;
-  return scratch(buffer, capacity, floats);
+  thread_local Scratch buffer;
+  return scratch(buffer, floats);
 }
 
 // One product cut into the blocks of the header. Thread `t` of `team` computes its rows of C and
