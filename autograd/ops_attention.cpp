@@ -7,7 +7,7 @@
 //
 // Under the bf16 policy (autograd/precision.h) q, k, v and, in the backward, g are rounded to
 // bfloat16 (bfloat16 tensors, which the node keeps), so q @ k^T and dp = g @ v^T read bfloat16
-// operands and sum in float32 (on the CPU's VDPBF16PS where it has one: core/cpu/attention.cpp).
+// operands and sum in float32 (on the CPU's AMX tiles or VDPBF16PS where it has one: core/cpu/attention.cpp).
 // The softmax, p and ds stay float32, and so do the products that read them (p @ v, p^T @ g,
 // ds @ k, ds^T @ q, on the bf16 values of v, g, k, q): p is a probability and ds its gradient, and
 // rounding them would cost the accuracy the policy keeps float32 for. (PyTorch's bf16 SDPA rounds

@@ -47,7 +47,7 @@
 // pairwise sum in double), over the row's visible keys.
 //
 // bfloat16 q, k, v (and dy): the bf16 policy's operands (autograd/ops_attention.cpp); y, p, dq, dk,
-// dv are float32. Where the CPU multiplies bf16 on VDPBF16PS (core/cpu/gemm_bf16.h), the two
+// dv are float32. Where the CPU multiplies bf16 natively (AMX or VDPBF16PS: core/cpu/gemm_bf16.h), the two
 // products of two bf16 operands run there: the scores q_h @ k_h^T and, in the backward,
 // dp = g_h @ v_h^T, with q_h and g_h read in place and k_h^T, v_h^T packed once per pair for all
 // its query blocks (gemm_bf16_packed) (the gemm_profile of the float32 step put these at half of

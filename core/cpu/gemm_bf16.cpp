@@ -415,7 +415,8 @@ struct BlockProduct {
 int product_threads(const Bf16Tiles& tiles, std::int64_t m, std::int64_t k, std::int64_t n) {
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const std::int64_t panel_rows = tiles.amx ? gemm_bf16_detail::AMX_ROWS : MR;
-  return static_cast<int>(std::min<std::int64_t>(threads_for(flops, kGemmGrainFlops), (m + panel_rows - 1) / panel_rows));
+  const std::int64_t panels = (m + panel_rows - 1) / panel_rows;
+  return static_cast<int>(std::min<std::int64_t>(threads_for(flops, kGemmGrainFlops), panels));
 }
 
 Bf16Operand operand_a(const std::uint16_t* a, std::int64_t lda, std::int64_t k, bool trans_a) {

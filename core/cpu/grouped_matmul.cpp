@@ -11,8 +11,8 @@
 //   float32: moelab's blocked GEMM (core/cpu/gemm_f32.h); the weight gradient passes trans_a, so
 //            x_e is read in place as its transpose.
 //   float64: Eigen's GEMM on row-major maps (gradcheck's precision; speed does not matter).
-//   bfloat16 x and w (dy): float32 out (dw), through core/cpu/gemm_bf16.h's VDPBF16PS kernel where
-//            the CPU has AVX512_BF16, else widened to float32 (exact) and the float32 path above.
+//   bfloat16 x and w (dy): float32 out (dw), through core/cpu/gemm_bf16.h's AMX or VDPBF16PS kernel
+//            where the CPU has one, else widened to float32 (exact) and the float32 path above.
 // Parallelism: one big group uses every thread inside its GEMM. Many small groups (the usual MoE
 // case: E experts, a few dozen tokens each) would spend more time starting thread teams than
 // multiplying, so then the groups themselves are shared out over threads and each GEMM, nested in

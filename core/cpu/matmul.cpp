@@ -5,9 +5,9 @@
 //   float64: Eigen's GEMM (used by gradcheck, where speed does not matter).
 //   bfloat16 operands (both; out float32): exact bf16 x bf16 products (8-bit mantissas multiply
 //     exactly in float32's 24 bits) summed in float32, the product a bf16 GEMM computes
-//     (core/kernels/matmul.cpp). Where the CPU has AVX512_BF16, core/cpu/gemm_bf16.h's VDPBF16PS
-//     kernel (sums in pairs); elsewhere the operands are widened to float32, which is exact, and
-//     the float32 GEMM runs (sums in order): the two differ by float32 rounding only.
+//     (core/kernels/matmul.cpp). Where the CPU has AMX or AVX512_BF16, core/cpu/gemm_bf16.h's AMX
+//     or VDPBF16PS kernel (native_bf16_kernel); elsewhere the operands are widened to float32,
+//     which is exact, and the float32 GEMM runs (sums in order): they differ by float32 rounding.
 // Batches run one after another, each product deciding its own threads, unless each product is
 // small and the batch as a whole is worth several threads (core/cpu/thread_count.h): then each
 // thread takes whole products.
