@@ -300,6 +300,23 @@ void gemm_bf16(Bf16DotKernel kernel, const std::uint16_t* a, const std::uint16_t
 
 namespace {
 
+// Runs tile(c_tile, ldc_tile) on C's block of rows x cols at c (row stride ldc) whose kernel always
+// writes panel_rows x NR: in place when the block is whole, else on the padded copy `part`
+// [panel_rows, NR], then its valid part copied back. The first block of k (accumulate false)
+// starts from zero and reads nothing of the copy, which is then left as it is (zeroing it took a
+// fifth of a 64 x 64 @ 64 x 32 product's time).
+template <class Tile>
+void on_c_block(float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols, std::int64_t panel_rows,
+                bool accumulate, float* part, Tile&& tile) {
+  if (rows == panel_rows && cols == NR) return tile(c, ldc);
+  if (accumulate)
+    for (std::int64_t r = 0; r < panel_rows; ++r)
+      for (std::int64_t j = 0; j < NR; ++j) part[r * NR + j] = r < rows && j < cols ? c[r * ldc + j] : 0.0f;
+  tile(part, std::int64_t{NR});
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < cols; ++j) c[r * ldc + j] = part[r * NR + j];
+}
+
 // The product's part over pairs [q0, q0 + kp) of k: out (+)= op(A)[:, pairs] @ B's block, packed
 // as panels [col_panels][kp][NR]; each thread takes whole MR-row panels of C.
 struct BlockProduct {
@@ -331,20 +348,8 @@ struct BlockProduct {
       };
       for (std::int64_t jp = 0; jp < col_panels; ++jp) {
         const std::int64_t j0 = jp * NR, cols = std::min<std::int64_t>(NR, n - j0);
-        float* c = out + i0 * ldc + j0;
-        if (rows == MR && cols == NR) {
-          run_tile(packed_b + jp * NR * kp, c, ldc);
-          continue;
-        }
-        // An edge tile: run it on a padded copy of C's valid part, then copy that part back. The
-        // first block's tile starts from zero and reads nothing of the copy, which is then left
-        // as it is (zeroing it took a fifth of a 64 x 64 @ 64 x 32 product's time).
-        if (accumulate)
-          for (std::int64_t r = 0; r < MR; ++r)
-            for (std::int64_t j = 0; j < NR; ++j) part[r * NR + j] = r < rows && j < cols ? c[r * ldc + j] : 0.0f;
-        run_tile(packed_b + jp * NR * kp, part, NR);
-        for (std::int64_t r = 0; r < rows; ++r)
-          for (std::int64_t j = 0; j < cols; ++j) c[r * ldc + j] = part[r * NR + j];
+        on_c_block(out + i0 * ldc + j0, ldc, rows, cols, MR, accumulate, part,
+                   [&](float* c_tile, std::int64_t ldc_tile) { run_tile(packed_b + jp * NR * kp, c_tile, ldc_tile); });
       }
     };
     // One thread runs the panels here: even an inactive parallel region sets up a team.
@@ -380,17 +385,10 @@ struct BlockProduct {
       for (std::int64_t jp = 0; jp < col_panels; ++jp) {
         const std::int64_t j0 = jp * NR, cols = std::min<std::int64_t>(NR, n - j0);
         const std::uint32_t* b_panel = packed_b + jp * NR * stored;
-        float* c = out + i0 * ldc + j0;
-        if (rows == AMX_ROWS && cols == NR) {
-          gemm_bf16_detail::amx_bf16_block(chunks, a_rows, a_stride, b_panel, c, ldc, accumulate);
-          continue;
-        }
-        if (accumulate)  // an edge block on a padded copy, as the tiles' above
-          for (std::int64_t r = 0; r < AMX_ROWS; ++r)
-            for (std::int64_t j = 0; j < NR; ++j) part[r * NR + j] = r < rows && j < cols ? c[r * ldc + j] : 0.0f;
-        gemm_bf16_detail::amx_bf16_block(chunks, a_rows, a_stride, b_panel, part, NR, accumulate);
-        for (std::int64_t r = 0; r < rows; ++r)
-          for (std::int64_t j = 0; j < cols; ++j) c[r * ldc + j] = part[r * NR + j];
+        on_c_block(out + i0 * ldc + j0, ldc, rows, cols, AMX_ROWS, accumulate, part,
+                   [&](float* c_tile, std::int64_t ldc_tile) {
+                     gemm_bf16_detail::amx_bf16_block(chunks, a_rows, a_stride, b_panel, c_tile, ldc_tile, accumulate);
+                   });
       }
     };
     // Each thread configures its own tiles (once: they stay configured for its next products).
