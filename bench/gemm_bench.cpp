@@ -17,7 +17,10 @@
 // instruction set's wide tile, mr x nr, from a row-major A and from a packed one) on operands
 // that stay in L1, one thread, for inner lengths kc = 8 .. 256: the ceiling the kernel itself sets,
 // to set beside the FMA peak (bench/fma_peak) and beside what whole products reach. Short kc is
-// what attention's per-head products run (kc = the head width, 16 or 32).
+// what attention's per-head products run (kc = the head width, 16 or 32). Where the CPU has
+// AMX-BF16 it also measures the AMX kernel's block alone ("amx_block": C 32 x 32 in four tiles,
+// core/cpu/gemm_bf16_amx.cpp) for 1 .. 16 steps of 16 pairs (k = 32 .. 512), operands on cache
+// lines, A's rows 16 pairs a step apart as packed; null elsewhere.
 //
 // --layout nt|tn measures the other two products of a training step: nt is A @ B^T with B stored
 // [N, K] (a layer's forward, x @ W^T), tn is A^T @ B with A stored [K, M] (a weight gradient,
@@ -36,6 +39,7 @@
 
 #include "bench/write_json.h"
 #include "core/cpu/cpu_features.h"
+#include "core/cpu/gemm_bf16.h"
 #include "core/cpu/gemm_kernels.h"
 #include "core/factories.h"
 #include "core/kernels.h"
@@ -99,6 +103,34 @@ nlohmann::json micro_kernel_report(int phases) {
   return {{"mr", tiles.mr}, {"nr", tiles.nr}, {"rows", rows}};
 }
 
+// The AMX block, C [32, 32] = A [32, 16 chunks pairs] @ B [16 chunks pairs, 32], the operands in L1
+// up to 8 chunks (A and B 16 KiB each), for chunks = 1 .. 16; best and median of `phases` phases.
+nlohmann::json amx_block_report(int phases) {
+  using namespace moelab::cpu;
+  if (!cpu_has_amx_bf16()) return nullptr;
+  nlohmann::json rows = nlohmann::json::array();
+  std::printf("AMX block 32 x 32 (TDPBF16PS), operands on cache lines, one thread:\n");
+  gemm_bf16_detail::amx_tiles_begin();
+  for (std::int64_t chunks : {1, 2, 4, 8, 16}) {
+    const std::int64_t pairs = chunks * gemm_bf16_detail::AMX_PAIRS;
+    // bf16 pairs of 0.001 (0x3A83): the sums stay far from overflow.
+    std::vector<std::uint32_t, CacheLineAllocator<std::uint32_t>> a(static_cast<std::size_t>(32 * pairs), 0x3A833A83u),
+        b(static_cast<std::size_t>(pairs * 32), 0x3A833A83u);
+    std::vector<float, CacheLineAllocator<float>> c(32 * 32);
+    const double flops = 2.0 * 32 * 32 * 2 * static_cast<double>(pairs);
+    const int reps = static_cast<int>(1.0e11 / flops);  // ~0.1 s at 1 TFLOP/s
+    std::vector<double> times;
+    for (int p = 0; p < phases; ++p)
+      times.push_back(time_phase(
+          [&] { gemm_bf16_detail::amx_bf16_block(chunks, a.data(), pairs * 4, b.data(), c.data(), 32, false); }, reps));
+    const double best = flops / *std::min_element(times.begin(), times.end()) / 1e9;
+    std::printf("  k %3lld   %7.1f GFLOP/s (median %7.1f)\n", static_cast<long long>(2 * pairs), best,
+                flops / median(times) / 1e9);
+    rows.push_back({{"k", 2 * pairs}, {"gflops_best", best}, {"gflops_median", flops / median(times) / 1e9}});
+  }
+  return {{"c_rows", 32}, {"c_cols", 32}, {"by_k", rows}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -136,7 +168,7 @@ int main(int argc, char** argv) {
   if (micro_kernel) {
     moelab::set_num_threads(1);
     nlohmann::json report = {{"cpu", moelab::cpu::cpu_description()}, {"phases", phases},
-                             {"micro_kernel", micro_kernel_report(phases)}};
+                             {"micro_kernel", micro_kernel_report(phases)}, {"amx_block", amx_block_report(phases)}};
     if (!moelab::bench::write_json(out_path, report, "gemm_bench")) return 1;
     std::printf("wrote %s\n", out_path.c_str());
     return 0;

@@ -4,7 +4,8 @@
 #     per-shape rows and the products' share of the step, and the table on stdout;
 #   - --gemm-profile where it cannot measure (--precision bf16: the bf16 products do not run the
 #     float32 GEMM) is refused with status 2, before any step;
-#   - gemm_bench --micro-kernel: one row per inner length kc = 8 .. 256 in the JSON; --layout nn|nt|tn
+#   - gemm_bench --micro-kernel: one row per inner length kc = 8 .. 256 in the JSON (and the AMX
+#     block's k = 32 .. 512 where the CPU has AMX-BF16, "amx_block": null elsewhere); --layout nn|nt|tn
 #     agrees with OpenBLAS in each transposition, --bf16 adds the bf16 rate, bad uses exit 2;
 #   - train_step_bench --cpu-peak-from: fraction_of_peak against fma_peak's measured rate of the
 #     set the kernels run, times the threads (checked to the digit); a file from another CPU, a
@@ -98,6 +99,14 @@ done
 if "$gemm_bench" --micro-kernel --phases 1 --out "$work/tile.json" >"$work/tile.txt" 2>&1; then
   [ "$(grep -c '"kc"' "$work/tile.json")" = 6 ] || fail "gemm_bench --micro-kernel: not 6 kc rows"
   grep -q '"row_major_a_gflops_best"' "$work/tile.json" || fail "gemm_bench --micro-kernel: no best rate"
+  # The AMX block: five inner lengths where the CPU has AMX-BF16 (and Linux grants it), else null.
+  python3 - "$work/tile.json" <<'PY' || fail "gemm_bench --micro-kernel's amx_block: $(cat "$work/tile.json")"
+import json, sys
+amx = json.load(open(sys.argv[1]))["amx_block"]
+assert amx is None or ("amx_bf16" in open("/proc/cpuinfo").read().split()
+                       and [r["k"] for r in amx["by_k"]] == [32, 64, 128, 256, 512]
+                       and all(r["gflops_best"] > 0 for r in amx["by_k"])), amx
+PY
 else
   fail "gemm_bench --micro-kernel failed: $(cat "$work/tile.txt")"
 fi
