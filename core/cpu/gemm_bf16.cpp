@@ -9,6 +9,9 @@
 // tile reads C back as its starting value for every block after the first, so each element of C
 // is one chain over all of k, whatever the blocking and the thread count.
 // Edge tiles (fewer than MR rows or NR columns) run on a zero-padded copy.
+// The AMX kernel shares the B panels (padded to whole steps of 16 pairs) and the blocking over k,
+// with C in 32-row panels of 32 x 32 blocks (BlockProduct::run_amx) and its A as rows of words:
+// read in place from a row-major A, else packed so (pack_amx_rows).
 #include "core/cpu/gemm_bf16.h"
 
 #include <omp.h>
@@ -158,8 +161,9 @@ Bf16Tiles tiles_for(Bf16DotKernel kernel) {
 }
 
 // Pairs a block of kp pairs takes in a packed panel: AMX steps over 16 pairs at a time, so its
-// blocks are padded to a multiple of 16 with zero words (each adds +0 products: a sum that starts
-// from +0 never is -0, so the padding changes no bit of C).
+// blocks are padded to a multiple of 16 with zero words (+0 products). KP being a multiple of 16,
+// the steps always start at pair 0, 16, 32, ... and only the last one of k is padded: which pairs
+// share an instruction depends on k alone, not on the blocking or the threads.
 std::int64_t stored_pairs(const Bf16Tiles& tiles, std::int64_t kp) {
   const std::int64_t step = tiles.amx ? gemm_bf16_detail::AMX_PAIRS : 1;
   return (kp + step - 1) / step * step;
