@@ -74,6 +74,13 @@ namespace {
 
 // Query rows per block: two 12-row panels of the AVX-512 GEMM tile (four of the AVX2 one).
 constexpr std::int64_t kRows = 24;
+// With the bf16 products on AMX, one 32-row panel of its blocks (gemm_bf16.h): 24-row blocks made
+// every scores product a partial panel, packed and computed on 32 rows with its edge copied out.
+// A block's rows see the same keys' scores either way (the rows past a row's causal limit are
+// masked and their p is 0 in the float32 products), so the block height changes no bit.
+std::int64_t bf16_block_rows() {
+  return cpu::native_bf16_kernel() == cpu::Bf16DotKernel::Amx ? cpu::gemm_bf16_detail::AMX_ROWS : kRows;
+}
 
 // c[m, n] (row stride ldc) = op(a) @ op(b), a: [m, k] (row stride lda; stored [k, m] when ta),
 // b: [k, n] (row stride ldb; stored [n, k] when tb).
@@ -196,8 +203,9 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, do
       widen_head(pv + b * s * ld + h * hd, s, hd, ld, v_rows);
       float* yn = py + b * t * ld + h * hd;
       float* pn = pp + n * t * s;
-      for (std::int64_t r0 = 0; r0 < t; r0 += kRows) {
-        const std::int64_t r1 = std::min(t, r0 + kRows), keys = std::min(s, r1 + off);
+      const std::int64_t block_rows = bf16_block_rows();
+      for (std::int64_t r0 = 0; r0 < t; r0 += block_rows) {
+        const std::int64_t r1 = std::min(t, r0 + block_rows), keys = std::min(s, r1 + off);
         cpu::gemm_bf16_packed(cpu::native_bf16_kernel(), qn + r0 * ld, ld, k_packed, keys, pn + r0 * s, s, r1 - r0,
                               false);  // q @ k^T
         softmax_rows(pn, r0, r1, s, off, sc);
@@ -257,8 +265,9 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
       widen_head(pg + q_at, t, hd, ld, g_rows);
       cpu::pack_bf16_b(cpu::native_bf16_kernel(), pv + k_at, ld, hd, s, true, v_packed);
       const float* pn = pp + n * t * s;
-      for (std::int64_t r0 = 0; r0 < t; r0 += kRows) {
-        const std::int64_t r1 = std::min(t, r0 + kRows), keys = std::min(s, r1 + off);
+      const std::int64_t block_rows = bf16_block_rows();
+      for (std::int64_t r0 = 0; r0 < t; r0 += block_rows) {
+        const std::int64_t r1 = std::min(t, r0 + block_rows), keys = std::min(s, r1 + off);
         cpu::gemm_bf16_packed(cpu::native_bf16_kernel(), pg + q_at + r0 * ld, ld, v_packed, keys, ds + r0 * s, s,
                               r1 - r0, false);  // dp = g @ v^T
         softmax_backward_rows(ds, pn, r0, r1, s, off, sc);
