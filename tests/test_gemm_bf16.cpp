@@ -308,6 +308,23 @@ TEST_CASE("gemm_bf16: the AMX kernel against the emulation, where the CPU has AM
     gemm_bf16_detail::amx_tiles_end();
     CHECK(bitwise_equal(run(Bf16DotKernel::Amx, a, b, one_pair, trans_a, false), amx));
   }
+  // A last panel of 16 rows or fewer runs the block's top half: its rows get the bits the whole
+  // block gives them (here rows 32..39 of a 40-row product, and of a 56-row one whose last panel
+  // has 24 rows), for a row-major and a transposed A.
+  for (const bool trans_a : {false, true}) {
+    CAPTURE(trans_a);
+    const Shape3 tall{56, 96, 40}, short_{40, 96, 40};
+    const auto a56 = random_bf16(tall.m * tall.k, 31), b96 = random_bf16(tall.k * tall.n, 32);
+    std::vector<std::uint16_t> a40(static_cast<std::size_t>(short_.m * short_.k));
+    for (std::int64_t i = 0; i < short_.m; ++i)
+      for (std::int64_t p = 0; p < short_.k; ++p) {
+        const std::size_t from = static_cast<std::size_t>(trans_a ? p * tall.m + i : i * tall.k + p);
+        a40[static_cast<std::size_t>(trans_a ? p * short_.m + i : i * short_.k + p)] = a56[from];
+      }
+    const std::vector<float> whole = run(Bf16DotKernel::Amx, a56, b96, tall, trans_a, false);
+    const std::vector<float> top = run(Bf16DotKernel::Amx, a40, b96, short_, trans_a, false);
+    CHECK(std::memcmp(whole.data(), top.data(), top.size() * sizeof(float)) == 0);
+  }
   // A packed B belongs to the kernel it was packed for (AMX pads the pairs).
   Bf16PackedB packed;
   pack_bf16_b(Bf16DotKernel::Amx, std::vector<std::uint16_t>(4, 0).data(), 2, 2, 2, false, packed);

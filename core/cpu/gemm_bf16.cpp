@@ -389,9 +389,11 @@ struct BlockProduct {
       for (std::int64_t jp = 0; jp < col_panels; ++jp) {
         const std::int64_t j0 = jp * NR, cols = std::min<std::int64_t>(NR, n - j0);
         const std::uint32_t* b_panel = packed_b + jp * NR * stored;
-        on_c_block(out + i0 * ldc + j0, ldc, rows, cols, AMX_ROWS, accumulate, part,
+        const bool top = rows <= AMX_ROWS / 2;  // the block's top half is all there is
+        on_c_block(out + i0 * ldc + j0, ldc, rows, cols, top ? AMX_ROWS / 2 : AMX_ROWS, accumulate, part,
                    [&](float* c_tile, std::int64_t ldc_tile) {
-                     gemm_bf16_detail::amx_bf16_block(chunks, a_rows, a_stride, b_panel, c_tile, ldc_tile, accumulate);
+                     (top ? gemm_bf16_detail::amx_bf16_block_top : gemm_bf16_detail::amx_bf16_block)(
+                         chunks, a_rows, a_stride, b_panel, c_tile, ldc_tile, accumulate);
                    });
       }
     };

@@ -146,6 +146,10 @@ void amx_tiles_end();
 // 16 x 16 tiles, tmm4..5 A's two row tiles, tmm6..7 B's two column tiles.
 void amx_bf16_block(std::int64_t chunks, const void* a, std::int64_t a_stride, const std::uint32_t* b_panel, float* c,
                     std::int64_t ldc, bool accumulate);
+// Its top half: C [16, 32] from A's first 16 rows (tmm0..1, tmm4, tmm6..7), the bits the whole
+// block gives those rows.
+void amx_bf16_block_top(std::int64_t chunks, const void* a, std::int64_t a_stride, const std::uint32_t* b_panel, float* c,
+                        std::int64_t ldc, bool accumulate);
 // Pairs [q0, q0 + whole) of `rows` (at most 32) rows from row i0 of a bf16 operand whose rows are
 // contiguous (element (i, p) at data[i + p * inner_stride]: a transposed A), as out[r][q] with rows
 // out_stride words apart: the words of Bf16Operand::pair, rows past `rows` left as they are.

@@ -13,6 +13,9 @@
 // apart in each 128-byte row): for each chunk of 16 pairs, two A tiles and two B tiles are loaded
 // and four TDPBF16PS run, so each loaded tile feeds two instructions. The four C tiles stay in
 // registers over all of the block's pairs and are loaded from C (or zeroed) and stored once.
+// A panel of 16 rows or fewer (the last of an expert's rows, often) takes the block's top half
+// alone: tiles 0 and 1 get the same instructions in the same order, so the same bits, at half the
+// work.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -92,6 +95,30 @@ void amx_bf16_block(std::int64_t chunks, const void* a, std::int64_t a_stride, c
   _tile_stored(1, c + 16, c_stride);
   _tile_stored(2, c_low, c_stride);
   _tile_stored(3, c_low + 16, c_stride);
+}
+
+void amx_bf16_block_top(std::int64_t chunks, const void* a, std::int64_t a_stride, const std::uint32_t* b_panel, float* c,
+                        std::int64_t ldc, bool accumulate) {
+  const std::int64_t c_stride = ldc * static_cast<std::int64_t>(sizeof(float));
+  if (accumulate) {
+    _tile_loadd(0, c, c_stride);
+    _tile_loadd(1, c + 16, c_stride);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+  }
+  const auto* a_top = static_cast<const char*>(a);
+  constexpr std::int64_t b_stride = NR * sizeof(std::uint32_t);
+  for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+    const std::uint32_t* b = b_panel + chunk * AMX_PAIRS * NR;
+    _tile_loadd(4, a_top + chunk * AMX_PAIRS * static_cast<std::int64_t>(sizeof(std::uint32_t)), a_stride);
+    _tile_loadd(6, b, b_stride);
+    _tile_loadd(7, b + 16, b_stride);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+  }
+  _tile_stored(0, c, c_stride);
+  _tile_stored(1, c + 16, c_stride);
 }
 
 }  // namespace moelab::cpu::gemm_bf16_detail
