@@ -24,6 +24,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/bfloat16.h"
@@ -150,6 +151,25 @@ void for_every_case(std::uint64_t seed, Check&& check) {
       }
 }
 
+// A kernel with an instruction against the emulated chain on every case from `seed` on: each
+// element within the bound, and how many of them are bitwise equal (equal, elements).
+std::pair<std::int64_t, std::int64_t> against_emulation(Bf16DotKernel kernel, std::uint64_t seed) {
+  std::int64_t elements = 0, equal = 0;
+  for_every_case(seed, [&](Shape3 s, bool trans_a, bool trans_b, const std::vector<std::uint16_t>& a,
+                           const std::vector<std::uint16_t>& b) {
+    const std::vector<float> native = run(kernel, a, b, s, trans_a, trans_b);
+    const std::vector<float> emulated = run(Bf16DotKernel::Emulated, a, b, s, trans_a, trans_b);
+    for (std::int64_t i = 0; i < s.m; ++i)
+      for (std::int64_t j = 0; j < s.n; ++j) {
+        const auto at = static_cast<std::size_t>(i * s.n + j);
+        CHECK(std::abs(double(native[at]) - emulated[at]) <= bound(a, b, s, trans_a, trans_b, i, j));
+        ++elements;
+        equal += std::memcmp(&native[at], &emulated[at], sizeof(float)) == 0;
+      }
+  });
+  return {equal, elements};
+}
+
 }  // namespace
 
 TEST_CASE("gemm_bf16, emulated: the pairwise chain bitwise, every shape and transposition") {
@@ -257,19 +277,7 @@ TEST_CASE("gemm_bf16: the VDPBF16PS kernel against the emulation, where the CPU 
     CHECK_THROWS_AS(run(Bf16DotKernel::Avx512Bf16, {1}, {1}, Shape3{1, 1, 1}, false, false), Error);
     return;
   }
-  std::int64_t elements = 0, equal = 0;
-  for_every_case(100, [&](Shape3 s, bool trans_a, bool trans_b, const std::vector<std::uint16_t>& a,
-                          const std::vector<std::uint16_t>& b) {
-    const std::vector<float> native = run(Bf16DotKernel::Avx512Bf16, a, b, s, trans_a, trans_b);
-    const std::vector<float> emulated = run(Bf16DotKernel::Emulated, a, b, s, trans_a, trans_b);
-    for (std::int64_t i = 0; i < s.m; ++i)
-      for (std::int64_t j = 0; j < s.n; ++j) {
-        const auto at = static_cast<std::size_t>(i * s.n + j);
-        CHECK(std::abs(double(native[at]) - emulated[at]) <= bound(a, b, s, trans_a, trans_b, i, j));
-        ++elements;
-        equal += std::memcmp(&native[at], &emulated[at], sizeof(float)) == 0;
-      }
-  });
+  const auto [equal, elements] = against_emulation(Bf16DotKernel::Avx512Bf16, 100);
   MESSAGE("VDPBF16PS kernel: " << equal << " of " << elements << " elements bitwise equal to the emulated chain");
 }
 
@@ -279,19 +287,7 @@ TEST_CASE("gemm_bf16: the AMX kernel against the emulation, where the CPU has AM
     CHECK_THROWS_AS(run(Bf16DotKernel::Amx, {1}, {1}, Shape3{1, 1, 1}, false, false), Error);
     return;
   }
-  std::int64_t elements = 0, equal = 0;
-  for_every_case(200, [&](Shape3 s, bool trans_a, bool trans_b, const std::vector<std::uint16_t>& a,
-                          const std::vector<std::uint16_t>& b) {
-    const std::vector<float> amx = run(Bf16DotKernel::Amx, a, b, s, trans_a, trans_b);
-    const std::vector<float> emulated = run(Bf16DotKernel::Emulated, a, b, s, trans_a, trans_b);
-    for (std::int64_t i = 0; i < s.m; ++i)
-      for (std::int64_t j = 0; j < s.n; ++j) {
-        const auto at = static_cast<std::size_t>(i * s.n + j);
-        CHECK(std::abs(double(amx[at]) - emulated[at]) <= bound(a, b, s, trans_a, trans_b, i, j));
-        ++elements;
-        equal += std::memcmp(&amx[at], &emulated[at], sizeof(float)) == 0;
-      }
-  });
+  const auto [equal, elements] = against_emulation(Bf16DotKernel::Amx, 200);
   MESSAGE("AMX kernel: " << equal << " of " << elements << " elements bitwise equal to the emulated chain");
   // The padding pairs must be zero in both operands, whatever an earlier product left in the
   // reused buffers: a product of NaNs over 32 pairs, then one of a single pair (padded to 16).
