@@ -76,7 +76,7 @@ void micro_kernel(std::int64_t kc, const float* a, std::int64_t a_stride, const 
   // stored A apart, a_stride floats) and a B read in place (its rows b_stride apart). Those are the
   // weight gradient's operands, x^T @ g, with x written in the forward and long gone from L1 and
   // L2: in the training step that product ran at 95-117 GFLOP/s with none, 123-141 with them,
-  // and 148 -> 176 alone (128 x 2048T x 128; the dense step 1.05-1.09x; Xeon, AVX-512, one
+  // and 148 -> 176 alone (128 x 2048T x 128; the dense step 1.04-1.09x; Xeon, AVX-512, one
   // thread). A packed B panel (stride nr) is contiguous and gets them too; small products alone
   // (64 x 64 x 64, 24 x 32 x 48T) stayed within the 4% that OpenBLAS moved between the same runs.
   // A row-major A read in place is prefetched a panel ahead instead: each step of the 16 that
