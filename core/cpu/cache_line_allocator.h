@@ -5,7 +5,8 @@
 // from an address that is not a multiple of 64 touches two cache lines. For AMX that halved the
 // speed of the bf16 product's inner block (0.9 against 1.6 TFLOP/s, the same code and data, the
 // packed B 16 or 32 bytes off a line: which one was the luck of the heap). Tensors' own storage is
-// 64-byte aligned already (core/cpu/memory.cpp); this is for the scratch vectors.
+// 64-byte aligned too (core/cpu/memory.cpp takes its blocks from allocate_cache_lines below); the
+// allocator is for the scratch vectors.
 //
 //   std::vector<float, CacheLineAllocator<float>> panel(n);   // panel.data() % 64 == 0
 #pragma once
@@ -16,18 +17,26 @@
 
 namespace moelab::cpu {
 
+constexpr std::size_t kCacheLine = 64;
+
+// `bytes` (rounded up to whole lines, as aligned_alloc wants; 0 takes one line) starting on a
+// cache line, or nullptr when memory is out; std::free gives it back. Tensors' storage
+// (core/cpu/memory.cpp) and the allocator below both take their blocks here.
+inline void* allocate_cache_lines(std::size_t bytes) {
+  const std::size_t rounded = (bytes + kCacheLine - 1) / kCacheLine * kCacheLine;
+  return std::aligned_alloc(kCacheLine, rounded == 0 ? kCacheLine : rounded);
+}
+
 template <class T>
 struct CacheLineAllocator {
   using value_type = T;
-  static constexpr std::size_t kLine = 64;
 
   CacheLineAllocator() = default;
   template <class U>
   CacheLineAllocator(const CacheLineAllocator<U>&) {}
 
   T* allocate(std::size_t count) {
-    const std::size_t bytes = (count * sizeof(T) + kLine - 1) / kLine * kLine;  // aligned_alloc wants a multiple
-    void* p = std::aligned_alloc(kLine, bytes == 0 ? kLine : bytes);
+    void* p = allocate_cache_lines(count * sizeof(T));
     if (!p) throw std::bad_alloc();
     return static_cast<T*>(p);
   }

@@ -43,7 +43,6 @@
 #endif
 
 #include <algorithm>
-#include <memory>
 #include <vector>
 
 #include "core/cpu/cache_line_allocator.h"
@@ -147,15 +146,10 @@ void pack_b_panel(const Operand& b, int nr, std::int64_t p0, std::int64_t kc, st
 // Scratch that lives as long as the thread: products run thousands of times a step, and a fresh
 // allocation each time (with its page faults) cost more than small products themselves.
 // (On a cache line: the micro-kernels read the panels with whole-vector loads, core/cpu/cache_line_allocator.h.)
-using Scratch = std::vector<float, CacheLineAllocator<float>>;
-float* scratch(Scratch& buffer, std::size_t floats) {
+float* packed_b_buffer(std::size_t floats) {
+  thread_local std::vector<float, CacheLineAllocator<float>> buffer;
   if (floats > buffer.size()) buffer.resize(floats);
   return buffer.data();
-}
-
-float* packed_b_buffer(std::size_t floats) {
-  thread_local Scratch buffer;
-  return scratch(buffer, floats);
 }
 
 // One product cut into the blocks of the header. Thread `t` of `team` computes its rows of C and

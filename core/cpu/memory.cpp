@@ -14,6 +14,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/cpu/cache_line_allocator.h"
 #include "core/cpu/cpu_backend.h"
 
 namespace moelab {
@@ -40,9 +41,7 @@ bool keep_freed_memory() {
 void* CpuBackend::allocate(std::size_t bytes) {
   static const bool tuned = keep_freed_memory();  // once, before the first allocation
   (void)tuned;
-  constexpr std::size_t kAlign = 64;
-  const std::size_t rounded = ((bytes + kAlign - 1) / kAlign) * kAlign;
-  void* p = std::aligned_alloc(kAlign, rounded == 0 ? kAlign : rounded);
+  void* p = cpu::allocate_cache_lines(bytes);  // 64-byte aligned
   if (!p) fail("allocate", "out of host memory allocating ", bytes, " bytes");
   return p;
 }
