@@ -176,6 +176,9 @@ struct Blocked {
     // 8-10% less time unpacked, products with n = 512 and k = 2048 up to 20% less; with rows of
     // 1024 floats (4 KiB apart) packing still won, by ~10%. The same multiply-adds in the same order
     // as with a packed B: only where B is read from changes, never a bit of C.
+    // Rows a multiple of 256 bytes apart (d = 64, 128, 512) fall in a few of L1's sets, and in a
+    // loop over one product packing such a B won 1.16-1.59x on an AVX2 EPYC; in the training step
+    // it changed nothing (the dense step 0.99x: docs/results/bench.md, 2026-12-03), so it is not done.
     const bool b_in_place = team == 1 && op_b.col_stride == 1 &&
                             (last_panel - first_panel <= kInPlaceRowPanels || op_b.row_stride <= kInPlaceRowFloats);
     const std::int64_t nc_block = column_block(NR);
