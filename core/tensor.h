@@ -78,6 +78,11 @@ class Tensor {
   std::vector<T> to_vector() const;
 
   bool shares_storage_with(const Tensor& other) const { return storage_ && storage_ == other.storage_; }
+  // True when this handle is the only one on its storage and spans all of it: no copy of the
+  // handle and no view exists anywhere, so writing to it can change no other tensor.
+  bool sole_handle() const {
+    return storage_ && storage_.use_count() == 1 && offset_ == 0 && storage_->bytes() == nbytes();
+  }
   std::string str() const;  // "Tensor(float32, cpu, [2, 3])"
 
  private:

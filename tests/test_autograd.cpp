@@ -1,6 +1,7 @@
 // tests/test_autograd.cpp — the backward engine: accumulation, shared uses, diamonds, leaves that
 // need no gradient, NoGradGuard, freed graphs, deep chains, broadcasting, a hand-computed MLP,
-// detach, the op registry and argument errors. (Per-op gradients: tests/test_gradcheck.cpp.)
+// detach, the op registry and argument errors, and that a leaf's gradient aliases nothing.
+// (Per-op gradients: tests/test_gradcheck.cpp.)
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -262,4 +263,61 @@ TEST_CASE("mse_loss is mean(square(pred - target)) bit for bit, gradients includ
     CHECK(a.grad().to_vector<double>() == c.grad().to_vector<double>());
     CHECK(b.grad().to_vector<double>() == d.grad().to_vector<double>());
   }
+}
+
+TEST_CASE("a leaf's gradient is its own memory: no other gradient, seed or hook copy changes with it") {
+  // run_backward keeps a leaf's first contribution without a copy only when nothing else holds it;
+  // each case below hands the leaf a gradient something else holds, and writes through grad().
+  const auto write = [](const Variable& v) {
+    Tensor g = v.grad();
+    g.data<double>()[0] = 42.0;
+  };
+  SUBCASE("add hands one tensor to both of its inputs") {
+    Variable a(f64({1, 2}, {2}), true), b(f64({3, 4}, {2}), true);
+    (a + b).backward(f64({5, 6}, {2}));
+    write(a);
+    check_close(b.grad(), {5, 6});
+    check_close(a.grad(), {42, 6});
+  }
+  SUBCASE("the caller's seed") {
+    Variable x(f64({1, 2}, {2}), true);
+    const Tensor seed = f64({7, 8}, {2});
+    x.backward(seed);
+    write(x);
+    check_close(seed, {7, 8});
+  }
+  SUBCASE("a hook that keeps the gradient it saw") {
+    Variable x(f64({1, 2}, {2}), true);
+    Tensor seen;
+    x.register_hook([&](const Tensor& g) {
+      seen = g;
+      return Tensor();
+    });
+    sum(x * 3.0).backward();
+    write(x);
+    check_close(seen, {3, 3});
+  }
+  SUBCASE("a gradient that nothing else holds is kept, and a later backward adds to it") {
+    Variable w(f64({1, 2, 3, 4}, {2, 2}), true);
+    Variable x(f64({1, 1}, {1, 2}), false);
+    sum(matmul(x, w)).backward();
+    check_close(w.grad(), {1, 1, 1, 1});
+    sum(matmul(x, w)).backward();
+    check_close(w.grad(), {2, 2, 2, 2});
+  }
+}
+
+TEST_CASE("sole_handle: one handle spanning its storage, no copies, no views") {
+  Tensor t = f64({1, 2, 3, 4}, {4});
+  CHECK(t.sole_handle());
+  {
+    Tensor copy = t;
+    CHECK_FALSE(t.sole_handle());
+  }
+  CHECK(t.sole_handle());
+  Tensor view = t.slice(1, 2);
+  CHECK_FALSE(view.sole_handle());
+  t = Tensor();
+  CHECK_FALSE(view.sole_handle());  // the only handle, but on part of its storage
+  CHECK_FALSE(Tensor().sole_handle());
 }
