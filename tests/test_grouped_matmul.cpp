@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/factories.h"
+#include "core/cpu/thread_count.h"
 #include "core/kernels.h"
 #include "core/parallel.h"
 
@@ -137,16 +138,28 @@ TEST_CASE("grouped_matmul edge sizes: no rows, zero inner dimension, zero groups
 TEST_CASE("grouped_matmul is bitwise the same for 1, 2 and 3 threads (float32)") {
   Generator gen(13);
   const std::vector<std::int32_t> small = layouts().back().offsets, large = {0, 300, 520};
+  // in = 192, out = 96: 2 * 192 * 96 flops a row, so the 169 rows of the small groups are 6.2M flops
+  // (3 grains of kGemmGrainFlops, core/cpu/thread_count.h: the groups shared out over threads) and
+  // the two large groups 11.1M and 8.1M each (each GEMM on several threads). The first 40 x 24 gave
+  // 0.3M and 1.0M flops in all, under two grains, so every run took one thread and compared nothing.
+  const std::int64_t in = 192, out = 96;
   for (const auto& offs : {small, large}) {
     const auto groups = static_cast<std::int64_t>(offs.size()) - 1;
-    Tensor x = uniform({offs.back(), 40}, -1, 1, gen), w = uniform({groups, 40, 24}, -1, 1, gen);
-    Tensor dy = uniform({offs.back(), 24}, -1, 1, gen);
+    Tensor x = uniform({offs.back(), in}, -1, 1, gen), w = uniform({groups, in, out}, -1, 1, gen);
+    Tensor dy = uniform({offs.back(), out}, -1, 1, gen);
+    // The thread decision of for_each_group (all groups' flops) and of each group's GEMM.
+    const auto flops = [&](std::int64_t rows) { return 2.0 * static_cast<double>(rows * in * out); };
     const int threads = num_threads();
     set_num_threads(1);
+    REQUIRE(cpu::threads_for(flops(offs.back()), cpu::kGemmGrainFlops) == 1);
     const std::vector<float> y1 = kernels::grouped_matmul(x, w, offsets_of(offs)).to_vector<float>();
     const std::vector<float> dw1 = kernels::grouped_matmul_weight_grad(x, dy, offsets_of(offs), groups).to_vector<float>();
     for (int t : {2, 3}) {
       set_num_threads(t);
+      REQUIRE(cpu::threads_for(flops(offs.back()), cpu::kGemmGrainFlops) > 1);
+      if (offs == large)
+        for (std::size_t e = 0; e + 1 < offs.size(); ++e)
+          REQUIRE(cpu::threads_for(flops(offs[e + 1] - offs[e]), cpu::kGemmGrainFlops) > 1);
       CHECK(kernels::grouped_matmul(x, w, offsets_of(offs)).to_vector<float>() == y1);
       CHECK(kernels::grouped_matmul_weight_grad(x, dy, offsets_of(offs), groups).to_vector<float>() == dw1);
     }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/factories.h"
+#include "core/cpu/thread_count.h"
 #include "core/kernels.h"
 #include "core/parallel.h"
 
@@ -88,11 +89,17 @@ TEST_CASE("scatter_add_rows adds repeated indices in order, sequentially and in 
 
 TEST_CASE("scatter_add_rows is bitwise the same for one thread and many") {
   Generator gen(3);
-  Tensor src = uniform({4000, 12}, -1.0, 1.0, gen);
+  // 4000 x 24 elements, 2.9 grains of the element loops (core/cpu/thread_count.h): with 4 threads set,
+  // the parallel scatter by destination row; with 1, the plain loop. The first 4000 x 12 fell below
+  // two grains, so both runs took the plain loop and compared nothing.
+  Tensor src = uniform({4000, 24}, -1.0, 1.0, gen);
   Tensor index = random_index({4000}, 9, gen);
   const int threads = num_threads();
+  set_num_threads(4);
+  REQUIRE(cpu::element_threads(src.numel()) > 1);
   Tensor many = kernels::scatter_add_rows(src, index, 9);
   set_num_threads(1);
+  REQUIRE(cpu::element_threads(src.numel()) == 1);
   Tensor one = kernels::scatter_add_rows(src, index, 9);
   set_num_threads(threads);
   CHECK(many.to_vector<float>() == one.to_vector<float>());
@@ -125,11 +132,15 @@ TEST_CASE("scatter_add_rows_scaled and its backward are bitwise the unfused ops,
     check_scaled_rows_bitwise(dtype, 700, 200, 9);   // rows past the pairwise sum's 128-term leaf
   }
   Generator gen(5);
-  const Tensor src = uniform({4000, 12}, -1.0, 1.0, gen), scale = uniform({4000}, 0.0, 1.0, gen);
+  // 4000 x 24: above two grains, as in the test above (4000 x 12 was not).
+  const Tensor src = uniform({4000, 24}, -1.0, 1.0, gen), scale = uniform({4000}, 0.0, 1.0, gen);
   const Tensor index = random_index({4000}, 9, gen);
   const int threads = num_threads();
+  set_num_threads(4);
+  REQUIRE(cpu::element_threads(src.numel()) > 1);
   const Tensor many = kernels::scatter_add_rows_scaled(src, scale, index, 9);
   set_num_threads(1);
+  REQUIRE(cpu::element_threads(src.numel()) == 1);
   const Tensor one = kernels::scatter_add_rows_scaled(src, scale, index, 9);
   set_num_threads(threads);
   CHECK(many.to_vector<float>() == one.to_vector<float>());
