@@ -6,7 +6,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <tuple>
 
+#include "core/cpu/thread_count.h"
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "core/parallel.h"
@@ -71,8 +73,13 @@ TEST_CASE("cross_entropy and its backward match the reference, with ignored rows
       {13, 11, -100, 2.0},   // default ignore_index
       {9, 5, 3, 2.0},        // ignore_index that is also a valid class
       {6, 7, -100, 1000.0},  // large logits: stability
-      {64, 1000, -100, 3.0}, // large enough for several threads
+      {80, 1000, -100, 3.0}, // 2.4 grains (core/cpu/thread_count.h): rows split over 4 threads
   };
+  // With 4 threads set, the last case runs its rows in parallel, forward and backward. The first
+  // 64 x 1000 fell below two grains, so it ran on one thread and tested no parallel path.
+  const int threads = num_threads();
+  set_num_threads(4);
+  REQUIRE(cpu::element_threads(80 * 1000) > 1);
   for (DType dtype : {DType::Float32, DType::Float64}) {
     for (const Case& c : cases) {
       Tensor logits = normal({c.rows, c.vocab}, 0, c.scale, gen, dtype);
@@ -103,6 +110,7 @@ TEST_CASE("cross_entropy and its backward match the reference, with ignored rows
           for (std::int64_t j = 0; j < c.vocab; ++j) CHECK(dv[r * static_cast<std::size_t>(c.vocab) + static_cast<std::size_t>(j)] == 0.0);
     }
   }
+  set_num_threads(threads);
 }
 
 TEST_CASE("the backward matches finite differences of the loss (float64)") {
@@ -143,17 +151,27 @@ TEST_CASE("no kept row: loss 0 and zero gradient; no row at all: loss 0") {
   }
 }
 
-TEST_CASE("cross_entropy does not depend on the thread count") {
+TEST_CASE("cross_entropy and its backward do not depend on the thread count") {
   Generator gen(33);
+  // 128 x 700 elements, 2.7 grains: 2 threads with 3 set, one with 1. Loss, logsumexp and gradient.
   Tensor logits = normal({128, 700}, 0, 2, gen);
   Tensor targets = from_vector(random_targets(128, 700, -100, gen), {128});
+  auto run = [&] {
+    kernels::CrossEntropyResult out = kernels::cross_entropy(logits, targets);
+    Tensor d = kernels::cross_entropy_backward(logits, targets, out.logsumexp, 1.3, out.kept_count());
+    return std::make_tuple(out.loss.item<float>(), out.logsumexp.to_vector<float>(), d.to_vector<float>());
+  };
   const int threads = num_threads();
   set_num_threads(1);
-  const float loss1 = kernels::cross_entropy(logits, targets).loss.item<float>();
+  REQUIRE(cpu::element_threads(logits.numel()) == 1);
+  const auto [loss1, lse1, d1] = run();
   set_num_threads(3);
-  const float loss3 = kernels::cross_entropy(logits, targets).loss.item<float>();
+  REQUIRE(cpu::element_threads(logits.numel()) > 1);
+  const auto [loss3, lse3, d3] = run();
   set_num_threads(threads);
   CHECK(loss1 == loss3);
+  CHECK(lse1 == lse3);
+  CHECK(d1 == d3);
 }
 
 TEST_CASE("cross_entropy rejects bad arguments, naming the op") {

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/broadcast.h"
+#include "core/cpu/thread_count.h"
 #include "core/factories.h"
 #include "core/kernels.h"
 #include "core/kernels/elementwise_ops.h"
@@ -83,6 +84,11 @@ Tensor draw(OpDomain domain, const Shape& shape, Generator& gen, DType dtype) {
 
 TEST_CASE("unary ops match std:: in double precision") {
   Generator gen(1);
+  // 70001 elements, 2.1 grains (core/cpu/thread_count.h): with 4 threads set, chunks on 2 threads.
+  // At the default it split only on a machine with two cores or more.
+  const int threads = num_threads();
+  set_num_threads(4);
+  REQUIRE(cpu::element_threads(70001) > 1);
   for (DType dtype : {DType::Float32, DType::Float64}) {
     for (const Shape& shape : {Shape{3, 17}, Shape{70001}}) {  // the second runs on several threads
       for (const kernels::UnaryOpInfo& info : kernels::kUnaryOps) {
@@ -98,6 +104,7 @@ TEST_CASE("unary ops match std:: in double precision") {
       }
     }
   }
+  set_num_threads(threads);
 }
 
 TEST_CASE("sqrt is std::sqrt bit for bit: correctly rounded, no approximation instruction") {
@@ -174,10 +181,16 @@ TEST_CASE("binary ops: same shape, scalar tensor and trailing-axes broadcasting"
       {{4, 6}, {6}},             // bias [d] on [N, d]
       {{3, 5, 6}, {5, 6}},       // [T, d] on [B, T, d]
       {{3, 5, 6}, {6}},          // [d] on [B, T, d]
-      {{300, 130}, {130}},       // trailing, large enough for several threads
-      {{40000}, {40000}},        // same shape, several threads
-      {{40000}, {1}},            // scalar, several threads
+      {{600, 130}, {130}},       // trailing, large enough for several threads
+      {{70000}, {70000}},        // same shape, several threads
+      {{70000}, {1}},            // scalar, several threads
   };
+  // The last three are 2.1-2.4 grains (core/cpu/thread_count.h), on 2 threads with 4 set. The first
+  // 300 x 130 and 40000 fell below two grains, so they ran on one thread and tested no split.
+  const int threads = num_threads();
+  set_num_threads(4);
+  REQUIRE(cpu::element_threads(600 * 130) > 1);
+  REQUIRE(cpu::element_threads(70000) > 1);
   for (DType dtype : {DType::Float32, DType::Float64}) {
     for (const Case& c : cases) {
       Tensor a = positive(c.a, gen, dtype), b = positive(c.b, gen, dtype);
@@ -193,6 +206,7 @@ TEST_CASE("binary ops: same shape, scalar tensor and trailing-axes broadcasting"
       }
     }
   }
+  set_num_threads(threads);
 }
 
 namespace {
@@ -250,6 +264,11 @@ TEST_CASE("binary ops broadcast the NumPy way: either side, both sides, size-1 a
       {{257, 1}, {1, 300}, {257, 300}},          // several threads; chunks end inside rows
       {{40, 1, 130}, {1, 30, 130}, {40, 30, 130}},
   };
+  // 257 x 300 and 40 x 30 x 130 are 2.4 and 4.8 grains (core/cpu/thread_count.h): split with 4 threads
+  // set; at the default they split only on a machine with two cores or more.
+  const int threads = num_threads();
+  set_num_threads(4);
+  REQUIRE(cpu::element_threads(257 * 300) > 1);
   for (DType dtype : {DType::Float32, DType::Float64}) {
     for (const Case& c : cases) {
       Tensor a = positive(c.a, gen, dtype), b = positive(c.b, gen, dtype);
@@ -263,6 +282,7 @@ TEST_CASE("binary ops broadcast the NumPy way: either side, both sides, size-1 a
       }
     }
   }
+  set_num_threads(threads);
 }
 
 TEST_CASE("broadcasting to an empty shape gives an empty result") {

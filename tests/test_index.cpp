@@ -75,7 +75,14 @@ TEST_CASE("index_select copies the indexed rows, for every dtype") {
 TEST_CASE("scatter_add_rows adds repeated indices in order, sequentially and in parallel") {
   check_scatter_add_rows<float>(DType::Float32, 20, 5, 4);
   check_scatter_add_rows<double>(DType::Float64, 20, 5, 4);
-  check_scatter_add_rows<float>(DType::Float32, 3000, 16, 37);  // > 32k elements: the parallel path
+  // 3000 x 24 elements, 2.2 grains of the element loops (core/cpu/thread_count.h): with 4 threads set,
+  // the parallel scatter by destination row. The first 3000 x 16 fell below two grains, so the
+  // "parallel" case took the plain loop and compared nothing new.
+  const int threads = num_threads();
+  set_num_threads(4);
+  REQUIRE(cpu::element_threads(3000 * 24) > 1);
+  check_scatter_add_rows<float>(DType::Float32, 3000, 24, 37);
+  set_num_threads(threads);
   check_scatter_add_rows<double>(DType::Float64, 5000, 8, 5);
   // A hand-checked case: rows 0 and 2 receive two rows each, row 1 none.
   Tensor src = from_vector(std::vector<double>{1, 2, 10, 20, 100, 200, 1000, 2000}, {4, 2});
@@ -126,24 +133,36 @@ void check_scaled_rows_bitwise(DType dtype, std::int64_t m_count, std::int64_t i
 }
 
 TEST_CASE("scatter_add_rows_scaled and its backward are bitwise the unfused ops, on any thread count") {
+  // With 4 threads set, 3000 x 24 (2.2 grains) and 700 x 200 (4.3 grains) take the parallel paths
+  // forward and backward; the first 3000 x 16 fell below two grains and compared nothing new, and
+  // 700 x 200 went parallel only where the default thread count was above one.
+  const int threads = num_threads();
+  set_num_threads(4);
+  REQUIRE(cpu::element_threads(3000 * 24) > 1);
+  REQUIRE(cpu::element_threads(700 * 200) > 1);
   for (DType dtype : {DType::Float32, DType::Float64}) {
     check_scaled_rows_bitwise(dtype, 20, 5, 4);      // sequential
-    check_scaled_rows_bitwise(dtype, 3000, 16, 37);  // > 32k elements: the parallel paths
+    check_scaled_rows_bitwise(dtype, 3000, 24, 37);  // the parallel paths
     check_scaled_rows_bitwise(dtype, 700, 200, 9);   // rows past the pairwise sum's 128-term leaf
   }
+  set_num_threads(threads);
   Generator gen(5);
-  // 4000 x 24: above two grains, as in the test above (4000 x 12 was not).
+  // 4000 x 24: above two grains, as in the test above (4000 x 12 was not); the backward too.
   const Tensor src = uniform({4000, 24}, -1.0, 1.0, gen), scale = uniform({4000}, 0.0, 1.0, gen);
   const Tensor index = random_index({4000}, 9, gen);
-  const int threads = num_threads();
+  const Tensor dy = uniform({9, 24}, -1.0, 1.0, gen);
   set_num_threads(4);
   REQUIRE(cpu::element_threads(src.numel()) > 1);
   const Tensor many = kernels::scatter_add_rows_scaled(src, scale, index, 9);
+  const kernels::ScaledRowsGrad grad_many = kernels::scatter_add_rows_scaled_backward(dy, src, scale, index);
   set_num_threads(1);
   REQUIRE(cpu::element_threads(src.numel()) == 1);
   const Tensor one = kernels::scatter_add_rows_scaled(src, scale, index, 9);
+  const kernels::ScaledRowsGrad grad_one = kernels::scatter_add_rows_scaled_backward(dy, src, scale, index);
   set_num_threads(threads);
   CHECK(many.to_vector<float>() == one.to_vector<float>());
+  CHECK(grad_many.src.to_vector<float>() == grad_one.src.to_vector<float>());
+  CHECK(grad_many.scale.to_vector<float>() == grad_one.scale.to_vector<float>());
 }
 
 TEST_CASE("scatter_add_rows_scaled checks its arguments") {
