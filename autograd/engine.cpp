@@ -93,7 +93,8 @@ void run_backward(const Variable& output, const Tensor& grad_output) {
       // The first contribution is cloned where it may alias another node's gradient, the caller's
       // seed or a hook's copy, since optimizers modify grad() in place; a leaf's contribution that
       // nothing else holds (a product's fresh result, as a weight's gradient is) is kept as it is:
-      // the copies were 0.7% of the 64-expert training step (2.2M parameters, one thread).
+      // memmove fell from 2.2% to 1.0% of perf's samples of the 64-expert training step (2.2M
+      // parameters, one thread; docs/results/bench.md, 2026-12-03).
       if (node.grad.defined())
         node.grad = kernels::add(node.grad, grad);
       else
