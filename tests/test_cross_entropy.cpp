@@ -77,8 +77,7 @@ TEST_CASE("cross_entropy and its backward match the reference, with ignored rows
   };
   // With 4 threads set, the last case runs its rows in parallel, forward and backward. The first
   // 64 x 1000 fell below two grains, so it ran on one thread and tested no parallel path.
-  const int threads = num_threads();
-  set_num_threads(4);
+  testing::ScopedThreads four(4);
   REQUIRE(cpu::element_threads(80 * 1000) > 1);
   for (DType dtype : {DType::Float32, DType::Float64}) {
     for (const Case& c : cases) {
@@ -110,7 +109,6 @@ TEST_CASE("cross_entropy and its backward match the reference, with ignored rows
           for (std::int64_t j = 0; j < c.vocab; ++j) CHECK(dv[r * static_cast<std::size_t>(c.vocab) + static_cast<std::size_t>(j)] == 0.0);
     }
   }
-  set_num_threads(threads);
 }
 
 TEST_CASE("the backward matches finite differences of the loss (float64)") {
@@ -161,14 +159,12 @@ TEST_CASE("cross_entropy and its backward do not depend on the thread count") {
     Tensor d = kernels::cross_entropy_backward(logits, targets, out.logsumexp, 1.3, out.kept_count());
     return std::make_tuple(out.loss.item<float>(), out.logsumexp.to_vector<float>(), d.to_vector<float>());
   };
-  const int threads = num_threads();
-  set_num_threads(1);
+  testing::ScopedThreads one(1);
   REQUIRE(cpu::element_threads(logits.numel()) == 1);
   const auto [loss1, lse1, d1] = run();
   set_num_threads(3);
   REQUIRE(cpu::element_threads(logits.numel()) > 1);
   const auto [loss3, lse3, d3] = run();
-  set_num_threads(threads);
   CHECK(loss1 == loss3);
   CHECK(lse1 == lse3);
   CHECK(d1 == d3);

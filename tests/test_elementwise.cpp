@@ -86,8 +86,7 @@ TEST_CASE("unary ops match std:: in double precision") {
   Generator gen(1);
   // 70001 elements, 2.1 grains (core/cpu/thread_count.h): with 4 threads set, chunks on 2 threads.
   // At the default it split only on a machine with two cores or more.
-  const int threads = num_threads();
-  set_num_threads(4);
+  testing::ScopedThreads four(4);
   REQUIRE(cpu::element_threads(70001) > 1);
   for (DType dtype : {DType::Float32, DType::Float64}) {
     for (const Shape& shape : {Shape{3, 17}, Shape{70001}}) {  // the second runs on several threads
@@ -104,7 +103,6 @@ TEST_CASE("unary ops match std:: in double precision") {
       }
     }
   }
-  set_num_threads(threads);
 }
 
 TEST_CASE("sqrt is std::sqrt bit for bit: correctly rounded, no approximation instruction") {
@@ -187,8 +185,7 @@ TEST_CASE("binary ops: same shape, scalar tensor and trailing-axes broadcasting"
   };
   // The last three are 2.1-2.4 grains (core/cpu/thread_count.h), on 2 threads with 4 set. The first
   // 300 x 130 and 40000 fell below two grains, so they ran on one thread and tested no split.
-  const int threads = num_threads();
-  set_num_threads(4);
+  testing::ScopedThreads four(4);
   REQUIRE(cpu::element_threads(600 * 130) > 1);
   REQUIRE(cpu::element_threads(70000) > 1);
   for (DType dtype : {DType::Float32, DType::Float64}) {
@@ -206,7 +203,6 @@ TEST_CASE("binary ops: same shape, scalar tensor and trailing-axes broadcasting"
       }
     }
   }
-  set_num_threads(threads);
 }
 
 namespace {
@@ -266,8 +262,7 @@ TEST_CASE("binary ops broadcast the NumPy way: either side, both sides, size-1 a
   };
   // 257 x 300 and 40 x 30 x 130 are 2.4 and 4.8 grains (core/cpu/thread_count.h): split with 4 threads
   // set; at the default they split only on a machine with two cores or more.
-  const int threads = num_threads();
-  set_num_threads(4);
+  testing::ScopedThreads four(4);
   REQUIRE(cpu::element_threads(257 * 300) > 1);
   for (DType dtype : {DType::Float32, DType::Float64}) {
     for (const Case& c : cases) {
@@ -282,7 +277,6 @@ TEST_CASE("binary ops broadcast the NumPy way: either side, both sides, size-1 a
       }
     }
   }
-  set_num_threads(threads);
 }
 
 TEST_CASE("broadcasting to an empty shape gives an empty result") {

@@ -10,6 +10,7 @@
 #include "core/cpu/thread_count.h"
 #include "core/kernels.h"
 #include "core/parallel.h"
+#include "tests/test_util.h"
 
 using namespace moelab;
 
@@ -78,11 +79,11 @@ TEST_CASE("scatter_add_rows adds repeated indices in order, sequentially and in 
   // 3000 x 24 elements, 2.2 grains of the element loops (core/cpu/thread_count.h): with 4 threads set,
   // the parallel scatter by destination row. The first 3000 x 16 fell below two grains, so the
   // "parallel" case took the plain loop and compared nothing new.
-  const int threads = num_threads();
-  set_num_threads(4);
-  REQUIRE(cpu::element_threads(3000 * 24) > 1);
-  check_scatter_add_rows<float>(DType::Float32, 3000, 24, 37);
-  set_num_threads(threads);
+  {
+    testing::ScopedThreads four(4);
+    REQUIRE(cpu::element_threads(3000 * 24) > 1);
+    check_scatter_add_rows<float>(DType::Float32, 3000, 24, 37);
+  }
   check_scatter_add_rows<double>(DType::Float64, 5000, 8, 5);
   // A hand-checked case: rows 0 and 2 receive two rows each, row 1 none.
   Tensor src = from_vector(std::vector<double>{1, 2, 10, 20, 100, 200, 1000, 2000}, {4, 2});
@@ -101,14 +102,12 @@ TEST_CASE("scatter_add_rows is bitwise the same for one thread and many") {
   // two grains, so both runs took the plain loop and compared nothing.
   Tensor src = uniform({4000, 24}, -1.0, 1.0, gen);
   Tensor index = random_index({4000}, 9, gen);
-  const int threads = num_threads();
-  set_num_threads(4);
+  testing::ScopedThreads four(4);
   REQUIRE(cpu::element_threads(src.numel()) > 1);
   Tensor many = kernels::scatter_add_rows(src, index, 9);
   set_num_threads(1);
   REQUIRE(cpu::element_threads(src.numel()) == 1);
   Tensor one = kernels::scatter_add_rows(src, index, 9);
-  set_num_threads(threads);
   CHECK(many.to_vector<float>() == one.to_vector<float>());
 }
 
@@ -136,8 +135,7 @@ TEST_CASE("scatter_add_rows_scaled and its backward are bitwise the unfused ops,
   // With 4 threads set, 3000 x 24 (2.2 grains) and 700 x 200 (4.3 grains) take the parallel paths
   // forward and backward; the first 3000 x 16 fell below two grains and compared nothing new, and
   // 700 x 200 went parallel only where the default thread count was above one.
-  const int threads = num_threads();
-  set_num_threads(4);
+  testing::ScopedThreads four(4);
   REQUIRE(cpu::element_threads(3000 * 24) > 1);
   REQUIRE(cpu::element_threads(700 * 200) > 1);
   for (DType dtype : {DType::Float32, DType::Float64}) {
@@ -145,13 +143,11 @@ TEST_CASE("scatter_add_rows_scaled and its backward are bitwise the unfused ops,
     check_scaled_rows_bitwise(dtype, 3000, 24, 37);  // the parallel paths
     check_scaled_rows_bitwise(dtype, 700, 200, 9);   // rows past the pairwise sum's 128-term leaf
   }
-  set_num_threads(threads);
   Generator gen(5);
   // 4000 x 24: above two grains, as in the test above (4000 x 12 was not); the backward too.
   const Tensor src = uniform({4000, 24}, -1.0, 1.0, gen), scale = uniform({4000}, 0.0, 1.0, gen);
   const Tensor index = random_index({4000}, 9, gen);
   const Tensor dy = uniform({9, 24}, -1.0, 1.0, gen);
-  set_num_threads(4);
   REQUIRE(cpu::element_threads(src.numel()) > 1);
   const Tensor many = kernels::scatter_add_rows_scaled(src, scale, index, 9);
   const kernels::ScaledRowsGrad grad_many = kernels::scatter_add_rows_scaled_backward(dy, src, scale, index);
@@ -159,7 +155,6 @@ TEST_CASE("scatter_add_rows_scaled and its backward are bitwise the unfused ops,
   REQUIRE(cpu::element_threads(src.numel()) == 1);
   const Tensor one = kernels::scatter_add_rows_scaled(src, scale, index, 9);
   const kernels::ScaledRowsGrad grad_one = kernels::scatter_add_rows_scaled_backward(dy, src, scale, index);
-  set_num_threads(threads);
   CHECK(many.to_vector<float>() == one.to_vector<float>());
   CHECK(grad_many.src.to_vector<float>() == grad_one.src.to_vector<float>());
   CHECK(grad_many.scale.to_vector<float>() == grad_one.scale.to_vector<float>());

@@ -143,9 +143,8 @@ TEST_CASE("layernorm_backward matches central finite differences in float64") { 
 TEST_CASE("norm backwards: float32 agrees with float64, and the thread count changes no bit") {
   Generator gen(3);
   // 1024 x 96 elements, three grains of the element loops (core/cpu/thread_count.h): with 4 threads
-  // set, the parallel row pass and two column blocks for dw/db; with 1, the single pass (rmsnorm's
-  // dw summed with the rows, core/cpu/norm.cpp). The first 512 x 96 fell below two grains, so both
-  // runs took one thread and compared nothing.
+  // set, the parallel row pass and two column blocks for dw/db; with 1, one thread. The first
+  // 512 x 96 fell below two grains, so both runs took one thread and compared nothing.
   Tensor x = uniform({1024, 96}, -2, 2, gen, DType::Float64), w = uniform({96}, 0.5, 1.5, gen, DType::Float64),
          b = uniform({96}, -1, 1, gen, DType::Float64), dy = uniform({1024, 96}, -1, 1, gen, DType::Float64);
   for (bool layer : {false, true}) {
@@ -158,8 +157,7 @@ TEST_CASE("norm backwards: float32 agrees with float64, and the thread count cha
       kernels::NormResult fwd = kernels::rmsnorm(xd, wd, kEps);
       return kernels::rmsnorm_backward(xd, wd, fwd.rstd, dyd);
     };
-    const int threads = num_threads();
-    set_num_threads(4);
+    testing::ScopedThreads four(4);
     REQUIRE(cpu::element_threads(x.numel()) > 1);
     kernels::NormGrads g64 = run(DType::Float64), g32 = run(DType::Float32);
     CHECK(max_error(to_doubles(g32.dx), to_doubles(g64.dx)) < 1e-4);
@@ -169,7 +167,6 @@ TEST_CASE("norm backwards: float32 agrees with float64, and the thread count cha
     set_num_threads(1);
     REQUIRE(cpu::element_threads(x.numel()) == 1);
     kernels::NormGrads single = run(DType::Float32);
-    set_num_threads(threads);
     CHECK(single.dx.to_vector<float>() == g32.dx.to_vector<float>());
     CHECK(single.dw.to_vector<float>() == g32.dw.to_vector<float>());
     if (layer) CHECK(single.db.to_vector<float>() == g32.db.to_vector<float>());

@@ -10,9 +10,23 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/parallel.h"
 #include "core/tensor.h"
 
 namespace moelab::testing {
+
+// Sets the thread count for a scope and restores the one it found, also when a REQUIRE leaves early:
+//   { testing::ScopedThreads four(4); REQUIRE(cpu::element_threads(n) > 1); ...the parallel run... }
+class ScopedThreads {
+ public:
+  explicit ScopedThreads(int n) : previous_(num_threads()) { set_num_threads(n); }
+  ~ScopedThreads() { set_num_threads(previous_); }
+  ScopedThreads(const ScopedThreads&) = delete;
+  ScopedThreads& operator=(const ScopedThreads&) = delete;
+
+ private:
+  int previous_;
+};
 
 // The message of the moelab::Error that f throws; "" when it throws none.
 inline std::string error_of(const std::function<void()>& f) {
