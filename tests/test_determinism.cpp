@@ -5,12 +5,12 @@
 // kernels take their multi-threaded paths) on 2, 1 and 3 threads, with other allocations held
 // in between so buffers land at other addresses, and requires identical losses.
 // Background: Eigen evaluates exp() etc. with scalar code up to the first aligned address of the
-// destination and with vector code after it, and the two round differently, so a scratch buffer
-// at a heap-dependent address leaks the heap layout into the results (found in cross-entropy's
+// destination and with vector code after it, and the two rounded differently, so a scratch buffer
+// at a heap-dependent address leaked the heap layout into the results (found in cross-entropy's
 // malloc'd scratch row by running char_lm with different --text spellings and under load). This
-// test did not reproduce that case on demand (malloc kept reusing equally aligned chunks); it
-// guards the thread-count invariance, and scratch buffers that feed Eigen must be Eigen-allocated
-// (64-byte aligned).
+// test did not reproduce that case on demand (malloc kept reusing equally aligned chunks); since
+// 2026-12-03 the scalar code computes as the vector lanes do (core/cpu/exact_math.h), which
+// tests/test_extremes.cpp checks directly, and this test guards the thread-count invariance.
 #include <doctest/doctest.h>
 
 #include <memory>

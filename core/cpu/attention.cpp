@@ -139,7 +139,7 @@ void softmax_rows(T* pn, std::int64_t r0, std::int64_t r1, std::int64_t s, std::
     Row<T> row(pn + r * s, seen);
     row *= sc;
     const T m = row.maxCoeff();
-    row = cpu::exact_exp(row - m);
+    cpu::exp_shifted(row.data(), m, row.data(), seen);
     row *= static_cast<T>(1.0 / row_sum<T>(row.data(), nullptr, seen));
     std::fill(pn + r * s + seen, pn + (r + 1) * s, T(0));
   }

@@ -115,7 +115,7 @@ void CpuBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targ
       ConstRow<T> xr(px + r * vocab, vocab);
       const T lse = plse[r];
       d = cpu::exact_exp(xr - lse) * s;          // softmax * scale
-      d[t] = (std::exp(xr[t] - lse) - T(1)) * s;  // minus the one-hot, without a second rounding
+      d[t] = (cpu::ExactExp<T>()(xr[t] - lse) - T(1)) * s;  // minus the one-hot, without a second rounding
     }
   });
 }

@@ -21,7 +21,8 @@
 // Lanes outside it (and NaN) are recomputed with std::exp / std::log, which underflow to exactly
 // 0, overflow to inf, give subnormals where IEEE does, and propagate NaN. In-range inputs, nearly
 // all of them in practice, cost one compare per vector. Scalar elements (Eigen's head and tail)
-// already use std::exp / std::log.
+// take the same vector code, one lane of it, so that an element's bits never depend on where it
+// sits in its array (see scalar_like_lanes below).
 //
 // One out-of-range case is common: a causal attention mask puts -inf in almost half the scores,
 // so nearly every vector of a masked softmax row has such a lane, and the per-lane std::exp made
@@ -38,6 +39,7 @@
 #include <Eigen/Core>
 #pragma GCC diagnostic pop
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace moelab::cpu {
@@ -70,23 +72,23 @@ Packet fix_out_of_range(const Packet& x, Packet y, Scalar lo, Scalar hi, Slow sl
 }
 #pragma GCC diagnostic pop
 
-// A scalar element (Eigen's head and tail of an array) as the vector lanes compute it. In the
-// AVX-512 build Eigen's 16-lane exp and log are algorithms of their own that can round an ulp
-// away from std::exp / std::log (float exp(30): tests/test_extremes.cpp puts copies of one input
-// at every offset), so an element's bits would depend on where it sits in its array: there the
-// scalar goes through the packet code, lane 0 of a broadcast. The AVX2 and SSE builds keep
-// std::exp / std::log for scalars, which agree with their lanes on every input the tests place
-// (and keep the recorded runs' bits, all made with the default x86-64-v3 build).
-template <class Functor, class T, class Std>
-T scalar_like_lanes(const Functor& f, T x, Std std_fn) {
-#if defined(__AVX512F__)
+// A scalar element (Eigen's head and tail of an array) as the vector lanes compute it: through the
+// packet code, lane 0 of a broadcast, in every build. Eigen cuts an array into a scalar head (up to
+// the first aligned address), a vector body and a scalar tail, and its vector exp and log are
+// polynomials of their own, not std::exp and std::log: on an x86-64-v3 build (8 lanes, FMA) the
+// packet exp and std::exp disagree in the last bit on 77,491,069 of the 4,278,190,082 non-NaN floats
+// (an exhaustive comparison, 2026-12-03; 1 - 2^-24 -> 1 vs 1 + 2^-23 is one of them), and the
+// AVX-512 build's 16-lane code rounds differently again. With std::exp for the scalars an element's
+// bits depended on where it sat: in a [8, 10] softmax of eight identical rows, 72% of random batches
+// gave rows that differed (8% of the elements), and a scratch buffer's heap address could leak
+// into results (tests/test_determinism.cpp's background). Until 2026-12-03 only the AVX-512 build
+// did this; the x86-64-v3 and SSE builds kept std::exp / std::log for the scalars, so their runs'
+// bits from before then differ in those elements. tests/test_extremes.cpp places random inputs at
+// every offset and requires the same bits at each.
+template <class Functor, class T>
+T scalar_like_lanes(const Functor& f, T x) {
   using Packet = typename Eigen::internal::packet_traits<T>::type;
-  (void)std_fn;
   return Eigen::internal::pfirst(f.packetOp(Eigen::internal::pset1<Packet>(x)));
-#else
-  (void)f;
-  return std_fn(x);
-#endif
 }
 
 }  // namespace exact_math_detail
@@ -96,7 +98,7 @@ struct ExactExp {
   static constexpr T lo = sizeof(T) == 4 ? T(-87) : T(-708);
   static constexpr T hi = sizeof(T) == 4 ? T(88) : T(709);
   static constexpr T zero_below = sizeof(T) == 4 ? T(-104) : T(-746);  // exp(x) rounds to +0 below
-  T operator()(const T& x) const { return exact_math_detail::scalar_like_lanes(*this, x, [](T v) { return std::exp(v); }); }
+  T operator()(const T& x) const { return exact_math_detail::scalar_like_lanes(*this, x); }
   template <class Packet>
   Packet packetOp(const Packet& x) const {
     return exact_math_detail::fix_out_of_range(x, Eigen::internal::pexp(x), lo, hi, [](T v) { return std::exp(v); },
@@ -108,7 +110,7 @@ template <class T>
 struct ExactLog {
   static constexpr T lo = std::numeric_limits<T>::min();  // smallest normal
   static constexpr T hi = std::numeric_limits<T>::max();
-  T operator()(const T& x) const { return exact_math_detail::scalar_like_lanes(*this, x, [](T v) { return std::log(v); }); }
+  T operator()(const T& x) const { return exact_math_detail::scalar_like_lanes(*this, x); }
   template <class Packet>
   Packet packetOp(const Packet& x) const {
     return exact_math_detail::fix_out_of_range(x, Eigen::internal::plog(x), lo, hi, [](T v) { return std::log(v); });
@@ -124,6 +126,39 @@ template <class Derived>
 auto exact_log(const Eigen::ArrayBase<Derived>& x) {
   return x.unaryExpr(ExactLog<typename Derived::Scalar>());
 }
+
+// y[i] = exp(x[i] - shift) for i < n, as exact_exp(row - shift) computes it (the same bits: every
+// element through the vector code, whichever lane it takes), in whole vectors from x's first
+// element and one partial vector for the rest, instead of one vector's work per element of the
+// unaligned head and tail. Softmax rows are short (a causal attention row sees 1 .. T keys), so
+// many of their elements sat in those ends. The partial vector is a masked load and store where
+// Eigen has them (float on AVX and AVX-512: the lanes past n are neither read nor written), else
+// a copy into a padded buffer (double, SSE). x and y may be the same array.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"  // unpacket_traits<__m256>: Eigen's own traits
+template <class T>
+void exp_shifted(const T* x, T shift, T* y, std::int64_t n) {
+  using namespace Eigen::internal;
+  using Packet = typename packet_traits<T>::type;
+  constexpr std::int64_t lanes = packet_traits<T>::size;
+  const ExactExp<T> f;
+  const Packet s = pset1<Packet>(shift);
+  std::int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) pstoreu(y + i, f.packetOp(psub(ploadu<Packet>(x + i), s)));
+  if (i == n) return;
+  if constexpr (unpacket_traits<Packet>::masked_load_available && unpacket_traits<Packet>::masked_store_available) {
+    using Mask = typename unpacket_traits<Packet>::mask_t;
+    const Mask mask = static_cast<Mask>((std::uint64_t{1} << (n - i)) - 1);
+    // (The lanes past n hold exp(0 - shift): computed, never stored.)
+    pstoreu(y + i, f.packetOp(psub(ploadu<Packet>(x + i, mask), s)), mask);
+  } else {
+    T part[lanes];  // the rest, padded with `shift` (exp(0) = 1: computed, never stored)
+    for (std::int64_t j = 0; j < lanes; ++j) part[j] = j < n - i ? x[i + j] : shift;
+    pstoreu(part, f.packetOp(psub(ploadu<Packet>(part), s)));
+    for (std::int64_t j = 0; j < n - i; ++j) y[i + j] = part[j];
+  }
+}
+#pragma GCC diagnostic pop
 
 }  // namespace moelab::cpu
 

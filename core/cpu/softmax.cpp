@@ -21,16 +21,14 @@
 // seen as [outer, n, inner] and each of the outer * inner columns (n elements, stride inner) is
 // copied into a contiguous scratch row, run through the same row routine, and copied back. This
 // replaces transpose -> softmax -> transpose (two full copies of the tensor each way) with the
-// bits unchanged: Eigen splits a row into scalar head, vector body and scalar tail by the address
-// of its first element, and its vector exp and the scalar std::exp may differ in the last bit, so
-// the scratch row sits at the same offset from a 64-byte boundary as row (o * inner + i) of the
-// transposed tensor [outer, inner, n] would (tensors are 64-byte aligned, core/cpu/memory.cpp).
+// same bits: no step of the row routine depends on where the row sits in memory (exp's scalar
+// head and tail compute as its vector lanes do, core/cpu/exact_math.h; the sums' order is by index).
 // Short columns (n < 8 and below Eigen's vector width for T; m = 4 tokens in Soft MoE) take a
-// faster road to the same bits: a row that short never reaches Eigen's vector body, so the row
-// routine is plain scalar code (a running max, std::exp, a sum in double in index order starting
-// from 0 -- pairwise_sum's leaf when n < 8 -- and one reciprocal), and that same arithmetic runs
-// here across the inner axis, which is contiguous: every step but std::exp vectorises, and no
-// scratch copies are made. tests/test_softmax.cpp checks both roads against the transposed one.
+// faster road to the same bits: a row that short never reaches Eigen's vector body or pairwise_sum's
+// tree, so the row routine is a running max, exp, a sum in double in index order from 0 and one
+// reciprocal, and that same arithmetic runs here across the inner axis, which is contiguous, a
+// vector of columns at a time, with no scratch copies. tests/test_softmax.cpp checks both roads
+// against the transposed one.
 #include <Eigen/Core>
 #include <cmath>
 #include <vector>
@@ -71,7 +69,7 @@ void softmax_row(const T* x, T* y, std::int64_t n) {
   ConstRow<T> xr(x, n);
   Row<T> yr(y, n);
   const T m = xr.maxCoeff();
-  yr = cpu::exact_exp(xr - m);
+  cpu::exp_shifted(x, m, y, n);
   yr *= static_cast<T>(1.0 / sum_of(yr.data(), n));
 }
 
@@ -82,15 +80,13 @@ void softmax_backward_row(const T* y, const T* dy, T* dx, std::int64_t n) {
 }
 
 // Scratch rows for the strided path: `count` rows of n elements in one tensor (64-byte aligned,
-// as every tensor), each starting on a 64-byte line (stride: whole lines) with room to be shifted
-// within it.
+// as every tensor), each starting on a 64-byte line.
 template <class T>
 class ScratchRows {
  public:
   ScratchRows(int count, std::int64_t n)
-      : stride_((n + kLine - 1) / kLine * kLine + kLine), block_(Tensor::empty({count * stride_}, dtype_of<T>())) {}
-  // Row k, placed as element `offset` of a 64-byte aligned tensor would be.
-  T* row(int k, std::int64_t offset) { return block_.data<T>() + k * stride_ + offset % kLine; }
+      : stride_((n + kLine - 1) / kLine * kLine), block_(Tensor::empty({count * stride_}, dtype_of<T>())) {}
+  T* row(int k) { return block_.data<T>() + k * stride_; }
 
  private:
   static constexpr std::int64_t kLine = 64 / static_cast<std::int64_t>(sizeof(T));  // elements per line
@@ -98,10 +94,9 @@ class ScratchRows {
   Tensor block_;
 };
 
-// For a tensor seen as [outer, n, inner] with inner > 1: calls body(scratch, base, row_offset) for
-// every column: scratch = the thread's scratch rows, base = the offset of the column's first
-// element (the others follow at stride inner), row_offset = where the column starts as a row of
-// the transposed tensor [outer, inner, n]. Columns run in parallel when the tensor is large.
+// For a tensor seen as [outer, n, inner] with inner > 1: calls body(scratch, base) for every
+// column: scratch = the thread's scratch rows, base = the offset of the column's first element
+// (the others follow at stride inner). Columns run in parallel when the tensor is large.
 template <class T, class Body>
 void for_each_column(std::int64_t outer, std::int64_t n, std::int64_t inner, int scratch_rows, const Body& body) {
 #pragma omp parallel num_threads(cpu::element_threads(outer * n * inner)) if (cpu::element_threads(outer * n * inner) > 1)
@@ -109,7 +104,7 @@ void for_each_column(std::int64_t outer, std::int64_t n, std::int64_t inner, int
     ScratchRows<T> scratch(scratch_rows, n);
 #pragma omp for collapse(2) schedule(static)
     for (std::int64_t o = 0; o < outer; ++o)
-      for (std::int64_t i = 0; i < inner; ++i) body(scratch, o * n * inner + i, (o * inner + i) * n);
+      for (std::int64_t i = 0; i < inner; ++i) body(scratch, o * n * inner + i);
   }
 }
 
@@ -135,8 +130,9 @@ void softmax_short_columns(const T* x, T* y, std::int64_t outer, std::int64_t n,
       for (std::int64_t i = 0; i < inner; ++i) m[i] = xo[i];
       for (std::int64_t k = 1; k < n; ++k)  // Eigen's scalar max: (m < v) ? v : m
         for (std::int64_t i = 0; i < inner; ++i) m[i] = m[i] < xo[k * inner + i] ? xo[k * inner + i] : m[i];
+      const ConstRow<T> max_row(m, inner);
       for (std::int64_t k = 0; k < n; ++k)
-        for (std::int64_t i = 0; i < inner; ++i) yo[k * inner + i] = cpu::ExactExp<T>()(xo[k * inner + i] - m[i]);
+        Row<T>(yo + k * inner, inner) = cpu::exact_exp(ConstRow<T>(xo + k * inner, inner) - max_row);
       for (std::int64_t i = 0; i < inner; ++i) s[i] = 0.0;
       for (std::int64_t k = 0; k < n; ++k)
         for (std::int64_t i = 0; i < inner; ++i) s[i] += double(yo[k * inner + i]);
@@ -188,9 +184,9 @@ void CpuBackend::softmax(const Tensor& x, std::int64_t outer, std::int64_t n, st
       softmax_short_columns(px, py, outer, n, inner);
       return;
     }
-    for_each_column<T>(outer, n, inner, 2, [&](ScratchRows<T>& scratch, std::int64_t base, std::int64_t at) {
-      T* xs = scratch.row(0, at);
-      T* ys = scratch.row(1, at);
+    for_each_column<T>(outer, n, inner, 2, [&](ScratchRows<T>& scratch, std::int64_t base) {
+      T* xs = scratch.row(0);
+      T* ys = scratch.row(1);
       for (std::int64_t k = 0; k < n; ++k) xs[k] = px[base + k * inner];
       softmax_row(xs, ys, n);
       for (std::int64_t k = 0; k < n; ++k) py[base + k * inner] = ys[k];
@@ -206,7 +202,7 @@ void CpuBackend::log_softmax(const Tensor& x, Tensor& y) {
       ConstRow<T> xr(px + r * n, n);
       Row<T> yr(py + r * n, n);
       const T m = xr.maxCoeff();
-      yr = cpu::exact_exp(xr - m);  // scratch: the exponentials, summed then overwritten
+      cpu::exp_shifted(xr.data(), m, yr.data(), n);  // scratch: the exponentials, summed then overwritten
       const double log_s = std::log(sum_of(yr.data(), n));
       yr = (xr - m) - static_cast<T>(log_s);
     });
@@ -229,10 +225,10 @@ void CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, std::int64_
       softmax_backward_short_columns(py, pdy, pdx, outer, n, inner);
       return;
     }
-    for_each_column<T>(outer, n, inner, 3, [&](ScratchRows<T>& scratch, std::int64_t base, std::int64_t at) {
-      T* ys = scratch.row(0, at);
-      T* dys = scratch.row(1, at);
-      T* dxs = scratch.row(2, at);
+    for_each_column<T>(outer, n, inner, 3, [&](ScratchRows<T>& scratch, std::int64_t base) {
+      T* ys = scratch.row(0);
+      T* dys = scratch.row(1);
+      T* dxs = scratch.row(2);
       for (std::int64_t k = 0; k < n; ++k) {
         ys[k] = py[base + k * inner];
         dys[k] = pdy[base + k * inner];
