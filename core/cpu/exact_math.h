@@ -75,16 +75,17 @@ Packet fix_out_of_range(const Packet& x, Packet y, Scalar lo, Scalar hi, Slow sl
 // A scalar element (Eigen's head and tail of an array) as the vector lanes compute it: through the
 // packet code, lane 0 of a broadcast, in every build. Eigen cuts an array into a scalar head (up to
 // the first aligned address), a vector body and a scalar tail, and its vector exp and log are
-// polynomials of their own, not std::exp and std::log: on an x86-64-v3 build (8 lanes, FMA) the
-// packet exp and std::exp disagree in the last bit on 77,491,069 of the 4,278,190,082 non-NaN floats
-// (an exhaustive comparison, 2026-12-03; 1 - 2^-24 -> 1 vs 1 + 2^-23 is one of them), and the
+// polynomials of their own, not std::exp and std::log: the packet exp and std::exp disagree in
+// the last bit on 77,491,069 of the 4,278,190,082 non-NaN floats on an x86-64-v3 build (8 lanes,
+// FMA) and on 77,560,715 on an SSE2 one (an exhaustive comparison, 2026-12-03; exp(2^-24) is
+// 1 from the vectors and 1 + 2^-23 from std::exp, which rounds it correctly), and the
 // AVX-512 build's 16-lane code rounds differently again. With std::exp for the scalars an element's
 // bits depended on where it sat: in a [8, 10] softmax of eight identical rows, 72% of random batches
 // gave rows that differed (8% of the elements), and a scratch buffer's heap address could leak
 // into results (tests/test_determinism.cpp's background). Until 2026-12-03 only the AVX-512 build
 // did this; the x86-64-v3 and SSE builds kept std::exp / std::log for the scalars, so their runs'
 // bits from before then differ in those elements. tests/test_extremes.cpp places random inputs at
-// every offset and requires the same bits at each.
+// every position and requires the same bits at each.
 template <class Functor, class T>
 T scalar_like_lanes(const Functor& f, T x) {
   using Packet = typename Eigen::internal::packet_traits<T>::type;
