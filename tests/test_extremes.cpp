@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -233,11 +232,6 @@ TEST_CASE("softmax, log_softmax and cross-entropy underflow to exactly 0 at ever
 // comparison: core/cpu/exact_math.h), and every case below failed in both precisions (exp, log
 // and sigmoid: 41-299 of the 2,001 inputs; softmax rows of 10, 13 or 37).
 template <class T>
-bool same_bits(T a, T b) {
-  return std::memcmp(&a, &b, sizeof(T)) == 0;
-}
-
-template <class T>
 void check_position_independent() {
   const DType dtype = sizeof(T) == 4 ? DType::Float32 : DType::Float64;
   std::mt19937 rng(20261203);
@@ -259,7 +253,7 @@ void check_position_independent() {
       const std::vector<double> part(values.begin() + static_cast<std::ptrdiff_t>(first),
                                      values.begin() + static_cast<std::ptrdiff_t>(first + count));
       const Tensor y_part = kernels::unary(op, from_vector(part, {static_cast<std::int64_t>(count)}).to(dtype));
-      for (std::size_t i = 0; i < count; ++i) differing += !same_bits(y_part.data<T>()[i], y.data<T>()[first + i]);
+      for (std::size_t i = 0; i < count; ++i) differing += !same(y_part.data<T>()[i], y.data<T>()[first + i]);
     }
     INFO(std::string(dtype_name(dtype)), " ", std::string(info.name), ": ", differing,
          " elements differ between a long array and short ones");
@@ -276,7 +270,7 @@ void check_position_independent() {
     for (const Tensor& y : {kernels::softmax(xb), kernels::log_softmax(xb)}) {
       const T* py = y.data<T>();
       int differing = 0;
-      for (std::int64_t i = n; i < rows * n; ++i) differing += !same_bits(py[i], py[i % n]);
+      for (std::int64_t i = n; i < rows * n; ++i) differing += !same(py[i], py[i % n]);
       INFO(std::string(dtype_name(dtype)), " n = ", n, ": ", differing, " elements differ from row 0's");
       CHECK(differing == 0);
     }
@@ -290,7 +284,7 @@ TEST_CASE("exp, log, sigmoid, softmax and log_softmax give an input the same bit
   check_position_independent<double>();
 }
 
-// cpu::exp_shifted (whole vectors from the first element, the tail padded) is exact_exp(x - shift)
+// cpu::exp_shifted (whole vectors from the first element, then one partial vector) is exact_exp(x - shift)
 // as Eigen evaluates it (scalar head to the first aligned address, vectors, scalar tail), bit for
 // bit, at every length up to 40 and every start modulo 16, ordinary inputs and the extremes
 // (-inf, -1000, a NaN); in place too.
@@ -314,8 +308,8 @@ void check_exp_shifted() {
       cpu::exp_shifted(in_place.data(), shift, in_place.data(), n);
       int differing = 0;
       for (std::int64_t i = 0; i < n; ++i)
-        differing += !same_bits(got[static_cast<std::size_t>(i)], want[static_cast<std::size_t>(i)]) +
-                     !same_bits(in_place[static_cast<std::size_t>(i)], want[static_cast<std::size_t>(i)]);
+        differing += !same(got[static_cast<std::size_t>(i)], want[static_cast<std::size_t>(i)]) +
+                     !same(in_place[static_cast<std::size_t>(i)], want[static_cast<std::size_t>(i)]);
       INFO("start ", start, " n ", n);
       CHECK(differing == 0);
     }
