@@ -12,8 +12,9 @@
 // between an AVX2 and an AVX-512 machine.
 //
 // The fix, here and nowhere else: ExactExp and ExactLog are Eigen functors that run Eigen's
-// vector code and then check, for the whole vector at once, whether any input lies outside the
-// range where that code is exact to its usual accuracy:
+// vector code (for float exp on SSE and AVX, a copy of it with a cheaper last step and the same
+// bits: pexp_float_in_range below) and then check, for the whole vector at once, whether any input
+// lies outside the range where that code is exact to its usual accuracy:
 //
 //   exp:  float [-87, 88]   double [-708, 709]   (results stay normal numbers, no overflow)
 //   log:  [smallest normal, largest finite]
@@ -72,6 +73,77 @@ Packet fix_out_of_range(const Packet& x, Packet y, Scalar lo, Scalar hi, Slow sl
 }
 #pragma GCC diagnostic pop
 
+// Eigen's float exp on SSE and AVX packets (pexp_float, Eigen 3.4's
+// arch/Default/GenericPacketMathFunctions.h) step for step, but for its last step. Eigen ends with
+// pldexp(y, m) = y * 2^m in its general form, which splits 2^m into four factors so that any m
+// works (about a third of the function's instructions); here 2^m is built from m's bits and
+// multiplied once. For every input ExactExp keeps, [-87, 88], m lies in [-125, 127] and y * 2^m is
+// a normal float, so both forms multiply by powers of two without rounding: the same bits.
+// Checked on every one of the 2^32 float bit patterns through ExactExp, new against old, in the
+// x86-64-v3 and SSE2 builds (a throwaway program, 2026-12-03: no lane differs, NaNs' bits
+// included); tests/test_extremes.cpp compares 35 million inputs of [-87, 88] with Eigen's pexp in
+// every build. Other lanes may differ and are recomputed by fix_out_of_range. The exp runs 1.46x
+// as fast on long float arrays (x86-64-v3 on a Zen 5: 3.93 -> 2.69 ns per 8 floats), and the
+// 64-expert step's exp_shifted went from 4.0% of its samples to 2.7-2.8%. AVX-512 packets have
+// Eigen's own exp (pexp<Packet16f>, already one multiplication), kept.
+template <class Packet>
+Packet pexp_float_in_range(const Packet& _x) {
+  using namespace Eigen::internal;
+  using PacketI = typename unpacket_traits<Packet>::integer_packet;
+  const Packet cst_1 = pset1<Packet>(1.0f);
+  const Packet cst_half = pset1<Packet>(0.5f);
+  const Packet cst_exp_hi = pset1<Packet>(88.723f);
+  const Packet cst_exp_lo = pset1<Packet>(-88.723f);
+  const Packet cst_cephes_LOG2EF = pset1<Packet>(1.44269504088896341f);
+  const Packet cst_cephes_exp_p0 = pset1<Packet>(1.9875691500E-4f);
+  const Packet cst_cephes_exp_p1 = pset1<Packet>(1.3981999507E-3f);
+  const Packet cst_cephes_exp_p2 = pset1<Packet>(8.3334519073E-3f);
+  const Packet cst_cephes_exp_p3 = pset1<Packet>(4.1665795894E-2f);
+  const Packet cst_cephes_exp_p4 = pset1<Packet>(1.6666665459E-1f);
+  const Packet cst_cephes_exp_p5 = pset1<Packet>(5.0000001201E-1f);
+  const Packet x = pmax(pmin(_x, cst_exp_hi), cst_exp_lo);
+  const Packet m = pfloor(pmadd(x, cst_cephes_LOG2EF, cst_half));  // exp(x) = 2^m exp(r)
+  const Packet cst_cephes_exp_C1 = pset1<Packet>(-0.693359375f);
+  const Packet cst_cephes_exp_C2 = pset1<Packet>(2.12194440e-4f);
+  Packet r = pmadd(m, cst_cephes_exp_C1, x);
+  r = pmadd(m, cst_cephes_exp_C2, r);
+  const Packet r2 = pmul(r, r);
+  const Packet r3 = pmul(r2, r);
+  Packet y = pmadd(cst_cephes_exp_p0, r, cst_cephes_exp_p1);
+  Packet y1 = pmadd(cst_cephes_exp_p3, r, cst_cephes_exp_p4);
+  const Packet y2 = padd(r, cst_1);
+  y = pmadd(y, r, cst_cephes_exp_p2);
+  y1 = pmadd(y1, r, cst_cephes_exp_p5);
+  y = pmadd(y, r3, y1);
+  y = pmadd(y, r2, y2);
+  const Packet two_to_m = preinterpret<Packet>(plogical_shift_left<23>(padd(pcast<Packet, PacketI>(m), pset1<PacketI>(127))));
+  return pmax(pmul(y, two_to_m), _x);
+}
+
+// The packets whose Eigen exp is pexp_float.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"  // __m128 / __m256 as template arguments: Eigen's own types
+template <class Packet>
+inline constexpr bool kGenericFloatExp = false;
+#ifdef EIGEN_VECTORIZE_SSE
+template <>
+inline constexpr bool kGenericFloatExp<Eigen::internal::Packet4f> = true;
+#endif
+#ifdef EIGEN_VECTORIZE_AVX
+template <>
+inline constexpr bool kGenericFloatExp<Eigen::internal::Packet8f> = true;
+#endif
+#pragma GCC diagnostic pop
+
+// The vector exp ExactExp starts from: Eigen's, through pexp_float_in_range where Eigen's is pexp_float.
+template <class Packet>
+Packet vector_exp(const Packet& x) {
+  if constexpr (kGenericFloatExp<Packet>)
+    return pexp_float_in_range(x);
+  else
+    return Eigen::internal::pexp(x);
+}
+
 // A scalar element (Eigen's head and tail of an array) as the vector lanes compute it: through the
 // packet code, lane 0 of a broadcast, in every build. Eigen cuts an array into a scalar head (up to
 // the first aligned address), a vector body and a scalar tail, and its vector exp and log are
@@ -102,8 +174,8 @@ struct ExactExp {
   T operator()(const T& x) const { return exact_math_detail::scalar_like_lanes(*this, x); }
   template <class Packet>
   Packet packetOp(const Packet& x) const {
-    return exact_math_detail::fix_out_of_range(x, Eigen::internal::pexp(x), lo, hi, [](T v) { return std::exp(v); },
-                                               zero_below);
+    return exact_math_detail::fix_out_of_range(x, exact_math_detail::vector_exp(x), lo, hi,
+                                               [](T v) { return std::exp(v); }, zero_below);
   }
 };
 
