@@ -8,7 +8,8 @@
 // at their elements, so full row panels read it in place (the tile's second entry point). The
 // tile reads C back as its starting value for every block after the first, so each element of C
 // is one chain over all of k, whatever the blocking and the thread count.
-// Edge tiles (fewer than MR rows or NR columns) run on a zero-padded copy.
+// Edge tiles (fewer than MR rows or NR columns) run in place on the VDPBF16PS kernel's edge
+// tiles (masked), and on a padded copy of C for the emulated and AMX kernels.
 // The AMX kernel shares the B panels (padded to whole steps of 16 pairs) and the blocking over k,
 // with C in 32-row panels of 32 x 32 blocks (BlockProduct::run_amx) and its A as rows of words:
 // read in place from a row-major A, else packed so (pack_amx_rows). Which kernel runs:
@@ -138,6 +139,10 @@ struct Bf16Tiles {
   gemm_bf16_detail::Bf16TileRows rows;
   gemm_bf16_detail::Bf16PairPacker packer;
   bool amx = false;  // the AMX kernel: amx_bf16_block on 32 x 32 blocks instead of the two tiles
+  // Edge blocks of C in place (none: the full tile on a padded copy, on_c_block). The emulated
+  // kernel keeps the copy, so the tests' comparison of the kernels also checks these.
+  gemm_bf16_detail::Bf16EdgeTile edge = nullptr;
+  gemm_bf16_detail::Bf16EdgeTileRows edge_rows = nullptr;
 };
 
 Bf16Tiles tiles_for(Bf16DotKernel kernel) {
@@ -147,7 +152,8 @@ Bf16Tiles tiles_for(Bf16DotKernel kernel) {
   MOELAB_CHECK(cpu_has_avx512_bf16(), "gemm_bf16", "the avx512_bf16 kernel needs a CPU with AVX512_BF16");
 #if defined(__x86_64__)
   return {&gemm_bf16_detail::avx512_bf16_tile, &gemm_bf16_detail::avx512_bf16_tile_rows,
-          &gemm_bf16_detail::avx512_pack_pairs, kernel == Bf16DotKernel::Amx};
+          &gemm_bf16_detail::avx512_pack_pairs, kernel == Bf16DotKernel::Amx, &gemm_bf16_detail::avx512_bf16_edge_tile,
+          &gemm_bf16_detail::avx512_bf16_edge_tile_rows};
 #else
   fail("gemm_bf16", "this build has no avx512_bf16 kernel");
 #endif
@@ -244,19 +250,31 @@ struct BlockProduct {
       alignas(64) std::uint32_t packed_a[MR * KP];
       alignas(64) float part[MR * NR];
       const std::int64_t i0 = ip * MR, rows = std::min<std::int64_t>(MR, m - i0);
-      // A row-major A of whole pairs is read in place by its full row panels; others are packed.
-      const bool a_in_place = a_rows_in_place && rows == MR;
+      // A row-major A of whole pairs is read in place by its full row panels, and by the edge ones
+      // where the kernel has edge tiles (which read only the panel's rows); others are packed.
+      const bool a_in_place = a_rows_in_place && (rows == MR || tiles.edge_rows);
       if (!a_in_place) pack_panel(op_a, i0, rows, MR, q0, kp, tiles.packer, packed_a);
+      const std::uint16_t* a_rows = a + i0 * lda + 2 * q0;
       const auto run_tile = [&](const std::uint32_t* b_panel, float* c_tile, std::int64_t ldc_tile) {
         if (a_in_place)
-          tiles.rows(kp, a + i0 * lda + 2 * q0, lda, b_panel, c_tile, ldc_tile, accumulate);
+          tiles.rows(kp, a_rows, lda, b_panel, c_tile, ldc_tile, accumulate);
         else
           tiles.packed(kp, packed_a, b_panel, c_tile, ldc_tile, accumulate);
       };
       for (std::int64_t jp = 0; jp < col_panels; ++jp) {
         const std::int64_t j0 = jp * NR, cols = std::min<std::int64_t>(NR, n - j0);
-        on_c_block(out + i0 * ldc + j0, ldc, rows, cols, MR, accumulate, part,
-                   [&](float* c_tile, std::int64_t ldc_tile) { run_tile(packed_b + jp * NR * kp, c_tile, ldc_tile); });
+        const std::uint32_t* b_panel = packed_b + jp * NR * kp;
+        float* c = out + i0 * ldc + j0;
+        if ((rows < MR || cols < NR) && tiles.edge) {
+          const int r = static_cast<int>(rows), j = static_cast<int>(cols);
+          if (a_in_place)
+            tiles.edge_rows(kp, a_rows, lda, b_panel, c, ldc, accumulate, r, j);
+          else
+            tiles.edge(kp, packed_a, b_panel, c, ldc, accumulate, r, j);
+          continue;
+        }
+        on_c_block(c, ldc, rows, cols, MR, accumulate, part,
+                   [&](float* c_tile, std::int64_t ldc_tile) { run_tile(b_panel, c_tile, ldc_tile); });
       }
     };
     // One thread runs the panels here: even an inactive parallel region sets up a team.

@@ -57,6 +57,53 @@ inline void tile_over(std::int64_t pairs, AWord word, const std::uint32_t* b_pan
     for (int v = 0; v < 2; ++v) _mm512_storeu_ps(c + r * ldc + v * 16, acc[r][v]);
 }
 
+// The same on an edge block of C: ROWS (< MR, or MR with fewer than NR columns) rows and `cols`
+// columns, in place. Rows past ROWS are not computed and columns past `cols` neither read nor
+// written (masked loads and stores); every element gets the full tile's chain, so its bits.
+template <int ROWS, class AWord>
+inline void edge_tile_over(std::int64_t pairs, AWord word, const std::uint32_t* b_panel, float* c, std::int64_t ldc,
+                           bool accumulate, int cols) {
+  const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1u);
+  const __mmask16 m1 = static_cast<__mmask16>(cols >= 32 ? 0xFFFF : cols <= 16 ? 0u : (1u << (cols - 16)) - 1u);
+  __m512 acc[ROWS][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < ROWS; ++r) {
+    acc[r][0] = accumulate ? _mm512_maskz_loadu_ps(m0, c + r * ldc) : _mm512_setzero_ps();
+    acc[r][1] = accumulate ? _mm512_maskz_loadu_ps(m1, c + r * ldc + 16) : _mm512_setzero_ps();
+  }
+  for (std::int64_t q = 0; q < pairs; ++q) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b_panel);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b_panel + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < ROWS; ++r) {
+      const __m512bh x = (__m512bh)_mm512_set1_epi32(static_cast<int>(word(r, q)));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], x, b0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], x, b1);
+    }
+    b_panel += NR;
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < ROWS; ++r) {
+    _mm512_mask_storeu_ps(c + r * ldc, m0, acc[r][0]);
+    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, acc[r][1]);
+  }
+}
+
+// edge_tile_over for a row count known at run time (1 .. MR).
+template <class AWord>
+void edge_tile(int rows, std::int64_t pairs, AWord word, const std::uint32_t* b_panel, float* c, std::int64_t ldc,
+               bool accumulate, int cols) {
+  switch (rows) {
+#define MOELAB_EDGE_ROWS(R) \
+  case R: return edge_tile_over<R>(pairs, word, b_panel, c, ldc, accumulate, cols);
+    MOELAB_EDGE_ROWS(1) MOELAB_EDGE_ROWS(2) MOELAB_EDGE_ROWS(3) MOELAB_EDGE_ROWS(4) MOELAB_EDGE_ROWS(5)
+    MOELAB_EDGE_ROWS(6) MOELAB_EDGE_ROWS(7) MOELAB_EDGE_ROWS(8) MOELAB_EDGE_ROWS(9) MOELAB_EDGE_ROWS(10)
+    MOELAB_EDGE_ROWS(11) MOELAB_EDGE_ROWS(12)
+#undef MOELAB_EDGE_ROWS
+    default: return;
+  }
+}
+
 // The 16 x 16 matrix of 32-bit words m[0..15] (a row each) -> its transpose, in place.
 inline void transpose_16x16_words(__m512i m[16]) {
   __m512i t[16], u[16];
@@ -175,6 +222,19 @@ void avx512_bf16_tile_rows(std::int64_t pairs, const std::uint16_t* a, std::int6
                            float* c, std::int64_t ldc, bool accumulate) {
   const auto word = [a, lda](int r, std::int64_t q) { return pair_in_place(a, lda, r, q); };
   tile_over(pairs, word, b_panel, c, ldc, accumulate);
+}
+
+void avx512_bf16_edge_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,
+                           std::int64_t ldc, bool accumulate, int rows, int cols) {
+  edge_tile(rows, pairs, [a_panel](int r, std::int64_t q) { return a_panel[q * MR + r]; }, b_panel, c, ldc,
+            accumulate, cols);
+}
+
+void avx512_bf16_edge_tile_rows(std::int64_t pairs, const std::uint16_t* a, std::int64_t lda,
+                                const std::uint32_t* b_panel, float* c, std::int64_t ldc, bool accumulate, int rows,
+                                int cols) {
+  const auto word = [a, lda](int r, std::int64_t q) { return pair_in_place(a, lda, r, q); };
+  edge_tile(rows, pairs, word, b_panel, c, ldc, accumulate, cols);
 }
 
 }  // namespace moelab::cpu::gemm_bf16_detail
