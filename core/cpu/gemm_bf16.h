@@ -139,6 +139,16 @@ void avx512_bf16_edge_tile(std::int64_t pairs, const std::uint32_t* a_panel, con
 void avx512_bf16_edge_tile_rows(std::int64_t pairs, const std::uint16_t* a, std::int64_t lda,
                                 const std::uint32_t* b_panel, float* c, std::int64_t ldc, bool accumulate, int rows,
                                 int cols);
+// The tile (full, or an edge block as above) with B read in place from a row-major B whose rows
+// are ldb elements apart (b: element (2q, 0) of the block's first pair and column), each pair's two
+// rows interleaved in registers instead of packed: A from a packed panel (a_panel), or in place
+// (a_panel null: a, lda as for Bf16TileRows). The words, so the bits, of the packed B.
+using Bf16TileBInPlace = void (*)(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint16_t* a,
+                                  std::int64_t lda, const std::uint16_t* b, std::int64_t ldb, float* c,
+                                  std::int64_t ldc, bool accumulate, int rows, int cols);
+void avx512_bf16_tile_b_in_place(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint16_t* a,
+                                 std::int64_t lda, const std::uint16_t* b, std::int64_t ldb, float* c, std::int64_t ldc,
+                                 bool accumulate, int rows, int cols);
 // Pairs [q0, q0 + whole) of `rows` rows from row i0 of a bf16 operand (element (i, p) at
 // data[i * rows_stride + p * inner_stride]; every one of these pairs has both elements), packed as
 // panel[q][r] of `width` words a row: the words gemm_bf16.cpp's pack_panel writes, with AVX-512

@@ -5,7 +5,10 @@
 // registers; for each pair q, two loads give B's 32 columns (one 32-bit word, two bf16 values, per
 // column), and for each of the 12 rows one broadcast of A's word feeds two VDPBF16PS: 24
 // instructions doing 768 bf16 multiply-adds. What each computes is core/cpu/gemm_bf16.h's chain.
-// Two entry points share the loop: A from a packed panel, or read in place from a row-major A.
+// Two entry points share the loop: A from a packed panel, or read in place from a row-major A;
+// B comes from a packed panel, or (avx512_bf16_tile_b_in_place) from a row-major B in place, its
+// rows 2q and 2q + 1 interleaved in registers by the packer's permute. Edge blocks of C (fewer
+// rows or columns) have tiles of their own, with masked loads and stores of C.
 //
 // The packer (avx512_pack_pairs, also -mavx512bw) writes pack_panel's words with whole-vector moves;
 // pack_panel's own loops move one word or one element at a time, and on the small products of a
@@ -31,10 +34,51 @@
 namespace moelab::cpu::gemm_bf16_detail {
 namespace {
 
+// VPERMT2W indices that interleave two rows of 16-bit elements into 32-bit words: word r of
+// `low` takes element r of the first source and element r of the second (16-bit elements 2r, 2r + 1
+// of the result), `high` the same for elements 16 + r. Built once.
+struct PairPicks {
+  alignas(64) std::uint16_t low[32], high[32];
+};
+const PairPicks& pair_picks() {
+  static const PairPicks picks = [] {
+    PairPicks p{};
+    for (int r = 0; r < 16; ++r) {
+      p.low[2 * r] = static_cast<std::uint16_t>(r), p.low[2 * r + 1] = static_cast<std::uint16_t>(32 + r);
+      p.high[2 * r] = static_cast<std::uint16_t>(16 + r), p.high[2 * r + 1] = static_cast<std::uint16_t>(48 + r);
+    }
+    return p;
+  }();
+  return picks;
+}
+
+// B's pair q for the tile's 32 columns, as two vectors of words (columns 0..15, 16..31): from a
+// packed panel [pairs][NR], or (RowMajorB) from a row-major B read in place, interleaving its rows
+// 2q and 2q + 1 with the packer's permutes (avx512_pack_pairs below), columns past `cols` zero.
+struct PackedB {
+  const std::uint32_t* panel;
+  void load(std::int64_t q, __m512bh& b0, __m512bh& b1) const {
+    b0 = (__m512bh)_mm512_loadu_si512(panel + q * NR);
+    b1 = (__m512bh)_mm512_loadu_si512(panel + q * NR + 16);
+  }
+};
+struct RowMajorB {
+  const std::uint16_t* b;  // element (2q, j) at b[2q * ldb + j]
+  std::int64_t ldb;
+  __mmask32 present;       // the columns there are
+  __m512i low_pick, high_pick;
+  void load(std::int64_t q, __m512bh& b0, __m512bh& b1) const {
+    const __m512i e = _mm512_maskz_loadu_epi16(present, b + 2 * q * ldb);
+    const __m512i o = _mm512_maskz_loadu_epi16(present, b + (2 * q + 1) * ldb);
+    b0 = (__m512bh)_mm512_permutex2var_epi16(e, low_pick, o);
+    b1 = (__m512bh)_mm512_permutex2var_epi16(e, high_pick, o);
+  }
+};
+
 // The tile over `pairs` pairs; word(r, q) gives row r's pair q of A (a packed panel's or a
-// row-major A's in place), b_panel [pairs][NR] B's.
-template <class AWord>
-inline void tile_over(std::int64_t pairs, AWord word, const std::uint32_t* b_panel, float* c, std::int64_t ldc,
+// row-major A's in place), bpairs B's (PackedB or RowMajorB).
+template <class AWord, class BPairs = PackedB>
+inline void tile_over(std::int64_t pairs, AWord word, const BPairs& bpairs, float* c, std::int64_t ldc,
                       bool accumulate) {
   __m512 acc[MR][2];
 #pragma GCC unroll 12
@@ -42,15 +86,14 @@ inline void tile_over(std::int64_t pairs, AWord word, const std::uint32_t* b_pan
     for (int v = 0; v < 2; ++v)
       acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * ldc + v * 16) : _mm512_setzero_ps();
   for (std::int64_t q = 0; q < pairs; ++q) {
-    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b_panel);       // columns 0..15, pair q
-    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b_panel + 16);  // columns 16..31
+    __m512bh b0, b1;  // columns 0..15 and 16..31, pair q
+    bpairs.load(q, b0, b1);
 #pragma GCC unroll 12
     for (int r = 0; r < MR; ++r) {
       const __m512bh x = (__m512bh)_mm512_set1_epi32(static_cast<int>(word(r, q)));  // row r's pair, every lane
       acc[r][0] = _mm512_dpbf16_ps(acc[r][0], x, b0);
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], x, b1);
     }
-    b_panel += NR;
   }
 #pragma GCC unroll 12
   for (int r = 0; r < MR; ++r)
@@ -60,8 +103,8 @@ inline void tile_over(std::int64_t pairs, AWord word, const std::uint32_t* b_pan
 // The same on an edge block of C: ROWS (< MR, or MR with fewer than NR columns) rows and `cols`
 // columns, in place. Rows past ROWS are not computed and columns past `cols` neither read nor
 // written (masked loads and stores); every element gets the full tile's chain, so its bits.
-template <int ROWS, class AWord>
-inline void edge_tile_over(std::int64_t pairs, AWord word, const std::uint32_t* b_panel, float* c, std::int64_t ldc,
+template <int ROWS, class AWord, class BPairs>
+inline void edge_tile_over(std::int64_t pairs, AWord word, const BPairs& bpairs, float* c, std::int64_t ldc,
                            bool accumulate, int cols) {
   const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1u);
   const __mmask16 m1 = static_cast<__mmask16>(cols >= 32 ? 0xFFFF : cols <= 16 ? 0u : (1u << (cols - 16)) - 1u);
@@ -72,15 +115,14 @@ inline void edge_tile_over(std::int64_t pairs, AWord word, const std::uint32_t* 
     acc[r][1] = accumulate ? _mm512_maskz_loadu_ps(m1, c + r * ldc + 16) : _mm512_setzero_ps();
   }
   for (std::int64_t q = 0; q < pairs; ++q) {
-    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b_panel);
-    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b_panel + 16);
+    __m512bh b0, b1;
+    bpairs.load(q, b0, b1);
 #pragma GCC unroll 12
     for (int r = 0; r < ROWS; ++r) {
       const __m512bh x = (__m512bh)_mm512_set1_epi32(static_cast<int>(word(r, q)));
       acc[r][0] = _mm512_dpbf16_ps(acc[r][0], x, b0);
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], x, b1);
     }
-    b_panel += NR;
   }
 #pragma GCC unroll 12
   for (int r = 0; r < ROWS; ++r) {
@@ -90,12 +132,12 @@ inline void edge_tile_over(std::int64_t pairs, AWord word, const std::uint32_t* 
 }
 
 // edge_tile_over for a row count known at run time (1 .. MR).
-template <class AWord>
-void edge_tile(int rows, std::int64_t pairs, AWord word, const std::uint32_t* b_panel, float* c, std::int64_t ldc,
+template <class AWord, class BPairs>
+void edge_tile(int rows, std::int64_t pairs, AWord word, const BPairs& bpairs, float* c, std::int64_t ldc,
                bool accumulate, int cols) {
   switch (rows) {
 #define MOELAB_EDGE_ROWS(R) \
-  case R: return edge_tile_over<R>(pairs, word, b_panel, c, ldc, accumulate, cols);
+  case R: return edge_tile_over<R>(pairs, word, bpairs, c, ldc, accumulate, cols);
     MOELAB_EDGE_ROWS(1) MOELAB_EDGE_ROWS(2) MOELAB_EDGE_ROWS(3) MOELAB_EDGE_ROWS(4) MOELAB_EDGE_ROWS(5)
     MOELAB_EDGE_ROWS(6) MOELAB_EDGE_ROWS(7) MOELAB_EDGE_ROWS(8) MOELAB_EDGE_ROWS(9) MOELAB_EDGE_ROWS(10)
     MOELAB_EDGE_ROWS(11) MOELAB_EDGE_ROWS(12)
@@ -141,18 +183,7 @@ bool avx512_pack_pairs(const std::uint16_t* data, std::int64_t rows_stride, std:
   if (rows_stride == 1 && width <= 32) {
     // Word 2r of `low` / `high` takes element r / 16 + r of the even row, word 2r + 1 the odd row's
     // (VPERMT2W indices: 0-31 the first source, 32-63 the second). Built once, not per call.
-    struct Picks {
-      alignas(64) std::uint16_t low[32], high[32];
-    };
-    static const Picks picks = [] {
-      Picks p{};
-      for (int r = 0; r < 16; ++r) {
-        p.low[2 * r] = static_cast<std::uint16_t>(r), p.low[2 * r + 1] = static_cast<std::uint16_t>(32 + r);
-        p.high[2 * r] = static_cast<std::uint16_t>(16 + r), p.high[2 * r + 1] = static_cast<std::uint16_t>(48 + r);
-      }
-      return p;
-    }();
-    const __m512i low_pick = _mm512_load_si512(picks.low), high_pick = _mm512_load_si512(picks.high);
+    const __m512i low_pick = _mm512_load_si512(pair_picks().low), high_pick = _mm512_load_si512(pair_picks().high);
     const __mmask32 present = low_bits(rows);
     const __mmask16 low_words = static_cast<__mmask16>(low_bits(std::min(width, 16)));
     const __mmask16 high_words = static_cast<__mmask16>(low_bits(std::max(width - 16, 0)));
@@ -215,18 +246,19 @@ void avx512_pack_pair_rows(const std::uint16_t* data, std::int64_t inner_stride,
 
 void avx512_bf16_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,
                       std::int64_t ldc, bool accumulate) {
-  tile_over(pairs, [a_panel](int r, std::int64_t q) { return a_panel[q * MR + r]; }, b_panel, c, ldc, accumulate);
+  tile_over(pairs, [a_panel](int r, std::int64_t q) { return a_panel[q * MR + r]; }, PackedB{b_panel}, c, ldc,
+            accumulate);
 }
 
 void avx512_bf16_tile_rows(std::int64_t pairs, const std::uint16_t* a, std::int64_t lda, const std::uint32_t* b_panel,
                            float* c, std::int64_t ldc, bool accumulate) {
   const auto word = [a, lda](int r, std::int64_t q) { return pair_in_place(a, lda, r, q); };
-  tile_over(pairs, word, b_panel, c, ldc, accumulate);
+  tile_over(pairs, word, PackedB{b_panel}, c, ldc, accumulate);
 }
 
 void avx512_bf16_edge_tile(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint32_t* b_panel, float* c,
                            std::int64_t ldc, bool accumulate, int rows, int cols) {
-  edge_tile(rows, pairs, [a_panel](int r, std::int64_t q) { return a_panel[q * MR + r]; }, b_panel, c, ldc,
+  edge_tile(rows, pairs, [a_panel](int r, std::int64_t q) { return a_panel[q * MR + r]; }, PackedB{b_panel}, c, ldc,
             accumulate, cols);
 }
 
@@ -234,7 +266,22 @@ void avx512_bf16_edge_tile_rows(std::int64_t pairs, const std::uint16_t* a, std:
                                 const std::uint32_t* b_panel, float* c, std::int64_t ldc, bool accumulate, int rows,
                                 int cols) {
   const auto word = [a, lda](int r, std::int64_t q) { return pair_in_place(a, lda, r, q); };
-  edge_tile(rows, pairs, word, b_panel, c, ldc, accumulate, cols);
+  edge_tile(rows, pairs, word, PackedB{b_panel}, c, ldc, accumulate, cols);
+}
+
+void avx512_bf16_tile_b_in_place(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint16_t* a,
+                                 std::int64_t lda, const std::uint16_t* b, std::int64_t ldb, float* c, std::int64_t ldc,
+                                 bool accumulate, int rows, int cols) {
+  const RowMajorB bpairs{b, ldb, cols >= 32 ? ~__mmask32{0} : (__mmask32{1} << cols) - 1,
+                         _mm512_load_si512(pair_picks().low), _mm512_load_si512(pair_picks().high)};
+  const auto packed = [a_panel](int r, std::int64_t q) { return a_panel[q * MR + r]; };
+  const auto in_place = [a, lda](int r, std::int64_t q) { return pair_in_place(a, lda, r, q); };
+  if (rows == MR && cols == NR) {
+    if (a_panel) return tile_over(pairs, packed, bpairs, c, ldc, accumulate);
+    return tile_over(pairs, in_place, bpairs, c, ldc, accumulate);
+  }
+  if (a_panel) return edge_tile(rows, pairs, packed, bpairs, c, ldc, accumulate, cols);
+  edge_tile(rows, pairs, in_place, bpairs, c, ldc, accumulate, cols);
 }
 
 }  // namespace moelab::cpu::gemm_bf16_detail
