@@ -21,7 +21,7 @@
 //   whose remaining best is -inf (then a skipped position and a real -inf would look alike), goes
 //   to the scan: the answer is the same in every case. The scan's compare-and-branch per element
 //   had made top-2 of 64 experts 4.8% of perf's samples of the 64-expert benchmark step; the passes
-//   take 1.7-1.8%.
+//   take 1.7-1.8%. k = 2 runs as one pass keeping two candidates a lane (top2_by_pass).
 //
 // argsort: stable ascending. Two algorithms, the same answer (both are stable):
 //   - counting sort when the keys of a row span a range no wider than the row (max - min + 1 <= n),
@@ -105,6 +105,65 @@ bool topk_by_passes(const T* x, std::int64_t n, int k, std::vector<T>& scratch, 
   return true;
 }
 
+// k = 2 in one vector pass instead of two (topk_by_passes' answer, written to best[0, 2)): each
+// lane keeps its best and second best value with their first positions (a strictly larger value
+// moves the best down to second, or replaces the second), the 2 x P lane candidates are then ranked
+// by the order (larger value, else lower position), and the scalar tail, whose positions all come
+// later, is merged last. false for the rows topk_by_passes leaves to the scan (a NaN, or -inf
+// among the two best). Top-2 of 64 experts is the routed MoE benchmarks': top-k's share of the
+// 64-expert float32 step's perf samples went from 2.43-2.60% (two passes and a scratch copy) to
+// 2.11-2.43% (five runs each, builds in turn).
+template <class T>
+bool top2_by_pass(const T* x, std::int64_t n, std::int32_t* best) {
+  using namespace Eigen::internal;
+  using Packet = typename packet_traits<T>::type;
+  constexpr std::int64_t P = packet_traits<T>::size;
+  const std::int64_t body = n / P * P;
+  const Packet minus_inf = pset1<Packet>(-std::numeric_limits<T>::infinity()), step = pset1<Packet>(static_cast<T>(P));
+  Packet first = ploadu<Packet>(x), position = plset<Packet>(T(0)), first_at = position;
+  Packet second = minus_inf, second_at = pset1<Packet>(static_cast<T>(n));  // "none yet": -inf sends the row to the scan
+  Packet ordered = pcmp_eq(first, first);
+  for (std::int64_t j = P; j < body; j += P) {
+    const Packet v = ploadu<Packet>(x + j);
+    position = padd(position, step);
+    const Packet above_first = pcmp_lt(first, v), above_second = pcmp_lt(second, v);
+    second = pselect(above_first, first, pselect(above_second, v, second));
+    second_at = pselect(above_first, first_at, pselect(above_second, position, second_at));
+    first = pselect(above_first, v, first);
+    first_at = pselect(above_first, position, first_at);
+    ordered = pand(ordered, pcmp_eq(v, v));
+  }
+  if (predux_any(pandnot(ptrue(ordered), ordered))) return false;
+  T value[2 * P], at[2 * P];
+  pstoreu(value, first), pstoreu(value + P, second);
+  pstoreu(at, first_at), pstoreu(at + P, second_at);
+  const auto before = [&](std::int64_t a, std::int64_t b) {
+    return value[a] > value[b] || (value[a] == value[b] && at[a] < at[b]);
+  };
+  std::int64_t b0 = 0, b1 = -1;  // the two best candidates, b0 first
+  for (std::int64_t c = 1; c < 2 * P; ++c) {
+    if (before(c, b0)) {
+      b1 = b0, b0 = c;
+    } else if (b1 < 0 || before(c, b1)) {
+      b1 = c;
+    }
+  }
+  T v0 = value[b0], v1 = value[b1];
+  std::int64_t p0 = static_cast<std::int64_t>(at[b0]), p1 = static_cast<std::int64_t>(at[b1]);
+  for (std::int64_t j = body; j < n; ++j) {
+    if (std::isnan(x[j])) return false;
+    if (x[j] > v0) {
+      v1 = v0, p1 = p0, v0 = x[j], p0 = j;
+    } else if (x[j] > v1) {
+      v1 = x[j], p1 = j;
+    }
+  }
+  if (v1 == -std::numeric_limits<T>::infinity()) return false;  // (then v0 may be too)
+  best[0] = static_cast<std::int32_t>(p0);
+  best[1] = static_cast<std::int32_t>(p1);
+  return true;
+}
+
 // The k first positions of one row under the total order of the header, best first.
 template <class T>
 void topk_row(const T* x, std::int64_t n, int k, std::vector<std::int32_t>& order, std::vector<T>& scratch, T* values,
@@ -112,7 +171,8 @@ void topk_row(const T* x, std::int64_t n, int k, std::vector<std::int32_t>& orde
   const std::int32_t* best = nullptr;
   std::int32_t scanned[kScanTopK];
   constexpr std::int64_t P = Eigen::internal::packet_traits<T>::size;
-  if (k <= kPassTopK && n >= 2 * P && n < (std::int64_t{1} << 24) && topk_by_passes(x, n, k, scratch, scanned)) {
+  const bool passes = k <= kPassTopK && n >= 2 * P && n < (std::int64_t{1} << 24);
+  if (passes && (k == 2 ? top2_by_pass(x, n, scanned) : topk_by_passes(x, n, k, scratch, scanned))) {
     best = scanned;
   } else if (k <= kScanTopK) {
     // Positions come in increasing order, so every kept one is lower than j, and `before(j, kept)`
