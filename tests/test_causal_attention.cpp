@@ -75,23 +75,33 @@ const std::vector<std::array<std::int64_t, 5>> kShapes = {  // B, T, S, H, hd
 
 }  // namespace
 
+// The kernel, forward and backward, against the composed ops on random q, k, v, dy of one shape
+// (B, T, S, H, hd) at `scale`; returns the kernel's forward for further checks.
+k::AttentionResult check_against_composed(Generator& gen, DType dtype, const std::array<std::int64_t, 5>& shape,
+                                          double scale) {
+  const auto [b, t, s, h, hd] = shape;
+  INFO(dtype, " B ", b, " T ", t, " S ", s, " H ", h, " hd ", hd, " scale ", scale);
+  const double tol = dtype == DType::Float32 ? 2e-6 : 1e-13;
+  const Tensor q = normal({b, t, h, hd}, 0, 1, gen, dtype), key = normal({b, s, h, hd}, 0, 1, gen, dtype);
+  const Tensor v = normal({b, s, h, hd}, 0, 1, gen, dtype), dy = normal({b, t, h, hd}, 0, 1, gen, dtype);
+  const k::AttentionResult r = k::causal_attention(q, key, v, scale);
+  const k::AttentionGrads g = k::causal_attention_backward(q, key, v, scale, r.p, dy);
+  const Composed c = composed(q, key, v, scale, dy);
+  CHECK(error(r.p, c.p) < tol);
+  CHECK(error(r.y, c.y) < tol);
+  CHECK(error(g.dq, c.dq) < tol);
+  CHECK(error(g.dk, c.dk) < tol);
+  CHECK(error(g.dv, c.dv) < tol);
+  return r;
+}
+
 TEST_CASE("causal_attention equals softmax(causal_mask(scale q k^T)) v per head and its composed backward") {
   Generator gen(3);
   for (DType dtype : {DType::Float32, DType::Float64}) {
-    const double tol = dtype == DType::Float32 ? 2e-6 : 1e-13;
-    for (const auto& [b, t, s, h, hd] : kShapes) {
+    for (const auto& shape : kShapes) {
+      const auto [b, t, s, h, hd] = shape;
       INFO(dtype, " B ", b, " T ", t, " S ", s, " H ", h, " hd ", hd);
-      const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-      const Tensor q = normal({b, t, h, hd}, 0, 1, gen, dtype), key = normal({b, s, h, hd}, 0, 1, gen, dtype);
-      const Tensor v = normal({b, s, h, hd}, 0, 1, gen, dtype), dy = normal({b, t, h, hd}, 0, 1, gen, dtype);
-      const k::AttentionResult r = k::causal_attention(q, key, v, scale);
-      const k::AttentionGrads g = k::causal_attention_backward(q, key, v, scale, r.p, dy);
-      const Composed c = composed(q, key, v, scale, dy);
-      CHECK(error(r.p, c.p) < tol);
-      CHECK(error(r.y, c.y) < tol);
-      CHECK(error(g.dq, c.dq) < tol);
-      CHECK(error(g.dk, c.dk) < tol);
-      CHECK(error(g.dv, c.dv) < tol);
+      const k::AttentionResult r = check_against_composed(gen, dtype, shape, 1.0 / std::sqrt(static_cast<double>(hd)));
       // Masked weights are exactly 0 (never exponentiated), visible ones positive, rows sum to 1.
       const auto p = r.p.to(DType::Float64).to_vector<double>();
       bool masked_zero = true, visible_positive = true, sums_to_one = true;
@@ -119,22 +129,8 @@ TEST_CASE("causal_attention shifts each row by its own max: sharp scores stay fi
   // group of rows at a time) fails here, where the random scores of the case above stay within
   // tolerance whichever max is subtracted.
   Generator gen(8);
-  for (DType dtype : {DType::Float32, DType::Float64}) {
-    const double tol = dtype == DType::Float32 ? 2e-6 : 1e-13;
-    for (const auto& [b, t, s, h, hd] : kShapes) {
-      INFO(dtype, " B ", b, " T ", t, " S ", s, " H ", h, " hd ", hd);
-      const Tensor q = normal({b, t, h, hd}, 0, 1, gen, dtype), key = normal({b, s, h, hd}, 0, 1, gen, dtype);
-      const Tensor v = normal({b, s, h, hd}, 0, 1, gen, dtype), dy = normal({b, t, h, hd}, 0, 1, gen, dtype);
-      const k::AttentionResult r = k::causal_attention(q, key, v, 30.0);
-      const k::AttentionGrads g = k::causal_attention_backward(q, key, v, 30.0, r.p, dy);
-      const Composed c = composed(q, key, v, 30.0, dy);
-      CHECK(error(r.p, c.p) < tol);
-      CHECK(error(r.y, c.y) < tol);
-      CHECK(error(g.dq, c.dq) < tol);
-      CHECK(error(g.dk, c.dk) < tol);
-      CHECK(error(g.dv, c.dv) < tol);
-    }
-  }
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (const auto& shape : kShapes) check_against_composed(gen, dtype, shape, 30.0);
 }
 
 TEST_CASE("attention on bfloat16 q, k, v equals the composed ops on the same operands, and gives float32") {
