@@ -116,7 +116,8 @@ Packet pexp_float_in_range(const Packet& _x) {
   y1 = pmadd(y1, r, cst_cephes_exp_p5);
   y = pmadd(y, r3, y1);
   y = pmadd(y, r2, y2);
-  const Packet two_to_m = preinterpret<Packet>(plogical_shift_left<23>(padd(pcast<Packet, PacketI>(m), pset1<PacketI>(127))));
+  const PacketI biased_m = padd(pcast<Packet, PacketI>(m), pset1<PacketI>(127));
+  const Packet two_to_m = preinterpret<Packet>(plogical_shift_left<23>(biased_m));
   return pmax(pmul(y, two_to_m), _x);
 }
 

@@ -382,7 +382,8 @@ void gemm_bf16_strided(Bf16DotKernel kernel, const std::uint16_t* a, std::int64_
   // in cache (gemm_bench --bf16), 64x64 @ 64x256 ran 387-398 -> 408-418 GFLOP/s, 40x64 @ 64x256
   // 367-370 -> 389-398, 96x128 @ 128x512 459-472 -> 462-489; the 64-expert bf16 step 1.06-1.07x
   // -> 1.085-1.09x its float32 twin. (The limit of 8 panels is not tuned further.)
-  const bool b_in_place = tiles.b_in_place && !tiles.amx && !trans_b && k % 2 == 0 && threads == 1 && m <= kBInPlaceRows;
+  const bool b_in_place =
+      tiles.b_in_place && !tiles.amx && !trans_b && k % 2 == 0 && threads == 1 && m <= kBInPlaceRows;
   const BlockProduct product{tiles, op_a, a, lda, !trans_a && k % 2 == 0, out, ldc, m, n, threads, b, ldb, b_in_place};
   if (b_in_place) {
     for (std::int64_t q0 = 0; q0 < pairs; q0 += KP) product.run(nullptr, q0, std::min(KP, pairs - q0));

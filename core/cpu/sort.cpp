@@ -121,7 +121,8 @@ bool top2_by_pass(const T* x, std::int64_t n, std::int32_t* best) {
   const std::int64_t body = n / P * P;
   const Packet minus_inf = pset1<Packet>(-std::numeric_limits<T>::infinity()), step = pset1<Packet>(static_cast<T>(P));
   Packet first = ploadu<Packet>(x), position = plset<Packet>(T(0)), first_at = position;
-  Packet second = minus_inf, second_at = pset1<Packet>(static_cast<T>(n));  // "none yet": -inf sends the row to the scan
+  // "None yet" for the second: -inf, which sends a row whose second stays so to the scan.
+  Packet second = minus_inf, second_at = pset1<Packet>(static_cast<T>(n));
   Packet ordered = pcmp_eq(first, first);
   for (std::int64_t j = P; j < body; j += P) {
     const Packet v = ploadu<Packet>(x + j);
