@@ -34,6 +34,11 @@
 namespace moelab::cpu::gemm_bf16_detail {
 namespace {
 
+// The lowest `count` bits set (count in 0 .. 32).
+inline std::uint32_t low_bits(std::int64_t count) {
+  return count >= 32 ? ~0u : (1u << static_cast<unsigned>(count)) - 1u;
+}
+
 // VPERMT2W indices that interleave two rows of 16-bit elements into 32-bit words: word r of
 // `low` takes element r of the first source and element r of the second (16-bit elements 2r, 2r + 1
 // of the result), `high` the same for elements 16 + r. Built once.
@@ -106,8 +111,8 @@ inline void tile_over(std::int64_t pairs, AWord word, const BPairs& bpairs, floa
 template <int ROWS, class AWord, class BPairs>
 inline void edge_tile_over(std::int64_t pairs, AWord word, const BPairs& bpairs, float* c, std::int64_t ldc,
                            bool accumulate, int cols) {
-  const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1u);
-  const __mmask16 m1 = static_cast<__mmask16>(cols >= 32 ? 0xFFFF : cols <= 16 ? 0u : (1u << (cols - 16)) - 1u);
+  const __mmask16 m0 = static_cast<__mmask16>(low_bits(std::min(cols, 16)));
+  const __mmask16 m1 = static_cast<__mmask16>(low_bits(std::max(cols - 16, 0)));
   __m512 acc[ROWS][2];
 #pragma GCC unroll 12
   for (int r = 0; r < ROWS; ++r) {
@@ -169,11 +174,6 @@ inline void transpose_16x16_words(__m512i m[16]) {
     m[4 + c] = _mm512_shuffle_i32x4(odd_lanes_lo, odd_lanes_hi, 0x88);     // lane 1: column 4 + c
     m[12 + c] = _mm512_shuffle_i32x4(odd_lanes_lo, odd_lanes_hi, 0xDD);    // lane 3: column 12 + c
   }
-}
-
-// The lowest `count` bits set (count in 0 .. 32).
-inline std::uint32_t low_bits(std::int64_t count) {
-  return count >= 32 ? ~0u : (1u << static_cast<unsigned>(count)) - 1u;
 }
 
 }  // namespace
@@ -272,8 +272,8 @@ void avx512_bf16_edge_tile_rows(std::int64_t pairs, const std::uint16_t* a, std:
 void avx512_bf16_tile_b_in_place(std::int64_t pairs, const std::uint32_t* a_panel, const std::uint16_t* a,
                                  std::int64_t lda, const std::uint16_t* b, std::int64_t ldb, float* c, std::int64_t ldc,
                                  bool accumulate, int rows, int cols) {
-  const RowMajorB bpairs{b, ldb, cols >= 32 ? ~__mmask32{0} : (__mmask32{1} << cols) - 1,
-                         _mm512_load_si512(pair_picks().low), _mm512_load_si512(pair_picks().high)};
+  const RowMajorB bpairs{b, ldb, static_cast<__mmask32>(low_bits(cols)), _mm512_load_si512(pair_picks().low),
+                         _mm512_load_si512(pair_picks().high)};
   const auto packed = [a_panel](int r, std::int64_t q) { return a_panel[q * MR + r]; };
   const auto in_place = [a, lda](int r, std::int64_t q) { return pair_in_place(a, lda, r, q); };
   if (rows == MR && cols == NR) {
