@@ -166,10 +166,16 @@ TEST_CASE("norm backwards: float32 agrees with float64, and the thread count cha
 
     set_num_threads(1);
     REQUIRE(cpu::element_threads(x.numel()) == 1);
-    kernels::NormGrads single = run(DType::Float32);
+    kernels::NormGrads single = run(DType::Float32), single64 = run(DType::Float64);
     CHECK(single.dx.to_vector<float>() == g32.dx.to_vector<float>());
     CHECK(single.dw.to_vector<float>() == g32.dw.to_vector<float>());
     if (layer) CHECK(single.db.to_vector<float>() == g32.db.to_vector<float>());
+    // In float64 too: dw and db sum in double, and rounding the sums to float32 hides a changed
+    // order of the rows (sum_weight_grads adding them backwards when it runs on several threads
+    // passes the float32 checks above and fails these).
+    CHECK(single64.dx.to_vector<double>() == g64.dx.to_vector<double>());
+    CHECK(single64.dw.to_vector<double>() == g64.dw.to_vector<double>());
+    if (layer) CHECK(single64.db.to_vector<double>() == g64.db.to_vector<double>());
   }
 }
 
