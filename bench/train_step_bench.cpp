@@ -5,8 +5,11 @@
 // benchmark model (vocab 64, sequence 64, batch 32, d 128, 4 heads, 4 layers, f = d), run in
 // float32 (--precision bf16: mixed precision, autograd/precision.h) on --threads threads. --experts E --k K swaps every FFN for an MoE layer of E ReLU
 // experts of width f = d with top-K Mixtral gates (the MoE benchmark models: E 8, K 2; and
-// E 64, K 2 with --d 64). bench/pytorch/train_step.py runs the same model in PyTorch
-// eager; bench/compare_train_step.sh runs both and prints the ratio.
+// E 64, K 2 with --d 64). --ffn F sets the FFN's (or each expert's) hidden width f (0: f = d): the
+// benchmark models keep f = d; --ffn 512 at d 128 is the common 4d FFN, whose down projection's
+// gradients read rows 512 floats apart (core/cpu/gemm_f32.cpp). bench/pytorch/train_step.py (same
+// options) runs the same model in PyTorch eager; bench/compare_train_step.sh runs both and prints
+// the ratio.
 //
 // On a GPU (--device cuda): the model is moved there (Module::to) before the optimizer is built,
 // the batch is copied there once, and the clock is read only after Backend::synchronize() has
@@ -148,7 +151,7 @@ int main(int argc, char** argv) {
   moelab::wait_passively_unless_set(argv);  // as moelab's programs run (core/openmp_wait.h)
   CLI::App app{"train_step_bench: tokens/s of one dense-decoder training step (forward, backward, AdamW)"};
   int threads = 2, steps = 30;
-  std::int64_t vocab = 64, seq = 64, batch = 32, d = 128, heads = 4, layers = 4, experts = 0, k = 2;
+  std::int64_t vocab = 64, seq = 64, batch = 32, d = 128, heads = 4, layers = 4, experts = 0, k = 2, ffn = 0;
   std::string out_path = "bench-results/train_step_moelab.json", device_name = "cpu", preset = "cpu";
   std::string precision = "fp32";
   double peak_tflops = 0.0;  // 0: not given (the default depends on the device and precision)
@@ -189,6 +192,7 @@ int main(int argc, char** argv) {
   app.add_option("--d", d, "model width")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   app.add_option("--heads", heads, "attention heads")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--layers", layers, "decoder blocks")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--ffn", ffn, "FFN (expert) hidden width; 0: d")->check(CLI::Range(0, 1 << 20))->capture_default_str();
   app.add_option("--experts", experts, "MoE experts per layer (0: dense FFN)")->check(CLI::Range(0, 4096))->capture_default_str();
   app.add_option("--k", k, "experts per token (with --experts)")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--out", out_path, "JSON file to write")->capture_default_str();
@@ -286,10 +290,11 @@ int main(int argc, char** argv) {
     config.layers = layers;
     config.heads = heads;
     config.max_seq = seq;
+    config.ffn = ffn;
     Generator gen(0);
     MoEConfig moe;
     moe.experts = experts;
-    moe.k = k;
+    moe.k = k;  // the experts' width: config.ffn's (MoEConfig::ffn 0: nn/moe/moe_decoder.h)
     const auto make_model = [&](Generator& init) {
       auto built = experts > 0 ? std::make_unique<Decoder>(config, init, moe_feed_forward(moe))
                                : std::make_unique<Decoder>(config, init);
@@ -377,7 +382,7 @@ int main(int argc, char** argv) {
                              {"precision", precision},
                              {"threads", threads},
                              {"cpu", moelab::cpu::cpu_description()},
-                             {"config", {{"vocab", vocab}, {"d", d}, {"heads", heads}, {"layers", layers}, {"ffn", d}, {"experts", experts}, {"k", k}}},
+                             {"config", {{"vocab", vocab}, {"d", d}, {"heads", heads}, {"layers", layers}, {"ffn", ffn > 0 ? ffn : d}, {"experts", experts}, {"k", k}}},
                              {"batch", batch},
                              {"seq", seq},
                              {"steps", steps},

@@ -16,6 +16,8 @@
 #   - train_step_bench --perf-control CTL,ACK: "enable" before the timed steps and "disable" after,
 #     each acknowledged, to a stand-in for perf on two FIFOs; a path that is not a FIFO, a symbolic
 #     link to one, or none, refused with status 2 before any JSON is written.
+#   - train_step_bench --ffn F: the FFN's (and each expert's) hidden width, recorded in the config;
+#     the parameter count grows by exactly layers x experts x 2 d (F - d) over a run without it.
 #   - train_step_bench --precision bf16 --paired-fp32: "paired_fp32" and "bf16_over_fp32" in the
 #     JSON, the float32 twin's last loss bitwise that of a plain float32 run of as many steps (the
 #     same model, trained alone), and --paired-fp32 without bf16 refused with status 2.
@@ -45,6 +47,22 @@ status=$?
 [ "$status" = 2 ] || fail "--gemm-profile with --precision bf16 exited $status, not 2"
 grep -q "fp32" "$work/bf16.txt" || fail "the refusal does not say to use fp32: $(cat "$work/bf16.txt")"
 [ ! -e "$work/bf16.json" ] || fail "the refused run wrote its JSON"
+
+# --ffn: toy d 16, one layer; F 24 adds 2 x 16 x 8 = 256 parameters per FFN (one dense, or 4 experts).
+json_int() { tr -d '\n ' <"$1" | grep -o "\"$2\":[0-9]*" | head -1 | cut -d: -f2; }
+for experts in 0 4; do
+  # shellcheck disable=SC2086
+  if "$train_step_bench" $toy --experts $experts --out "$work/f16.json" >/dev/null 2>&1 &&
+    "$train_step_bench" $toy --experts $experts --ffn 24 --out "$work/f24.json" >/dev/null 2>&1; then
+    grep -q '"ffn": *24' "$work/f24.json" || fail "--ffn 24 (experts $experts): the config does not say ffn 24"
+    grep -q '"ffn": *16' "$work/f16.json" || fail "no --ffn (experts $experts): the config does not say ffn = d = 16"
+    added=$(($(json_int "$work/f24.json" parameters) - $(json_int "$work/f16.json" parameters)))
+    want=$((256 * (experts > 0 ? experts : 1)))
+    [ "$added" = "$want" ] || fail "--ffn 24 (experts $experts) added $added parameters, not $want"
+  else
+    fail "train_step_bench --ffn 24 (experts $experts) failed"
+  fi
+done
 
 # shellcheck disable=SC2086
 if "$train_step_bench" $toy --precision bf16 --paired-fp32 --out "$work/paired.json" >"$work/paired.txt" 2>&1 &&

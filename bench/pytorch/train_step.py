@@ -66,6 +66,7 @@ def main():
     ap.add_argument("--d", type=int, default=None)
     ap.add_argument("--heads", type=int, default=None)
     ap.add_argument("--layers", type=int, default=None)
+    ap.add_argument("--ffn", type=int, default=0, help="FFN (expert) hidden width; 0: d")
     ap.add_argument("--experts", type=int, default=0, help="MoE experts per layer (0: dense FFN)")
     ap.add_argument("--k", type=int, default=2, help="experts per token (with --experts)")
     ap.add_argument("--moe", choices=tuned_model.MOE_KINDS, default="padded-bmm",
@@ -94,6 +95,8 @@ def main():
         sys.exit("train_step.py: --precision tf32 is for --device cuda")
     if a.moe == "grouped-mm" and a.experts > 0 and a.precision != "bf16":
         sys.exit("train_step.py: --moe grouped-mm computes in bfloat16: give --precision bf16")
+    if a.ffn < 0:
+        sys.exit("train_step.py: --ffn must be 0 (the width d) or positive")
     if a.capacity_factor < 0:
         sys.exit("train_step.py: --capacity-factor must be 0 (read per layer) or positive")
     if a.compile and not hasattr(torch, "compile"):
@@ -106,7 +109,8 @@ def main():
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    cfg = dict(vocab=a.vocab, d=a.d, heads=a.heads, layers=a.layers, ffn=a.d, rope_theta=10000.0, norm_eps=1e-5,
+    cfg = dict(vocab=a.vocab, d=a.d, heads=a.heads, layers=a.layers, ffn=a.ffn if a.ffn > 0 else a.d,
+               rope_theta=10000.0, norm_eps=1e-5,
                seq=a.seq, experts=a.experts, k=a.k if a.experts > 0 else 0)
     try:
         model = tuned_model.Decoder(cfg, a.moe, a.capacity_factor)
