@@ -19,6 +19,7 @@
 #include "core/cpu/gemm_f32.h"
 #include "core/cpu/gemm_kernels.h"
 #include "core/error.h"
+#include "core/parallel.h"
 
 using namespace moelab;
 using namespace moelab::cpu;
@@ -142,8 +143,10 @@ TEST_CASE("a row-major B read in place (products of few rows) gives the bits of 
   // set reads in place), one of 1 or 4 rows (also 13 or 24 with AVX-512's 12-row tile: two row
   // panels at most) reads B where it is (gemm_f32.cpp, b_in_place).
   // k = 300 makes two KC slices (the second accumulates), n = 600 leaves a partial panel at the
-  // right edge (600 = 37 x 16 + 8 = 18 x 32 + 24).
-  const std::int64_t k = 300, n = 600;
+  // right edge (600 = 37 x 16 + 8 = 18 x 32 + 24). n = 512 (rows exactly 2 KiB apart) is packed
+  // with 16 or more A panels (100 rows of AVX2's 6-row tile: 17) and read in place with fewer.
+  const std::int64_t k = 300;
+  for (std::int64_t n : {600, 512}) {
   const std::vector<float> a = random_values(100 * k, 7), b = random_values(k * n, 8);
   std::vector<const GemmKernels*> sets{&gemm_kernels(CpuIsa::Generic)};
   if (detected_isa() >= CpuIsa::Avx2) sets.push_back(&gemm_kernels(CpuIsa::Avx2));
@@ -152,10 +155,44 @@ TEST_CASE("a row-major B read in place (products of few rows) gives the bits of 
     std::vector<float> all(static_cast<std::size_t>(100 * n));
     gemm_f32(*kernels, a.data(), b.data(), all.data(), 100, k, n, false, false);
     for (std::int64_t m : {1, 4, 13, 24}) {
-      INFO(isa_name(kernels->isa), " m=", m);
+      INFO(isa_name(kernels->isa), " n=", n, " m=", m);
       std::vector<float> few(static_cast<std::size_t>(m * n));
       gemm_f32(*kernels, a.data(), b.data(), few.data(), m, k, n, false, false);
       CHECK(bitwise_equal(few, std::vector<float>(all.begin(), all.begin() + m * n)));
     }
   }
+  }
+}
+
+TEST_CASE("a transposed A packed per slice (rows 256+ floats apart) gives the bits of A read in place") {
+  // gemm_f32.cpp's pack_a_block: a transposed A whose stored rows are m >= 256 floats apart, with
+  // n >= 4 column panels, is copied into row panels first. The same product with A transposed
+  // beforehand (row-major [m, k], read in place) does the same FMAs in the same order. m = 301
+  // leaves a bottom panel of 1 row (6- and 12-row tiles); m = 256 is the threshold; k = 300 makes
+  // two KC slices; n = 130 four panels and an edge of 2 columns on both tile widths, n = 64 AVX2's
+  // threshold. 1 and 3 threads (each packs its own rows) must agree too.
+  std::vector<const GemmKernels*> sets{&gemm_kernels(CpuIsa::Generic)};
+  if (detected_isa() >= CpuIsa::Avx2) sets.push_back(&gemm_kernels(CpuIsa::Avx2));
+  if (detected_isa() >= CpuIsa::Avx512) sets.push_back(&gemm_kernels(CpuIsa::Avx512));
+  const std::int64_t k = 300;
+  const int threads_before = num_threads();
+  for (std::int64_t m : {301, 256})
+    for (std::int64_t n : {130, 64}) {
+      const std::vector<float> a_t = random_values(k * m, 11 + m), b = random_values(k * n, 12 + n);  // A stored [k, m]
+      std::vector<float> a(static_cast<std::size_t>(m * k));  // the same A, stored [m, k]
+      for (std::int64_t p = 0; p < k; ++p)
+        for (std::int64_t i = 0; i < m; ++i) a[static_cast<std::size_t>(i * k + p)] = a_t[static_cast<std::size_t>(p * m + i)];
+      for (const GemmKernels* kernels : sets) {
+        INFO(isa_name(kernels->isa), " m=", m, " n=", n);
+        std::vector<float> read(static_cast<std::size_t>(m * n)), packed = read, packed_3 = read;
+        gemm_f32(*kernels, a.data(), b.data(), read.data(), m, k, n, false, false);
+        set_num_threads(1);
+        gemm_f32(*kernels, a_t.data(), b.data(), packed.data(), m, k, n, true, false);
+        set_num_threads(3);
+        gemm_f32(*kernels, a_t.data(), b.data(), packed_3.data(), m, k, n, true, false);
+        set_num_threads(threads_before);
+        CHECK(bitwise_equal(packed, read));
+        CHECK(bitwise_equal(packed_3, read));
+      }
+    }
 }

@@ -22,7 +22,10 @@
 // alternating the two codes in 5 ms slices, medians of 40; the bits the same). The training
 // step's A has 128 columns or fewer and meets few columns of B, so packing it (and blocking its rows by MC for
 // L2, as BLIS does for large matrices) did not pay: with it, the driver outside the micro-kernel
-// took 26% of a 2048 x 128 @ 128 x 128 product's time (perf, one thread).
+// took 26% of a 2048 x 128 @ 128 x 128 product's time (perf, one thread). The exception is a
+// transposed A whose stored rows are far apart (a weight gradient h^T @ g with h 256 or more wide):
+// its panel then maps to a few cache sets and cannot stay in L1 between the column panels that
+// reuse it, so a thread packs its rows of each KC slice first (pack_a_block).
 // The micro-kernel keeps the whole MR x NR tile of C in vector registers and, for each k, does
 // MR * NR fused multiply-adds (core/cpu/gemm_micro_kernel.h). Its arithmetic depends on the vector
 // width, so it is compiled once per instruction set (core/cpu/gemm_kernels_*.cpp) and the widest
@@ -57,7 +60,10 @@ namespace {
 constexpr std::int64_t KC = 256;   // inner-dimension slice: an A panel (MR x KC) fits in L1
 constexpr std::int64_t NC = 1024;  // columns per packed B block (KC x NC floats = 1 MiB, in L2/L3)
 constexpr std::int64_t kInPlaceRowPanels = 2;  // at most this many A panels: B is not packed
-constexpr std::int64_t kInPlaceRowFloats = 512;  // nor when B's rows are at most this long (2 KiB)
+constexpr std::int64_t kInPlaceRowFloats = 512;  // nor when B's rows are at most this long (2 KiB),
+constexpr std::int64_t kPackedAliasedRowPanels = 16;  // unless exactly 2 KiB and this many A panels
+constexpr std::int64_t kPackedARowFloats = 256;  // a transposed A with rows this far apart is packed
+constexpr std::int64_t kPackedAColumnPanels = 4;  // when at least this many B panels reuse it
 
 // The columns of one packed B block: NC rounded down to whole NR panels (NR = 24 on AVX2 does not
 // divide 1024), so that a block's panels fill the packed buffer exactly and only the last block of
@@ -143,10 +149,45 @@ void pack_b_panel(const Operand& b, int nr, std::int64_t p0, std::int64_t kc, st
   }
 }
 
+// Packs this thread's rows [row_begin, row_end) of a transposed A (element (i, p) at
+// data[i + p * col_stride]) for inner [p0, p0 + kc) into MR-row panels, panel q at
+// out + q * panel_stride as [kc][MR] (a partial last panel: [kc][MR] with its rows < MR unused),
+// what the micro-kernel reads with a_stride = MR. It walks the stored A row by row (p), so its loads
+// stream; read in place instead, each tile fetched a panel's kc lines of A again, since lines
+// kc rows of 256+ floats apart fall in 4 or fewer of L1's 64 sets and cannot stay there while B
+// streams past. On a Zen 3 this took [256 | 512, 2048]^T @ [2048, 64 | 128 | 256] from 1.10x to
+// 1.32x faster (one process alternating both, cold copies, an A/A control within 2%), while
+// with rows 32-128 floats apart it went 0.91-1.03x, so those are read in place. A copy: the bits
+// of C are the same.
+template <int MR>
+void pack_a_rows(const float* row, float* out) {
+  for (int r = 0; r < MR; ++r) out[r] = row[r];  // a fixed count: vector moves
+}
+void pack_a_block(const Operand& a, int mr, std::int64_t p0, std::int64_t kc, std::int64_t row_begin,
+                  std::int64_t row_end, float* __restrict out, std::int64_t panel_stride) {
+  const std::int64_t full_end = row_begin + (row_end - row_begin) / mr * mr;
+  const float* src = a.data + p0 * a.col_stride;
+  for (std::int64_t p = 0; p < kc; ++p, src += a.col_stride) {
+    float* dst = out + p * mr;
+    std::int64_t i = row_begin;
+    for (; i < full_end; i += mr, dst += panel_stride) {
+      if (mr == 6) pack_a_rows<6>(src + i, dst);
+      else if (mr == 12) pack_a_rows<12>(src + i, dst);
+      else for (int r = 0; r < mr; ++r) dst[r] = src[i + r];
+    }
+    for (std::int64_t r = 0; r < row_end - i; ++r) dst[r] = src[i + r];
+  }
+}
+
 // Scratch that lives as long as the thread: products run thousands of times a step, and a fresh
 // allocation each time (with its page faults) cost more than small products themselves.
 // (On a cache line: the micro-kernels read the panels with whole-vector loads, core/cpu/cache_line_allocator.h.)
 float* packed_b_buffer(std::size_t floats) {
+  thread_local std::vector<float, CacheLineAllocator<float>> buffer;
+  if (floats > buffer.size()) buffer.resize(floats);
+  return buffer.data();
+}
+float* packed_a_buffer(std::size_t floats) {  // this thread's own: each packs only its rows
   thread_local std::vector<float, CacheLineAllocator<float>> buffer;
   if (floats > buffer.size()) buffer.resize(floats);
   return buffer.data();
@@ -176,11 +217,25 @@ struct Blocked {
     // 8-10% less time unpacked, products with n = 512 and k = 2048 up to 20% less; with rows of
     // 1024 floats (4 KiB apart) packing still won, by ~10%. The same multiply-adds in the same order
     // as with a packed B: only where B is read from changes, never a bit of C.
-    // Rows a multiple of 256 bytes apart (d = 64, 128, 512) fall in a few of L1's sets, and in a
-    // loop over one product packing such a B won 1.16-1.59x on an AVX2 EPYC; in the training step
-    // it changed nothing (the dense step 0.99x: docs/results/bench.md, 2026-12-03), so it is not done.
+    // Rows exactly 2 KiB apart (a 4d FFN's h, f = 512) are the exception when many A panels read
+    // them: a panel's one cache line per row then falls in 2 of the 64 sets of the L1 (4 KiB a way
+    // on these x86 cores). On a Zen 3 (L1 8-way, L2 512 KiB 8-way) such a B read in place lost to a
+    // packed one by 1.08-1.30x with 16 or more A panels ([2048, 64 | 128 | 256] @ [.., 512], 144
+    // rows, [128 | 256, 2048]^T @ [2048, 512]: one process alternating both on cold copies, an A/A
+    // control within 1-3%), while rows 520 floats apart ran in place within 7% of packed: the
+    // stride, not the length. With 3-12 panels it went either way (0.80-1.20x), so those stay in
+    // place; where the rule above was tuned (another CPU, under load) a 128-row weight gradient
+    // with n = 512 ran faster in place, and on AVX-512 (mr 12) that product has 11 panels and still
+    // does. Rows of 128 or 256 floats gained nothing from packing here (0.98-1.01x; the step 0.99x,
+    // bench.md 2026-12-03). AVX-512 CPUs have not measured this case.
+    const std::int64_t a_panels = last_panel - first_panel;
     const bool b_in_place = team == 1 && op_b.col_stride == 1 &&
-                            (last_panel - first_panel <= kInPlaceRowPanels || op_b.row_stride <= kInPlaceRowFloats);
+                            (a_panels <= kInPlaceRowPanels || op_b.row_stride < kInPlaceRowFloats ||
+                             (op_b.row_stride == kInPlaceRowFloats && a_panels < kPackedAliasedRowPanels));
+    // A transposed A far-strided, reused by enough column panels: packed per slice (pack_a_block).
+    const bool pack_a = !a_row_major && op_a.col_stride >= kPackedARowFloats && n >= kPackedAColumnPanels * NR;
+    const std::int64_t a_panel_stride = MR * std::min(KC, k);
+    float* a_packed = pack_a ? packed_a_buffer(static_cast<std::size_t>(a_panels * a_panel_stride)) : nullptr;
     const std::int64_t nc_block = column_block(NR);
     for (std::int64_t jc = 0; jc < n; jc += nc_block) {
       const std::int64_t nc = std::min(nc_block, n - jc);
@@ -204,12 +259,14 @@ struct Blocked {
             pack_b_panel(op_b, NR, pc, kc, jc + q * NR, std::min<std::int64_t>(NR, nc - q * NR), packed_b + q * NR * kc);
           // (implicit barrier: B is packed before anyone reads it)
         }
+        if (pack_a) pack_a_block(op_a, MR, pc, kc, row_begin, row_end, a_packed, a_panel_stride);
         for (std::int64_t i = row_begin; i < row_end; i += MR) {
           const std::int64_t rows = std::min<std::int64_t>(MR, row_end - i);
-          // A's panel, read in place; the bottom edge's panel of rows < MR rows takes the tile of
-          // that many rows (GemmTiles::edge), so no padding rows are computed.
-          const float* a_panel = &op_a.data[i * op_a.row_stride + pc * op_a.col_stride];
-          const std::int64_t a_stride = a_row_major ? op_a.row_stride : op_a.col_stride;
+          // A's panel, read in place (or packed); the bottom edge's panel of rows < MR rows takes
+          // the tile of that many rows (GemmTiles::edge), so no padding rows are computed.
+          const float* a_panel = pack_a ? a_packed + (i - row_begin) / MR * a_panel_stride
+                                        : &op_a.data[i * op_a.row_stride + pc * op_a.col_stride];
+          const std::int64_t a_stride = pack_a ? MR : a_row_major ? op_a.row_stride : op_a.col_stride;
           const MicroKernel tile = rows == MR ? (a_row_major ? tiles.tile_rows : tiles.tile)
                                               : (a_row_major ? tiles.edge_rows[rows] : tiles.edge[rows]);
           for (std::int64_t jr = 0; jr < nc; jr += NR) {
