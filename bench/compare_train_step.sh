@@ -12,7 +12,10 @@
 # Debian's PyTorch runs its own OpenMP threads and calls OpenBLAS, which starts its own pthreads:
 # left at their defaults the two oversubscribe the cores (on 2 cores: ~7,500 tokens/s against
 # ~19,000 when only one of them is threaded). So PyTorch is run three ways and its best counts:
-# default, torch threads with a single-threaded BLAS, one torch thread with a threaded BLAS. With
+# default, torch threads with a single-threaded BLAS, one torch thread with a threaded BLAS. The
+# default's OpenBLAS is held to `threads` threads too (its own default is every core, so with
+# threads 1 it used to run its products on two cores: user time above the wall time, 12,236 tokens/s
+# against 9,301 held to one); with threads = the core count that is OpenBLAS's default. With
 # --experts, each of the three runs twice, with the loop MoE and with padded-bmm (on a CPU the
 # loop's host waits cost nothing, so either can be faster), and the best of the six counts.
 set -euo pipefail
@@ -28,7 +31,8 @@ moe_kinds=(padded-bmm)
 runs=()
 for moe in "${moe_kinds[@]}"; do
   suffix=$([[ $moe == padded-bmm ]] && echo "" || echo "_$moe")
-  /usr/bin/python3 $py --threads "$threads" --moe "$moe" "${model[@]}" --out "bench-results/train_step_pytorch_default$suffix.json"
+  OPENBLAS_NUM_THREADS=$threads /usr/bin/python3 $py --threads "$threads" --moe "$moe" "${model[@]}" \
+    --out "bench-results/train_step_pytorch_default$suffix.json"
   OPENBLAS_NUM_THREADS=1 /usr/bin/python3 $py --threads "$threads" --moe "$moe" "${model[@]}" \
     --out "bench-results/train_step_pytorch_omp$suffix.json"
   OPENBLAS_NUM_THREADS=$threads /usr/bin/python3 $py --threads 1 --moe "$moe" "${model[@]}" \
