@@ -7,9 +7,10 @@
 //   for each block of NC columns of B and C                        (jc)
 //     for each slice of KC of the inner dimension                  (pc)
 //       pack B[pc:pc+KC, jc:jc+NC] into column panels NR wide      -> stays in L2, shared by threads
-//       for each MR-row panel of A and C (this thread's rows)      (ir)
-//         for each NR-column panel of B                            (jr)
-//           micro-kernel: C[MR, NR] (+)= A[MR, KC] @ Bpanel[KC, NR]
+//       for each block of MB row panels (this thread's rows)       (ib)
+//         for each NR-column panel of B                            (jr)  -> that panel stays in L1
+//           for each MR-row panel of A and C in the block          (ir)  -> the block's A in L1/L2
+//             micro-kernel: C[MR, NR] (+)= A[MR, KC] @ Bpanel[KC, NR]
 //
 // Packing copies B into the exact order the micro-kernel reads it (contiguous, zero padded at the
 // right edge), which also makes a transposed B free: only the packing loop knows the layout. A is
@@ -64,6 +65,8 @@ constexpr std::int64_t kInPlaceRowFloats = 512;  // nor when B's rows are at mos
 constexpr std::int64_t kPackedAliasedRowPanels = 16;  // unless exactly 2 KiB and this many A panels
 constexpr std::int64_t kPackedARowFloats = 256;  // a transposed A with rows this far apart is packed
 constexpr std::int64_t kPackedAColumnPanels = 4;  // when at least this many B panels reuse it
+constexpr std::int64_t kPackedManyRowPanels = 64;  // this many A panels: B packed whatever its rows
+constexpr std::int64_t kRowBlockPanels = 8;  // MB: A panels per block, each B panel run against all
 
 // The columns of one packed B block: NC rounded down to whole NR panels (NR = 24 on AVX2 does not
 // divide 1024), so that a block's panels fill the packed buffer exactly and only the last block of
@@ -228,8 +231,12 @@ struct Blocked {
     // with n = 512 ran faster in place, and on AVX-512 (mr 12) that product has 11 panels and still
     // does. Rows of 128 or 256 floats gained nothing from packing here (0.98-1.01x; the step 0.99x,
     // bench.md 2026-12-03). AVX-512 CPUs have not measured this case.
+    // And with 64 or more A panels (the 2048-row g @ W of the benchmark step) B is packed whatever
+    // its rows, so that the loops below can keep one B panel in L1 for a block of A panels: on the
+    // Zen 3, [2048, 128] @ [128, 128] 1.02-1.08x, [2048, 64] @ [64, 64] 1.15-1.17x, 384-1024 rows
+    // 0.98-1.06x (and below 64 panels packing lost: 48-192 rows 0.87-0.97x).
     const std::int64_t a_panels = last_panel - first_panel;
-    const bool b_in_place = team == 1 && op_b.col_stride == 1 &&
+    const bool b_in_place = team == 1 && op_b.col_stride == 1 && a_panels < kPackedManyRowPanels &&
                             (a_panels <= kInPlaceRowPanels || op_b.row_stride < kInPlaceRowFloats ||
                              (op_b.row_stride == kInPlaceRowFloats && a_panels < kPackedAliasedRowPanels));
     // A transposed A far-strided, reused by enough column panels: packed per slice (pack_a_block).
@@ -260,7 +267,8 @@ struct Blocked {
           // (implicit barrier: B is packed before anyone reads it)
         }
         if (pack_a) pack_a_block(op_a, MR, pc, kc, row_begin, row_end, a_packed, a_panel_stride);
-        for (std::int64_t i = row_begin; i < row_end; i += MR) {
+        // C[i : i+MR, jc+jr : +NR] (+)= A's row panel i @ B's column panel jr.
+        const auto tile_at = [&](std::int64_t i, std::int64_t jr) {
           const std::int64_t rows = std::min<std::int64_t>(MR, row_end - i);
           // A's panel, read in place (or packed); the bottom edge's panel of rows < MR rows takes
           // the tile of that many rows (GemmTiles::edge), so no padding rows are computed.
@@ -269,21 +277,39 @@ struct Blocked {
           const std::int64_t a_stride = pack_a ? MR : a_row_major ? op_a.row_stride : op_a.col_stride;
           const MicroKernel tile = rows == MR ? (a_row_major ? tiles.tile_rows : tiles.tile)
                                               : (a_row_major ? tiles.edge_rows[rows] : tiles.edge[rows]);
-          for (std::int64_t jr = 0; jr < nc; jr += NR) {
-            const std::int64_t cols = std::min<std::int64_t>(NR, nc - jr);
-            float* c = out + i * ldc + jc + jr;
-            const bool b_here = b_in_place && cols == NR;  // a full panel of B, read where it is
-            const float* b_panel = b_here ? &op_b.data[pc * op_b.row_stride + jc + jr] : packed_b + jr * kc;
-            const std::int64_t b_stride = b_here ? op_b.row_stride : NR;
-            if (cols == NR) {
-              tile(kc, a_panel, a_stride, b_panel, b_stride, c, ldc, accumulate);
-            } else {  // the right edge: the whole tile into scratch, then its valid part copied (or added)
-              alignas(64) float part[kMaxMR * kMaxNR];
-              tile(kc, a_panel, a_stride, b_panel, b_stride, part, NR, false);
-              for (std::int64_t r = 0; r < rows; ++r)
-                for (std::int64_t j = 0; j < cols; ++j)
-                  c[r * ldc + j] = (accumulate ? c[r * ldc + j] : 0.0f) + part[r * NR + j];
-            }
+          const std::int64_t cols = std::min<std::int64_t>(NR, nc - jr);
+          float* c = out + i * ldc + jc + jr;
+          const bool b_here = b_in_place && cols == NR;  // a full panel of B, read where it is
+          const float* b_panel = b_here ? &op_b.data[pc * op_b.row_stride + jc + jr] : packed_b + jr * kc;
+          const std::int64_t b_stride = b_here ? op_b.row_stride : NR;
+          if (cols == NR) {
+            tile(kc, a_panel, a_stride, b_panel, b_stride, c, ldc, accumulate);
+          } else {  // the right edge: the whole tile into scratch, then its valid part copied (or added)
+            alignas(64) float part[kMaxMR * kMaxNR];
+            tile(kc, a_panel, a_stride, b_panel, b_stride, part, NR, false);
+            for (std::int64_t r = 0; r < rows; ++r)
+              for (std::int64_t j = 0; j < cols; ++j)
+                c[r * ldc + j] = (accumulate ? c[r * ldc + j] : 0.0f) + part[r * NR + j];
+          }
+        };
+        // The order of the tiles. A packed B panel (kc x NR, contiguous) stays in L1 while it runs
+        // against a block of kRowBlockPanels A panels (8 x 6 x 256 floats on AVX2, 48 KiB, from
+        // L2), so each tile streams A's MR values a step from L2 instead of B's NR: with the
+        // other order (every B panel against one A panel) the Zen 3 ran x @ W^T ([2048 | 512, 128]
+        // @ [128, 128]^T, [2048, 128] @ [128, 512]^T) 1.01-1.10x slower, two shapes 0.98-0.99x
+        // (blocks of 4-64 panels all alike), and the training step, with the rule above, 1.01-1.02x
+        // (dense) and 1.02-1.03x (8 experts) slower over 100 step pairs, 1.02-1.04x (64 experts,
+        // 20 pairs); the same bits; one process alternating both, A/A controls 0.99-1.00. A B read
+        // in place cannot stay in L1 (its rows' lines share a few sets), so then each A panel runs
+        // against every B panel instead, and it is A's panel that stays in L1.
+        if (b_in_place) {
+          for (std::int64_t i = row_begin; i < row_end; i += MR)
+            for (std::int64_t jr = 0; jr < nc; jr += NR) tile_at(i, jr);
+        } else {
+          for (std::int64_t block = row_begin; block < row_end; block += kRowBlockPanels * MR) {
+            const std::int64_t block_end = std::min(row_end, block + kRowBlockPanels * MR);
+            for (std::int64_t jr = 0; jr < nc; jr += NR)
+              for (std::int64_t i = block; i < block_end; i += MR) tile_at(i, jr);
           }
         }
         if (team > 1) {
