@@ -21,12 +21,13 @@
 // the AVX2 tile, one expert's products of 45-83 rows by 64 ran 1.04-1.15x faster without that, a
 // narrow product of 50 rows 1.5x, and a [2048, 128] @ [128, 128] one within 3% (the same process
 // alternating the two codes in 5 ms slices, medians of 40; the bits the same). The training
-// step's A has 128 columns or fewer and meets few columns of B, so packing it (and blocking its rows by MC for
-// L2, as BLIS does for large matrices) did not pay: with it, the driver outside the micro-kernel
-// took 26% of a 2048 x 128 @ 128 x 128 product's time (perf, one thread). The exception is a
-// transposed A whose stored rows are far apart (a weight gradient h^T @ g with h 256 or more wide):
-// its panel then maps to a few cache sets and cannot stay in L1 between the column panels that
-// reuse it, so a thread packs its rows of each KC slice first (pack_a_block).
+// step's A has 128 columns or fewer and meets few columns of B, so packing it did not pay: with
+// it, the driver outside the micro-kernel took 26% of a 2048 x 128 @ 128 x 128 product's time
+// (perf, one thread). Its row panels are still taken in blocks of MB, for the B panel's sake (the
+// loops in Blocked::run say why). The exception is a transposed A whose stored rows are far apart
+// (a weight gradient h^T @ g with h 256 or more wide): its panel then maps to a few cache sets and
+// cannot stay in L1 between the column panels that reuse it, so a thread packs its rows of each
+// KC slice first (pack_a_block).
 // The micro-kernel keeps the whole MR x NR tile of C in vector registers and, for each k, does
 // MR * NR fused multiply-adds (core/cpu/gemm_micro_kernel.h). Its arithmetic depends on the vector
 // width, so it is compiled once per instruction set (core/cpu/gemm_kernels_*.cpp) and the widest
@@ -68,8 +69,8 @@ constexpr std::int64_t kPackedAColumnPanels = 4;  // when at least this many B p
 constexpr std::int64_t kPackedManyRowPanels = 64;  // this many A panels: B packed whatever its rows
 constexpr std::int64_t kRowBlockPanels = 8;  // MB: A panels per block, each B panel run against all
 
-// The columns of one packed B block: NC rounded down to whole NR panels (NR = 24 on AVX2 does not
-// divide 1024), so that a block's panels fill the packed buffer exactly and only the last block of
+// The columns of one packed B block: NC rounded down to whole NR panels (for a tile width that
+// does not divide 1024), so that a block's panels fill the packed buffer exactly and only the last block of
 // a product has a partial panel.
 constexpr std::int64_t column_block(std::int64_t nr) { return NC / nr * nr; }
 
