@@ -268,49 +268,66 @@ struct Blocked {
           // (implicit barrier: B is packed before anyone reads it)
         }
         if (pack_a) pack_a_block(op_a, MR, pc, kc, row_begin, row_end, a_packed, a_panel_stride);
-        // C[i : i+MR, jc+jr : +NR] (+)= A's row panel i @ B's column panel jr.
-        const auto tile_at = [&](std::int64_t i, std::int64_t jr) {
+        // A's row panel i, read in place (or packed): where and with what stride the tile reads
+        // it, and the tile for its row count (the bottom edge's panel of rows < MR rows takes the
+        // tile of that many rows, GemmTiles::edge, so no padding rows are computed).
+        struct APanel {
+          const float* data;
+          std::int64_t stride, rows;
+          MicroKernel tile;
+        };
+        const auto a_panel_at = [&](std::int64_t i) {
           const std::int64_t rows = std::min<std::int64_t>(MR, row_end - i);
-          // A's panel, read in place (or packed); the bottom edge's panel of rows < MR rows takes
-          // the tile of that many rows (GemmTiles::edge), so no padding rows are computed.
-          const float* a_panel = pack_a ? a_packed + (i - row_begin) / MR * a_panel_stride
-                                        : &op_a.data[i * op_a.row_stride + pc * op_a.col_stride];
-          const std::int64_t a_stride = pack_a ? MR : a_row_major ? op_a.row_stride : op_a.col_stride;
-          const MicroKernel tile = rows == MR ? (a_row_major ? tiles.tile_rows : tiles.tile)
-                                              : (a_row_major ? tiles.edge_rows[rows] : tiles.edge[rows]);
+          return APanel{pack_a ? a_packed + (i - row_begin) / MR * a_panel_stride
+                               : &op_a.data[i * op_a.row_stride + pc * op_a.col_stride],
+                        pack_a ? MR : a_row_major ? op_a.row_stride : op_a.col_stride, rows,
+                        rows == MR ? (a_row_major ? tiles.tile_rows : tiles.tile)
+                                   : (a_row_major ? tiles.edge_rows[rows] : tiles.edge[rows])};
+        };
+        // C[i : i+rows, jc+jr : +NR] (+)= A's panel a (rows i ..) @ B's column panel jr. Inlined by
+        // force: as a call per tile it took a point more of the 64-expert step (perf) than the loop
+        // it replaced.
+        const auto tile_at = [&](const APanel& a, std::int64_t i, std::int64_t jr) __attribute__((always_inline)) {
           const std::int64_t cols = std::min<std::int64_t>(NR, nc - jr);
           float* c = out + i * ldc + jc + jr;
           const bool b_here = b_in_place && cols == NR;  // a full panel of B, read where it is
           const float* b_panel = b_here ? &op_b.data[pc * op_b.row_stride + jc + jr] : packed_b + jr * kc;
           const std::int64_t b_stride = b_here ? op_b.row_stride : NR;
           if (cols == NR) {
-            tile(kc, a_panel, a_stride, b_panel, b_stride, c, ldc, accumulate);
+            a.tile(kc, a.data, a.stride, b_panel, b_stride, c, ldc, accumulate);
           } else {  // the right edge: the whole tile into scratch, then its valid part copied (or added)
             alignas(64) float part[kMaxMR * kMaxNR];
-            tile(kc, a_panel, a_stride, b_panel, b_stride, part, NR, false);
-            for (std::int64_t r = 0; r < rows; ++r)
+            a.tile(kc, a.data, a.stride, b_panel, b_stride, part, NR, false);
+            for (std::int64_t r = 0; r < a.rows; ++r)
               for (std::int64_t j = 0; j < cols; ++j)
                 c[r * ldc + j] = (accumulate ? c[r * ldc + j] : 0.0f) + part[r * NR + j];
           }
         };
         // The order of the tiles. A packed B panel (kc x NR, contiguous) stays in L1 while it runs
         // against a block of kRowBlockPanels A panels (8 x 6 x 256 floats on AVX2, 48 KiB, from
-        // L2), so each tile streams A's MR values a step from L2 instead of B's NR: with the
-        // other order (every B panel against one A panel) the Zen 3 ran x @ W^T ([2048 | 512, 128]
-        // @ [128, 128]^T, [2048, 128] @ [128, 512]^T) 1.01-1.10x slower, two shapes 0.98-0.99x
-        // (blocks of 4-64 panels all alike), and the training step, with the rule above, 1.01-1.02x
-        // (dense) and 1.02-1.03x (8 experts) slower over 100 step pairs, 1.02-1.04x (64 experts,
-        // 20 pairs); the same bits; one process alternating both, A/A controls 0.99-1.00. A B read
-        // in place cannot stay in L1 (its rows' lines share a few sets), so then each A panel runs
-        // against every B panel instead, and it is A's panel that stays in L1.
+        // L2), so each tile streams A's MR values a step from L2 instead of B's NR. With the
+        // other order (every B panel against one A panel, in this driver) the Zen 3 ran x @ W^T
+        // ([2048 | 512, 128] @ [128, 128]^T, [2048, 128] @ [128, 512]^T) 1.01-1.10x slower, two
+        // shapes 0.98-0.99x (blocks of 4-64 panels all alike). In the training step, against the
+        // loop before this one (each A panel against every B panel, 2026-12-04's d563e1e), the
+        // whole GEMM of this file took 0.93-0.94x the time with a 4d FFN (d 128, dense or 8
+        // experts), 0.87-0.89x at d 256 with f 1024, and came out even on the benchmark models
+        // (0.98-1.01x); without this order, 0.95-0.97x, 0.89x and even (steps alternating in one
+        // process, 50-100 pairs, A/A within 1.5%). A B read in place cannot stay in L1 (its rows'
+        // lines share a few sets), so then each A panel runs against every B panel instead, and
+        // it is A's panel that stays in L1.
         if (b_in_place) {
-          for (std::int64_t i = row_begin; i < row_end; i += MR)
-            for (std::int64_t jr = 0; jr < nc; jr += NR) tile_at(i, jr);
+          for (std::int64_t i = row_begin; i < row_end; i += MR) {
+            const APanel a = a_panel_at(i);
+            for (std::int64_t jr = 0; jr < nc; jr += NR) tile_at(a, i, jr);
+          }
         } else {
           for (std::int64_t block = row_begin; block < row_end; block += kRowBlockPanels * MR) {
-            const std::int64_t block_end = std::min(row_end, block + kRowBlockPanels * MR);
+            APanel block_panels[kRowBlockPanels];
+            const int count = static_cast<int>((std::min(row_end, block + kRowBlockPanels * MR) - block + MR - 1) / MR);
+            for (int q = 0; q < count; ++q) block_panels[q] = a_panel_at(block + q * MR);
             for (std::int64_t jr = 0; jr < nc; jr += NR)
-              for (std::int64_t i = block; i < block_end; i += MR) tile_at(i, jr);
+              for (int q = 0; q < count; ++q) tile_at(block_panels[q], block + q * MR, jr);
           }
         }
         if (team > 1) {
