@@ -146,21 +146,21 @@ TEST_CASE("a row-major B read in place (products of few rows) gives the bits of 
   // right edge (600 = 37 x 16 + 8 = 18 x 32 + 24). n = 512 (rows exactly 2 KiB apart) is packed
   // with 16 or more A panels (100 rows of AVX2's 6-row tile: 17) and read in place with fewer.
   const std::int64_t k = 300;
-  for (std::int64_t n : {600, 512}) {
-  const std::vector<float> a = random_values(100 * k, 7), b = random_values(k * n, 8);
   std::vector<const GemmKernels*> sets{&gemm_kernels(CpuIsa::Generic)};
   if (detected_isa() >= CpuIsa::Avx2) sets.push_back(&gemm_kernels(CpuIsa::Avx2));
   if (detected_isa() >= CpuIsa::Avx512) sets.push_back(&gemm_kernels(CpuIsa::Avx512));
-  for (const GemmKernels* kernels : sets) {
-    std::vector<float> all(static_cast<std::size_t>(100 * n));
-    gemm_f32(*kernels, a.data(), b.data(), all.data(), 100, k, n, false, false);
-    for (std::int64_t m : {1, 4, 13, 24}) {
-      INFO(isa_name(kernels->isa), " n=", n, " m=", m);
-      std::vector<float> few(static_cast<std::size_t>(m * n));
-      gemm_f32(*kernels, a.data(), b.data(), few.data(), m, k, n, false, false);
-      CHECK(bitwise_equal(few, std::vector<float>(all.begin(), all.begin() + m * n)));
+  for (std::int64_t n : {600, 512}) {
+    const std::vector<float> a = random_values(100 * k, 7), b = random_values(k * n, 8);
+    for (const GemmKernels* kernels : sets) {
+      std::vector<float> all(static_cast<std::size_t>(100 * n));
+      gemm_f32(*kernels, a.data(), b.data(), all.data(), 100, k, n, false, false);
+      for (std::int64_t m : {1, 4, 13, 24}) {
+        INFO(isa_name(kernels->isa), " n=", n, " m=", m);
+        std::vector<float> few(static_cast<std::size_t>(m * n));
+        gemm_f32(*kernels, a.data(), b.data(), few.data(), m, k, n, false, false);
+        CHECK(bitwise_equal(few, std::vector<float>(all.begin(), all.begin() + m * n)));
+      }
     }
-  }
   }
 }
 
